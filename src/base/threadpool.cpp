@@ -1,0 +1,144 @@
+#include "base/threadpool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dlakit {
+namespace {
+
+class Pool {
+ public:
+  explicit Pool(int workers) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  int size() const { return int(threads_.size()) + 1; }
+
+  // Runs job(i) for i in [0, count) across the workers and the caller; rethrows the first exception.
+  void run(int count, const std::function<void(int)>& job) {
+    std::unique_lock<std::mutex> call(call_mu_);  // one parallel region at a time
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      job_ = &job;
+      count_ = count;
+      next_ = 0;
+      done_ = 0;
+      error_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lk(mu_);
+    done_cv_.wait(lk, [&] { return done_ == count_ && active_ == 0; });
+    job_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      int i = next_.fetch_add(1);
+      if (i >= count_) return;
+      try {
+        (*job_)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (!error_) error_ = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lk(mu_);
+      if (++done_ == count_) done_cv_.notify_all();
+    }
+  }
+  void loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
+        if (stop_) return;
+        seen = generation_;
+        ++active_;  // run() waits for every worker to leave work() before the next region starts
+      }
+      work();
+      std::lock_guard<std::mutex> lk(mu_);
+      if (--active_ == 0) done_cv_.notify_all();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mu_, call_mu_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int)>* job_ = nullptr;
+  int count_ = 0;
+  std::atomic<int> next_{0};
+  int done_ = 0;
+  int active_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+int default_threads() {
+  if (const char* env = std::getenv("DLAKIT_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n >= 1 && n <= 256) return n;
+  }
+  return 2;
+}
+
+std::atomic<int> g_threads{default_threads()};
+std::mutex g_pool_mu;
+std::unique_ptr<Pool> g_pool;
+thread_local bool t_inside = false;  // nested parallel_for runs inline
+
+Pool& pool() {
+  std::lock_guard<std::mutex> lk(g_pool_mu);
+  if (!g_pool || g_pool->size() != g_threads) {
+    g_pool.reset();
+    g_pool = std::make_unique<Pool>(g_threads - 1);
+  }
+  return *g_pool;
+}
+
+}  // namespace
+
+int num_threads() { return g_threads; }
+void set_num_threads(int n) { g_threads = std::clamp(n, 1, 256); }
+
+void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t min_chunk) {
+  if (n <= 0) return;
+  int threads = g_threads;
+  int64_t chunks = std::min<int64_t>(threads * 4, (n + min_chunk - 1) / std::max<int64_t>(min_chunk, 1));
+  if (threads == 1 || chunks <= 1 || t_inside) {
+    fn(0, n);
+    return;
+  }
+  int64_t step = (n + chunks - 1) / chunks;
+  pool().run(int((n + step - 1) / step), [&](int c) {
+    t_inside = true;
+    int64_t b = c * step, e = std::min(n, b + step);
+    try {
+      fn(b, e);
+    } catch (...) {
+      t_inside = false;
+      throw;
+    }
+    t_inside = false;
+  });
+}
+
+}  // namespace dlakit

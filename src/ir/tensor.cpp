@@ -1,0 +1,96 @@
+#include "ir/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "base/fp16.h"
+
+namespace dlakit {
+
+Tensor::Tensor(DType dtype, Shape shape) : type_{dtype, std::move(shape)}, numel_(dlakit::numel(type_.shape)) {
+  for (int64_t d : type_.shape)
+    DLAKIT_CHECK(d >= 0, Status::kShapeError, "negative dimension in shape ", shape_str(type_.shape));
+  size_t bytes = (nbytes() + 63) / 64 * 64;
+  DLAKIT_CHECK(bytes < (size_t(1) << 40), Status::kInvalidArgument, "tensor of ", shape_str(type_.shape),
+               " is too large (", bytes, " bytes)");
+  void* p = std::aligned_alloc(64, bytes ? bytes : 64);
+  if (!p) fail(Status::kInvalidArgument, "out of memory allocating ", bytes, " bytes");
+  std::memset(p, 0, bytes ? bytes : 64);
+  data_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+}
+
+Tensor Tensor::scalar_f32(float v) {
+  Tensor t(DType::kF32, {});
+  *t.data<float>() = v;
+  return t;
+}
+
+Tensor Tensor::from_f32(const Shape& shape, const std::vector<float>& v) {
+  Tensor t(DType::kF32, shape);
+  DLAKIT_CHECK(int64_t(v.size()) == t.numel(), Status::kInvalidArgument, "from_f32: ", v.size(),
+               " values for shape ", shape_str(shape));
+  std::memcpy(t.raw(), v.data(), t.nbytes());
+  return t;
+}
+
+Tensor Tensor::from_i64(const Shape& shape, const std::vector<int64_t>& v) {
+  Tensor t(DType::kI64, shape);
+  DLAKIT_CHECK(int64_t(v.size()) == t.numel(), Status::kInvalidArgument, "from_i64: ", v.size(),
+               " values for shape ", shape_str(shape));
+  std::memcpy(t.raw(), v.data(), t.nbytes());
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(type_.dtype, type_.shape);
+  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+Tensor Tensor::reshaped(const Shape& shape) const {
+  DLAKIT_CHECK(dlakit::numel(shape) == numel_, Status::kShapeError, "cannot reshape ", shape_str(type_.shape),
+               " to ", shape_str(shape));
+  Tensor t = *this;
+  t.type_.shape = shape;
+  return t;
+}
+
+double Tensor::at_f64(int64_t i) const {
+  switch (type_.dtype) {
+    case DType::kF32: return data<float>()[i];
+    case DType::kF16: return half_to_float(data<uint16_t>()[i]);
+    case DType::kI8: return data<int8_t>()[i];
+    case DType::kU8: case DType::kBool: return data<uint8_t>()[i];
+    case DType::kI32: return data<int32_t>()[i];
+    case DType::kI64: return double(data<int64_t>()[i]);
+  }
+  return 0;
+}
+
+int64_t Tensor::at_i64(int64_t i) const {
+  switch (type_.dtype) {
+    case DType::kI64: return data<int64_t>()[i];
+    case DType::kI32: return data<int32_t>()[i];
+    case DType::kI8: return data<int8_t>()[i];
+    case DType::kU8: case DType::kBool: return data<uint8_t>()[i];
+    default: {
+      double v = at_f64(i);
+      if (!(v > -9.2e18 && v < 9.2e18)) return v > 0 ? INT64_MAX : INT64_MIN;
+      return int64_t(v);
+    }
+  }
+}
+
+std::vector<int64_t> Tensor::to_i64() const {
+  std::vector<int64_t> r(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) r[size_t(i)] = at_i64(i);
+  return r;
+}
+
+std::vector<float> Tensor::to_f32() const {
+  std::vector<float> r(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) r[size_t(i)] = float(at_f64(i));
+  return r;
+}
+
+}  // namespace dlakit

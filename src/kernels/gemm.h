@@ -1,0 +1,33 @@
+// Single-precision GEMM: C(m,n) = sum_k A(m,k) * B(k,n), plus C when `accumulate`.
+// A(m,k) = A[m*a_rs + k*a_cs] and B(k,n) = B[k*b_rs + n*b_cs] (any strides, so transposes are free);
+// C is row-major with leading dimension ldc. Blocked and packed, with a vectorised micro-kernel chosen
+// for the CPU at run time (AVX-512, AVX2+FMA, or portable). Threads over output tiles.
+#pragma once
+#include <cstdint>
+
+namespace dlakit {
+
+struct GemmArgs {
+  int64_t M, N, K;
+  const float* A;
+  int64_t a_rs, a_cs;
+  const float* B;
+  int64_t b_rs, b_cs;
+  float* C;
+  int64_t ldc;
+  bool accumulate;
+};
+
+void sgemm(const GemmArgs& g);
+// The obviously-right triple loop (double accumulation); the oracle sgemm is tested against.
+void sgemm_naive(const GemmArgs& g);
+// Which micro-kernel sgemm uses on this CPU: "avx512", "avx2", or "generic".
+const char* sgemm_isa();
+
+namespace gemm_isa {
+void sgemm_avx512(const GemmArgs& g);
+void sgemm_avx2(const GemmArgs& g);
+void sgemm_generic(const GemmArgs& g);
+}  // namespace gemm_isa
+
+}  // namespace dlakit

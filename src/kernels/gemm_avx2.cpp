@@ -1,0 +1,3 @@
+#define GEMM_VL 8
+#define GEMM_NAME sgemm_avx2
+#include "kernels/gemm_kernel.inc"

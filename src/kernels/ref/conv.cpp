@@ -1,0 +1,265 @@
+// Conv (groups incl. depthwise, dilation, pads, strides, auto_pad; 1-D/2-D/3-D) and ConvTranspose.
+// General convolution is im2col + the blocked sgemm; depthwise convolution is a direct loop.
+#include <algorithm>
+#include <cstring>
+
+#include "base/threadpool.h"
+#include "kernels/gemm.h"
+#include "kernels/ref/common.h"
+#include "kernels/ref/conv_geom.h"
+
+namespace dlakit::ref {
+namespace {
+
+std::vector<int64_t> kernel_of(const Node& n, const Shape& w) {
+  std::vector<int64_t> k(w.begin() + 2, w.end());
+  auto attr = n.attr_ints("kernel_shape", k);
+  if (attr != k)
+    fail(Status::kShapeError, n.label(), ": kernel_shape ", shape_str(attr), " disagrees with the weight shape ",
+         shape_str(w));
+  return k;
+}
+
+void check_float(const InferContext& c) {
+  for (int i = 0; i < c.num_inputs(); ++i)
+    if (c.has(i) && c.dtype(i) != DType::kF32)
+      c.unsupported("input #", i, " has dtype ", dtype_name(c.dtype(i)), "; the reference Conv is float32 only");
+}
+
+std::vector<TensorType> infer_conv(const InferContext& c) {
+  c.require_inputs(2, 3);
+  check_float(c);
+  const Shape &x = c.shape(0), &w = c.shape(1);
+  if (w.size() != x.size()) c.invalid("weight rank ", w.size(), " (", shape_str(w), ") differs from input rank ", x.size());
+  const int64_t G = c.node().attr_int("group", 1);
+  if (G < 1 || x[1] % G || w[0] % G || w[1] * G != x[1])
+    c.invalid("input channels ", x[1], ", weight ", shape_str(w), " and group ", G, " do not agree");
+  if (c.has(2) && c.shape(2) != Shape{w[0]}) c.invalid("bias shape ", shape_str(c.shape(2)), " should be ", w[0]);
+  WindowGeom g = window_geom(c.node(), x, kernel_of(c.node(), w), false);
+  return {{DType::kF32, g.out_shape(w[0])}};
+}
+
+// Depthwise: one filter per input channel (multiplier M/C), direct accumulation.
+void conv_depthwise(const WindowGeom& g, int64_t M, const float* x, const float* w, const float* b, float* y) {
+  const int64_t mult = M / g.C;
+  parallel_for(g.N * M, [&](int64_t s, int64_t e) {
+    for (int64_t nm = s; nm < e; ++nm) {
+      const int64_t n = nm / M, m = nm % M, c = m / mult;
+      const float* xc = x + (n * g.C + c) * g.in_vol();
+      const float* wm = w + m * g.k_vol();
+      float* ym = y + nm * g.out_vol();
+      const float bias = b ? b[m] : 0.f;
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < g.out[1]; ++oh)
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            float acc = bias;
+            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+              const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+              if (id < 0 || id >= g.in[0]) continue;
+              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+                if (ih < 0 || ih >= g.in[1]) continue;
+                const float* row = xc + (id * g.in[1] + ih) * g.in[2];
+                const float* wr = wm + (kd * g.k[1] + kh) * g.k[2];
+                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                  const int64_t iw = ow * g.s[2] - g.pb[2] + kw * g.d[2];
+                  if (iw >= 0 && iw < g.in[2]) acc += row[iw] * wr[kw];
+                }
+              }
+            }
+            ym[(od * g.out[1] + oh) * g.out[2] + ow] = acc;
+          }
+    }
+  }, 1);
+}
+
+// col[(c*kvol + k), out_pos] = x[c, in_pos(out_pos, k)] or 0 in the padding.
+void im2col(const WindowGeom& g, int64_t channels, const float* x, float* col) {
+  const int64_t kvol = g.k_vol(), ovol = g.out_vol();
+  parallel_for(channels * kvol, [&](int64_t s, int64_t e) {
+    for (int64_t r = s; r < e; ++r) {
+      const int64_t c = r / kvol, kk = r % kvol;
+      const int64_t kd = kk / (g.k[1] * g.k[2]), kh = (kk / g.k[2]) % g.k[1], kw = kk % g.k[2];
+      const float* xc = x + c * g.in_vol();
+      float* dst = col + r * ovol;
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+          float* d = dst + (od * g.out[1] + oh) * g.out[2];
+          if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+            std::memset(d, 0, sizeof(float) * size_t(g.out[2]));
+            continue;
+          }
+          const float* row = xc + (id * g.in[1] + ih) * g.in[2];
+          const int64_t base = kw * g.d[2] - g.pb[2];
+          if (g.s[2] == 1) {
+            // valid ow range: 0 <= ow + base < in
+            const int64_t lo = std::clamp<int64_t>(-base, 0, g.out[2]), hi = std::clamp<int64_t>(g.in[2] - base, lo, g.out[2]);
+            std::memset(d, 0, sizeof(float) * size_t(lo));
+            std::memcpy(d + lo, row + lo + base, sizeof(float) * size_t(hi - lo));
+            std::memset(d + hi, 0, sizeof(float) * size_t(g.out[2] - hi));
+          } else {
+            for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+              const int64_t iw = ow * g.s[2] + base;
+              d[ow] = (iw >= 0 && iw < g.in[2]) ? row[iw] : 0.f;
+            }
+          }
+        }
+      }
+    }
+  }, 4);
+}
+
+void add_bias(float* y, const float* b, int64_t N, int64_t M, int64_t vol) {
+  if (!b) return;
+  parallel_for(N * M, [&](int64_t s, int64_t e) {
+    for (int64_t nm = s; nm < e; ++nm) {
+      float* p = y + nm * vol;
+      const float v = b[nm % M];
+      for (int64_t i = 0; i < vol; ++i) p[i] += v;
+    }
+  }, 8);
+}
+
+void run_conv(const KernelContext& c) {
+  const Tensor &X = c.in(0), &W = c.in(1);
+  const float* b = c.has(2) ? c.in(2).data<float>() : nullptr;
+  Tensor& Y = c.out(0);
+  const WindowGeom g = window_geom(c.node(), X.shape(), kernel_of(c.node(), W.shape()), false);
+  const int64_t G = c.node().attr_int("group", 1), M = W.dim(0), Cg = g.C / G, Mg = M / G;
+  const float* x = X.data<float>();
+  const float* w = W.data<float>();
+  float* y = Y.data<float>();
+  if (G == g.C && G > 1 && Cg == 1) return conv_depthwise(g, M, x, w, b, y);
+  const int64_t kvol = g.k_vol(), ivol = g.in_vol(), ovol = g.out_vol(), K = Cg * kvol;
+  bool pointwise = kvol == 1;
+  for (int i = 0; i < 3; ++i) pointwise = pointwise && g.s[size_t(i)] == 1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
+  std::vector<float> col(pointwise ? 0 : size_t(K * ovol));
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t gi = 0; gi < G; ++gi) {
+      const float* xg = x + (n * g.C + gi * Cg) * ivol;
+      const float* B = xg;
+      if (!pointwise) {
+        im2col(g, Cg, xg, col.data());
+        B = col.data();
+      }
+      sgemm({Mg, ovol, K, w + gi * Mg * K, K, 1, B, ovol, 1, y + (n * M + gi * Mg) * ovol, ovol, false});
+    }
+  add_bias(y, b, g.N, M, ovol);
+}
+
+// ConvTranspose geometry: the input is the "output" of the equivalent convolution.
+struct TransGeom {
+  WindowGeom g;  // g.in = ConvTranspose input size, g.out = its output size
+  int64_t M = 0, G = 1;
+};
+
+TransGeom trans_geom(const Node& n, const Shape& x, const Shape& w) {
+  TransGeom t;
+  t.G = n.attr_int("group", 1);
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size())
+    fail(Status::kUnsupported, n.label(), ": input ", shape_str(x), " and weight ", shape_str(w),
+         " must both be rank 3..5");
+  if (t.G < 1 || x[1] != w[0] || x[1] % t.G)
+    fail(Status::kShapeError, n.label(), ": input channels ", x[1], ", weight ", shape_str(w), ", group ", t.G,
+         " do not agree");
+  t.M = w[1] * t.G;
+  WindowGeom& g = t.g;
+  g.nsp = int(x.size()) - 2;
+  g.N = x[0];
+  g.C = x[1];
+  const size_t ns = size_t(g.nsp), off = 3 - ns;
+  auto kernel = kernel_of(n, w);
+  auto strides = n.attr_ints("strides", std::vector<int64_t>(ns, 1));
+  auto dil = n.attr_ints("dilations", std::vector<int64_t>(ns, 1));
+  auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * ns, 0));
+  auto outpad = n.attr_ints("output_padding", std::vector<int64_t>(ns, 0));
+  auto out_shape = n.attr_ints("output_shape", {});
+  if (out_shape.size() == ns + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  const std::string auto_pad = n.attr_str("auto_pad", "NOTSET");
+  if (strides.size() != ns || dil.size() != ns || pads.size() != 2 * ns || outpad.size() != ns ||
+      (!out_shape.empty() && out_shape.size() != ns))
+    fail(Status::kParseError, n.label(), ": strides/dilations/pads/output_padding/output_shape lengths do not match ",
+         ns, " spatial dims");
+  for (size_t i = 0; i < ns; ++i) {
+    size_t j = off + i;
+    g.in[j] = x[2 + i];
+    g.k[j] = kernel[i];
+    g.s[j] = strides[i];
+    g.d[j] = dil[i];
+    const int64_t dk = (g.k[j] - 1) * g.d[j] + 1;
+    const int64_t full = g.s[j] * (g.in[j] - 1) + outpad[i] + dk;
+    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t target = out_shape.empty() ? g.in[j] * g.s[j] : out_shape[i];
+      // Negative totals clamp to 0: the extra output rows/cols receive only the bias (as ONNX Runtime does).
+      const int64_t total = std::max<int64_t>(0, full - target);
+      // ONNX: SAME_UPPER puts the smaller half first; otherwise the larger half goes first.
+      g.pb[j] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pe[j] = total - g.pb[j];
+      g.out[j] = target;
+    } else {
+      g.pb[j] = auto_pad == "VALID" ? 0 : pads[i];
+      g.pe[j] = auto_pad == "VALID" ? 0 : pads[ns + i];
+      g.out[j] = full - g.pb[j] - g.pe[j];
+    }
+    if (g.out[j] < 1) fail(Status::kShapeError, n.label(), ": output size ", g.out[j], " in spatial dim ", i);
+  }
+  return t;
+}
+
+std::vector<TensorType> infer_conv_transpose(const InferContext& c) {
+  c.require_inputs(2, 3);
+  check_float(c);
+  TransGeom t = trans_geom(c.node(), c.shape(0), c.shape(1));
+  if (c.has(2) && c.shape(2) != Shape{t.M}) c.invalid("bias shape ", shape_str(c.shape(2)), " should be ", t.M);
+  return {{DType::kF32, t.g.out_shape(t.M)}};
+}
+
+void run_conv_transpose(const KernelContext& c) {
+  const Tensor &X = c.in(0), &W = c.in(1);
+  const TransGeom t = trans_geom(c.node(), X.shape(), W.shape());
+  const WindowGeom& g = t.g;
+  const int64_t Cg = g.C / t.G, Mg = t.M / t.G, kvol = g.k_vol(), ivol = g.in_vol(), ovol = g.out_vol();
+  const float* x = X.data<float>();
+  const float* w = W.data<float>();
+  float* y = c.out(0).data<float>();
+  std::vector<float> col(size_t(Mg * kvol * ivol));
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t gi = 0; gi < t.G; ++gi) {
+      // col[m*kvol + k, i] = sum_c W[c, m, k] * X[c, i]
+      const float* wg = w + gi * Cg * Mg * kvol;
+      sgemm({Mg * kvol, ivol, Cg, wg, 1, Mg * kvol, x + (n * g.C + gi * Cg) * ivol, ivol, 1, col.data(), ivol, false});
+      float* yg = y + (n * t.M + gi * Mg) * ovol;
+      parallel_for(Mg, [&](int64_t s, int64_t e) {
+        for (int64_t m = s; m < e; ++m)
+          for (int64_t k = 0; k < kvol; ++k) {
+            const int64_t kd = k / (g.k[1] * g.k[2]), kh = (k / g.k[2]) % g.k[1], kw = k % g.k[2];
+            const float* src = col.data() + (m * kvol + k) * ivol;
+            for (int64_t id = 0; id < g.in[0]; ++id) {
+              const int64_t od = id * g.s[0] - g.pb[0] + kd * g.d[0];
+              if (od < 0 || od >= g.out[0]) continue;
+              for (int64_t ih = 0; ih < g.in[1]; ++ih) {
+                const int64_t oh = ih * g.s[1] - g.pb[1] + kh * g.d[1];
+                if (oh < 0 || oh >= g.out[1]) continue;
+                float* drow = yg + m * ovol + (od * g.out[1] + oh) * g.out[2];
+                const float* srow = src + (id * g.in[1] + ih) * g.in[2];
+                for (int64_t iw = 0; iw < g.in[2]; ++iw) {
+                  const int64_t ow = iw * g.s[2] - g.pb[2] + kw * g.d[2];
+                  if (ow >= 0 && ow < g.out[2]) drow[ow] += srow[iw];
+                }
+              }
+            }
+          }
+      });
+    }
+  add_bias(y, c.has(2) ? c.in(2).data<float>() : nullptr, g.N, t.M, ovol);
+}
+
+}  // namespace
+}  // namespace dlakit::ref
+
+namespace dlakit {
+extern const OpImpl kImpl_Conv{ref::infer_conv, ref::run_conv};
+extern const OpImpl kImpl_ConvTranspose{ref::infer_conv_transpose, ref::run_conv_transpose};
+}  // namespace dlakit

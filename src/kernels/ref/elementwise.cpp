@@ -1,0 +1,185 @@
+// Binary and variadic element-wise ops with NumPy broadcasting: Add Sub Mul Div Pow Max Min Sum Equal.
+#include <cmath>
+#include <cstring>
+
+#include "base/threadpool.h"
+#include "kernels/ref/common.h"
+
+namespace dlakit::ref {
+namespace {
+
+// Opset < 7 arithmetic broadcasts B onto A only with broadcast=1, aligning B at `axis` (default: suffix).
+// Returns B's shape as NumPy broadcasting should see it.
+Shape effective_shape(const Node& n, int input, const Shape& a, const Shape& b) {
+  if (n.opset >= 7 || input == 0 || n.op == OpKind::Max || n.op == OpKind::Min || n.op == OpKind::Sum) return b;
+  if (!n.attr_int("broadcast", 0)) {
+    if (a != b) fail(Status::kShapeError, n.label(), ": shapes ", shape_str(a), " and ", shape_str(b), " differ and broadcast=0");
+    return b;
+  }
+  if (!n.has("axis")) return b;
+  const int64_t axis = normalize_axis(n, n.attr_int("axis", 0), int64_t(a.size()));
+  Shape e = b;
+  while (int64_t(e.size()) + axis < int64_t(a.size())) e.push_back(1);
+  return e;
+}
+
+std::vector<TensorType> infer_broadcast(const InferContext& c) {
+  bool variadic = c.node().op == OpKind::Max || c.node().op == OpKind::Min || c.node().op == OpKind::Sum;
+  c.require_inputs(variadic ? 1 : 2, variadic ? 1 << 20 : 2);
+  std::vector<Shape> shapes;
+  for (int i = 0; i < c.num_inputs(); ++i) shapes.push_back(effective_shape(c.node(), i, c.shape(0), c.shape(i)));
+  DType dt = c.dtype(0);
+  if (c.node().op != OpKind::Pow)
+    for (int i = 1; i < c.num_inputs(); ++i)
+      if (c.dtype(i) != dt)
+        c.invalid("input #", i, " has dtype ", dtype_name(c.dtype(i)), " but input #0 has ", dtype_name(dt));
+  if (c.node().op == OpKind::Equal) dt = DType::kBool;
+  return {{dt, broadcast_shapes(c.node(), shapes)}};
+}
+
+// Applies out = op(out, b) in place, b broadcast to out's shape. Ints compute in T (wrapping like ONNX
+// Runtime); f16 computes in float and rounds once per op.
+template <typename T, typename Op>
+void apply_inplace(Tensor& out, const Tensor& b, Op op) {
+  T* o = out.data<T>();
+  const T* pb = b.data<T>();
+  const int64_t n = out.numel();
+  if (b.shape() == out.shape()) {
+    parallel_for(n, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) o[i] = op(o[i], pb[i]); }, 16384);
+  } else if (b.numel() == 1) {
+    const T v = pb[0];
+    parallel_for(n, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) o[i] = op(o[i], v); }, 16384);
+  } else {
+    for_each_broadcast(out.shape(), {broadcast_strides(b.shape(), out.shape())},
+                       [&](int64_t i, const std::vector<int64_t>& off) { o[i] = op(o[i], pb[off[0]]); });
+  }
+}
+
+// Broadcast-copies `a` into `out` (same dtype).
+void expand_into(const Tensor& a, Tensor& out) {
+  const size_t es = dtype_size(a.dtype());
+  if (a.shape() == out.shape()) {
+    std::memcpy(out.raw(), a.raw(), out.nbytes());
+    return;
+  }
+  const uint8_t* src = static_cast<const uint8_t*>(a.raw());
+  uint8_t* dst = static_cast<uint8_t*>(out.raw());
+  for_each_broadcast(out.shape(), {broadcast_strides(a.shape(), out.shape())},
+                     [&](int64_t i, const std::vector<int64_t>& off) {
+                       std::memcpy(dst + size_t(i) * es, src + size_t(off[0]) * es, es);
+                     });
+}
+
+// Input k viewed with its effective (legacy-broadcast) shape.
+Tensor operand(const KernelContext& c, int k) {
+  return c.in(k).reshaped(effective_shape(c.node(), k, c.in(0).shape(), c.in(k).shape()));
+}
+
+template <typename T>
+T int_div(T a, T b) {
+  if (b == 0) return T(0);  // defined result instead of a trap; ONNX leaves it undefined
+  if constexpr (std::is_signed_v<T>)
+    if (b == T(-1)) return T(0 - a);  // avoids the INT_MIN / -1 overflow trap
+  return T(a / b);
+}
+
+// Max/Min that propagate NaN like NumPy's maximum/minimum.
+template <typename T>
+T pick(T x, T y, bool max) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (x != x || y != y) return std::numeric_limits<T>::quiet_NaN();
+  return max ? (x > y ? x : y) : (x < y ? x : y);
+}
+
+template <typename T>
+void run_typed(const KernelContext& c, Tensor& out) {
+  const OpKind op = c.node().op;
+  expand_into(c.in(0), out);
+  for (int k = 1; k < c.num_inputs(); ++k) {
+    const Tensor b = operand(c, k);
+    switch (op) {
+      case OpKind::Add: case OpKind::Sum: apply_inplace<T>(out, b, [](T x, T y) { return T(x + y); }); break;
+      case OpKind::Sub: apply_inplace<T>(out, b, [](T x, T y) { return T(x - y); }); break;
+      case OpKind::Mul: apply_inplace<T>(out, b, [](T x, T y) { return T(x * y); }); break;
+      case OpKind::Div:
+        if constexpr (std::is_floating_point_v<T>) apply_inplace<T>(out, b, [](T x, T y) { return T(x / y); });
+        else apply_inplace<T>(out, b, [](T x, T y) { return int_div(x, y); });
+        break;
+      case OpKind::Max:
+        apply_inplace<T>(out, b, [](T x, T y) { return pick<T>(x, y, true); });
+        break;
+      case OpKind::Min:
+        apply_inplace<T>(out, b, [](T x, T y) { return pick<T>(x, y, false); });
+        break;
+      default: fail(Status::kInternal, c.node().label(), ": not a typed binary op");
+    }
+  }
+}
+
+// Pow allows different base and exponent dtypes; it and f16 go through double.
+void run_generic(const KernelContext& c, Tensor& out) {
+  const OpKind op = c.node().op;
+  const Tensor& a = c.in(0);
+  std::vector<double> acc(size_t(out.numel()));
+  for_each_broadcast(out.shape(), {broadcast_strides(a.shape(), out.shape())},
+                     [&](int64_t i, const std::vector<int64_t>& off) { acc[size_t(i)] = a.at_f64(off[0]); });
+  for (int k = 1; k < c.num_inputs(); ++k) {
+    const Tensor b = operand(c, k);
+    for_each_broadcast(out.shape(), {broadcast_strides(b.shape(), out.shape())},
+                       [&](int64_t i, const std::vector<int64_t>& off) {
+                         double x = acc[size_t(i)], y = b.at_f64(off[0]);
+                         double r = 0;
+                         switch (op) {
+                           case OpKind::Add: case OpKind::Sum: r = x + y; break;
+                           case OpKind::Sub: r = x - y; break;
+                           case OpKind::Mul: r = x * y; break;
+                           case OpKind::Div: r = x / y; break;
+                           case OpKind::Pow: r = std::pow(x, y); break;
+                           case OpKind::Max: r = std::fmax(x, y); break;
+                           case OpKind::Min: r = std::fmin(x, y); break;
+                           default: break;
+                         }
+                         // f16 rounds after every op, as fp16 hardware would.
+                         acc[size_t(i)] = out.dtype() == DType::kF16 ? round_to_half(float(r)) : r;
+                       });
+  }
+  for (int64_t i = 0; i < out.numel(); ++i) store_f64(out, i, acc[size_t(i)]);
+}
+
+void run_binary(const KernelContext& c) {
+  Tensor& out = c.out(0);
+  if (c.node().op == OpKind::Pow && out.dtype() == DType::kF32 && c.in(1).dtype() == DType::kF32) {
+    // fast path for the common float Pow (LayerNorm's x^2)
+    expand_into(c.in(0), out);
+    apply_inplace<float>(out, operand(c, 1), [](float x, float y) { return y == 2.0f ? x * x : std::pow(x, y); });
+    return;
+  }
+  if (c.node().op == OpKind::Pow || out.dtype() == DType::kF16) return run_generic(c, out);
+  DLAKIT_DISPATCH_NUMERIC(out.dtype(), T, run_typed<T>(c, out));
+}
+
+void run_equal(const KernelContext& c) {
+  const Tensor &a = c.in(0), &b = c.in(1);
+  Tensor& out = c.out(0);
+  uint8_t* o = out.data<uint8_t>();
+  for_each_broadcast(out.shape(), {broadcast_strides(a.shape(), out.shape()), broadcast_strides(b.shape(), out.shape())},
+                     [&](int64_t i, const std::vector<int64_t>& off) {
+                       o[i] = a.dtype() == DType::kI64 ? a.at_i64(off[0]) == b.at_i64(off[1])
+                                                        : a.at_f64(off[0]) == b.at_f64(off[1]);
+                     });
+}
+
+}  // namespace
+}  // namespace dlakit::ref
+
+namespace dlakit {
+extern const OpImpl kImpl_Add{ref::infer_broadcast, ref::run_binary};
+extern const OpImpl kImpl_Sub{ref::infer_broadcast, ref::run_binary};
+extern const OpImpl kImpl_Mul{ref::infer_broadcast, ref::run_binary};
+extern const OpImpl kImpl_Div{ref::infer_broadcast, ref::run_binary};
+extern const OpImpl kImpl_Pow{ref::infer_broadcast, ref::run_binary};
+extern const OpImpl kImpl_Max{ref::infer_broadcast, ref::run_binary};
+extern const OpImpl kImpl_Min{ref::infer_broadcast, ref::run_binary};
+extern const OpImpl kImpl_Sum{ref::infer_broadcast, ref::run_binary};
+extern const OpImpl kImpl_Equal{ref::infer_broadcast, ref::run_equal};
+}  // namespace dlakit

@@ -1,0 +1,120 @@
+// MaxPool (dilations, ceil_mode, Indices output), AveragePool (count_include_pad, ceil_mode), and the
+// global pools. 1-D/2-D/3-D through the shared window geometry.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/threadpool.h"
+#include "kernels/ref/common.h"
+#include "kernels/ref/conv_geom.h"
+
+namespace dlakit::ref {
+namespace {
+
+WindowGeom pool_geom(const Node& n, const Shape& x) {
+  if (!n.has("kernel_shape")) fail(Status::kParseError, n.label(), ": attribute kernel_shape is required");
+  if (n.op == OpKind::AveragePool && n.has("dilations")) {
+    for (int64_t d : n.attr_ints("dilations"))
+      if (d != 1) fail(Status::kUnsupported, n.label(), ": AveragePool dilations other than 1 (opset 19) are not supported");
+  }
+  return window_geom(n, x, n.attr_ints("kernel_shape"), n.attr_int("ceil_mode", 0) != 0);
+}
+
+std::vector<TensorType> infer_pool(const InferContext& c) {
+  c.require_inputs(1, 1);
+  WindowGeom g = pool_geom(c.node(), c.shape(0));
+  std::vector<TensorType> out{{c.dtype(0), g.out_shape(g.C)}};
+  if (c.node().op == OpKind::MaxPool) out.push_back({DType::kI64, g.out_shape(g.C)});
+  return out;
+}
+
+void run_pool(const KernelContext& c) {
+  const Tensor& X = c.in(0);
+  const WindowGeom g = pool_geom(c.node(), X.shape());
+  const bool is_max = c.node().op == OpKind::MaxPool;
+  const bool include_pad = c.node().attr_int("count_include_pad", 0) != 0;
+  const bool column_major = c.node().attr_int("storage_order", 0) != 0;  // Indices order only
+  Tensor& Y = c.out(0);
+  int64_t* idx = c.has_out(1) ? c.out(1).data<int64_t>() : nullptr;
+  std::vector<float> xf;
+  const float* x = X.dtype() == DType::kF32 ? X.data<float>() : (xf = X.to_f32(), xf.data());
+  parallel_for(g.N * g.C, [&](int64_t s, int64_t e) {
+    for (int64_t nc = s; nc < e; ++nc) {
+      const float* xc = x + nc * g.in_vol();
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < g.out[1]; ++oh)
+          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+            float best = -std::numeric_limits<float>::infinity();
+            int64_t best_i = -1;
+            double sum = 0;
+            int64_t count = 0, padded_count = 0;
+            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+              const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+              const bool din = id >= 0 && id < g.in[0], dpad = id >= -g.pb[0] && id < g.in[0] + g.pe[0];
+              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+                const bool hin = ih >= 0 && ih < g.in[1], hpad = ih >= -g.pb[1] && ih < g.in[1] + g.pe[1];
+                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                  const int64_t iw = ow * g.s[2] - g.pb[2] + kw * g.d[2];
+                  const bool win = iw >= 0 && iw < g.in[2], wpad = iw >= -g.pb[2] && iw < g.in[2] + g.pe[2];
+                  if (dpad && hpad && wpad) ++padded_count;
+                  if (!(din && hin && win)) continue;
+                  const int64_t off = (id * g.in[1] + ih) * g.in[2] + iw;
+                  const float v = xc[off];
+                  ++count;
+                  sum += v;
+                  if (v > best || best_i < 0) {
+                    best = v;
+                    best_i = nc * g.in_vol() + (column_major ? (iw * g.in[1] + ih) * g.in[0] + id : off);
+                  }
+                }
+              }
+            }
+            const int64_t o = nc * g.out_vol() + (od * g.out[1] + oh) * g.out[2] + ow;
+            double r = is_max ? double(best) : (count ? sum / double(include_pad ? padded_count : count) : 0.0);
+            store_f64(Y, o, r);
+            if (idx) idx[o] = best_i;
+          }
+    }
+  });
+}
+
+std::vector<TensorType> infer_global(const InferContext& c) {
+  c.require_inputs(1, 1);
+  Shape s = c.shape(0);
+  if (s.size() < 3) c.invalid("input ", shape_str(s), " must have rank >= 3");
+  for (size_t i = 2; i < s.size(); ++i) s[i] = 1;
+  return {{c.dtype(0), s}};
+}
+
+void run_global(const KernelContext& c) {
+  const Tensor& X = c.in(0);
+  const int64_t nc = X.dim(0) * X.dim(1), vol = X.numel() / std::max<int64_t>(nc, 1);
+  const bool is_max = c.node().op == OpKind::GlobalMaxPool;
+  Tensor& Y = c.out(0);
+  parallel_for(nc, [&](int64_t s, int64_t e) {
+    for (int64_t i = s; i < e; ++i) {
+      double acc = is_max ? -INFINITY : 0.0;
+      if (X.dtype() == DType::kF32) {
+        const float* p = X.data<float>() + i * vol;
+        for (int64_t j = 0; j < vol; ++j) acc = is_max ? std::max(acc, double(p[j])) : acc + p[j];
+      } else {
+        for (int64_t j = 0; j < vol; ++j) {
+          double v = X.at_f64(i * vol + j);
+          acc = is_max ? std::max(acc, v) : acc + v;
+        }
+      }
+      store_f64(Y, i, is_max ? acc : acc / double(vol));
+    }
+  }, 4);
+}
+
+}  // namespace
+}  // namespace dlakit::ref
+
+namespace dlakit {
+extern const OpImpl kImpl_MaxPool{ref::infer_pool, ref::run_pool};
+extern const OpImpl kImpl_AveragePool{ref::infer_pool, ref::run_pool};
+extern const OpImpl kImpl_GlobalAveragePool{ref::infer_global, ref::run_global};
+extern const OpImpl kImpl_GlobalMaxPool{ref::infer_global, ref::run_global};
+}  // namespace dlakit

@@ -1,0 +1,66 @@
+// Every op of ops.def has one OpImpl: its shape/type inference and its reference kernel, defined next
+// to each other in src/kernels/ref/<family>.cpp as `const OpImpl kImpl_<Enum>`. A missing one is a link
+// error, so the op list and the implementations cannot drift apart.
+#pragma once
+#include <vector>
+
+#include "base/error.h"
+#include "ir/graph.h"
+
+namespace dlakit {
+
+class InferContext {
+ public:
+  InferContext(const Graph& g, const Node& n) : g_(g), n_(n) {}
+  const Node& node() const { return n_; }
+  int num_inputs() const { return int(n_.inputs.size()); }
+  bool has(int i) const { return i < num_inputs() && n_.inputs[size_t(i)] >= 0; }
+  const TensorType& type(int i) const;
+  const Shape& shape(int i) const { return type(i).shape; }
+  DType dtype(int i) const { return type(i).dtype; }
+  const Tensor* constant(int i) const;  // nullptr when the input is not a compile-time constant
+  // The input's value, which shape inference needs; a clear error when it is computed at run time.
+  const Tensor& require_constant(int i, const char* what) const;
+  void require_inputs(int min, int max) const;
+
+  template <typename... A> [[noreturn]] void unsupported(A&&... a) const {
+    fail(Status::kUnsupported, n_.label(), " (opset ", n_.opset, "): ", std::forward<A>(a)...);
+  }
+  template <typename... A> [[noreturn]] void invalid(A&&... a) const {
+    fail(Status::kShapeError, n_.label(), ": ", std::forward<A>(a)...);
+  }
+
+ private:
+  const Graph& g_;
+  const Node& n_;
+};
+
+class KernelContext {
+ public:
+  KernelContext(const Node& n, std::vector<const Tensor*> in, std::vector<Tensor*> out)
+      : n_(n), in_(std::move(in)), out_(std::move(out)) {}
+  const Node& node() const { return n_; }
+  int num_inputs() const { return int(in_.size()); }
+  bool has(int i) const { return i < num_inputs() && in_[size_t(i)] != nullptr; }
+  const Tensor& in(int i) const { return *in_[size_t(i)]; }
+  int num_outputs() const { return int(out_.size()); }
+  bool has_out(int i) const { return i < num_outputs() && out_[size_t(i)] != nullptr; }
+  Tensor& out(int i) const { return *out_[size_t(i)]; }
+
+ private:
+  const Node& n_;
+  std::vector<const Tensor*> in_;
+  std::vector<Tensor*> out_;  // preallocated from the inferred types; nullptr for omitted outputs
+};
+
+using InferFn = std::vector<TensorType> (*)(const InferContext&);
+using KernelFn = void (*)(const KernelContext&);
+
+struct OpImpl {
+  InferFn infer;
+  KernelFn run;
+};
+
+const OpImpl& op_impl(OpKind op);
+
+}  // namespace dlakit
