@@ -2,10 +2,55 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "base/fp16.h"
 
 namespace dlakit {
+namespace {
+
+// Large tensor blocks are cached and reused: a fresh multi-megabyte allocation is an mmap whose first
+// touch page-faults, which cost more than the kernels themselves on the target VMs. Bounded at 1 GiB.
+class BlockCache {
+ public:
+  static BlockCache& get() {
+    static BlockCache* c = new BlockCache;  // never destroyed: tensors may outlive static destruction
+    return *c;
+  }
+  void* acquire(size_t bytes) {
+    if (bytes >= kMinCached) {
+      std::lock_guard<std::mutex> lk(mu_);
+      auto it = free_.find(bytes);
+      if (it != free_.end()) {
+        void* p = it->second;
+        free_.erase(it);
+        cached_ -= bytes;
+        return p;
+      }
+    }
+    return std::aligned_alloc(64, bytes);
+  }
+  void release(void* p, size_t bytes) {
+    if (bytes >= kMinCached) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (cached_ + bytes <= kMaxCached) {
+        free_.emplace(bytes, p);
+        cached_ += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+ private:
+  static constexpr size_t kMinCached = 64 << 10, kMaxCached = size_t(1) << 30;
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+  size_t cached_ = 0;
+};
+
+}  // namespace
 
 Tensor::Tensor(DType dtype, Shape shape) : type_{dtype, std::move(shape)}, numel_(dlakit::numel(type_.shape)) {
   for (int64_t d : type_.shape)
@@ -13,10 +58,12 @@ Tensor::Tensor(DType dtype, Shape shape) : type_{dtype, std::move(shape)}, numel
   size_t bytes = (nbytes() + 63) / 64 * 64;
   DLAKIT_CHECK(bytes < (size_t(1) << 40), Status::kInvalidArgument, "tensor of ", shape_str(type_.shape),
                " is too large (", bytes, " bytes)");
-  void* p = std::aligned_alloc(64, bytes ? bytes : 64);
+  if (bytes >= (size_t(1) << 20)) bytes = (bytes + 4095) / 4096 * 4096;  // page granularity helps reuse
+  if (bytes == 0) bytes = 64;
+  void* p = BlockCache::get().acquire(bytes);
   if (!p) fail(Status::kInvalidArgument, "out of memory allocating ", bytes, " bytes");
-  std::memset(p, 0, bytes ? bytes : 64);
-  data_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+  std::memset(p, 0, bytes);
+  data_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [bytes](uint8_t* q) { BlockCache::get().release(q, bytes); });
 }
 
 Tensor Tensor::scalar_f32(float v) {

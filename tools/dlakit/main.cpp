@@ -1,1 +1,64 @@
-int main() { return 0; }
+// dlakit: predict, explain and run DLA workloads anywhere. See `dlakit --help`.
+#include <iostream>
+
+#include "base/error.h"
+#include "base/threadpool.h"
+#include "cli.h"
+
+namespace dlakit::cli {
+
+void ModelFlags::add(CLI::App& app) {
+  app.add_option("model", model, "ONNX model file")->required()->check(CLI::ExistingFile);
+  app.add_option("--input-shape,--shapes", input_shape,
+                 "Pin input shapes (dynamic dims), trtexec style: name:1x3x640x640[,name2:...]");
+  app.add_option("--threads", threads, "CPU threads for the reference engine (default: DLAKIT_NUM_THREADS or 2)");
+}
+
+ImportOptions ModelFlags::import_options() const {
+  ImportOptions o;
+  o.input_shapes = parse_input_shapes(input_shape);
+  return o;
+}
+
+void ModelFlags::apply_threads() const {
+  if (threads > 0) set_num_threads(threads);
+}
+
+std::string human(double v) {
+  const char* units[] = {"", " K", " M", " G", " T"};
+  int u = 0;
+  while (v >= 1000 && u < 4) {
+    v /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.2f%s" : "%.0f%s", v, units[u]);
+  return buf;
+}
+
+}  // namespace dlakit::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "dlakit: make NVIDIA's Deep Learning Accelerator usable, explainable and testable anywhere.\n"
+      "Commands take trtexec/Polygraphy-style flags; add --json for machine-readable output.\n\n"
+      "Examples:\n"
+      "  dlakit info model.onnx --input-shape x:1x3x640x640\n"
+      "  dlakit run resnet18.onnx --image cat.jpg --size 224x224 --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225\n"
+      "  dlakit run det.onnx --image photo.jpg --size 640x640 --overlay heat.png"};
+  app.require_subcommand(1);
+  dlakit::cli::register_info(app);
+  dlakit::cli::register_run(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const dlakit::Error& e) {
+    std::cerr << "error (" << dlakit::status_name(e.status()) << "): " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

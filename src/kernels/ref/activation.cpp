@@ -101,7 +101,19 @@ void run_unary(const KernelContext& c) {
   if (x.dtype() == DType::kF32) {
     const float* px = x.data<float>();
     float* py = y.data<float>();
-    parallel_for(n, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) py[i] = eval_f32(u, px[i]); }, 8192);
+    // One loop per op so the compiler sees a branch-free, vectorisable body.
+    auto loop = [&](auto f) {
+      parallel_for(n, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) py[i] = f(px[i]); }, 8192);
+    };
+    const float lo = u.lo, hi = u.hi, a = u.alpha, b = u.beta;
+    switch (u.op) {
+      case OpKind::Relu: loop([](float v) { return v > 0.f ? v : 0.f; }); break;
+      case OpKind::Clip: loop([=](float v) { return v != v ? v : std::min(std::max(v, lo), hi); }); break;
+      case OpKind::LeakyRelu: loop([=](float v) { return v >= 0.f ? v : v * a; }); break;
+      case OpKind::HardSigmoid: loop([=](float v) { return std::max(0.f, std::min(1.f, a * v + b)); }); break;
+      case OpKind::HardSwish: loop([](float v) { return v * std::max(0.f, std::min(1.f, v / 6.f + 0.5f)); }); break;
+      default: loop([&](float v) { return eval_f32(u, v); });
+    }
   } else if (x.dtype() == DType::kI64 && (u.op == OpKind::Neg || u.op == OpKind::Abs)) {
     const int64_t* px = x.data<int64_t>();
     int64_t* py = y.data<int64_t>();

@@ -39,7 +39,8 @@ std::vector<TensorType> infer_conv(const InferContext& c) {
   return {{DType::kF32, g.out_shape(w[0])}};
 }
 
-// Depthwise: one filter per input channel (multiplier M/C), direct accumulation.
+// Depthwise: one filter per input channel (multiplier M/C). For each kernel tap, a row-wise axpy over
+// the valid output range only, so the inner loop has no bounds checks and vectorises for stride 1.
 void conv_depthwise(const WindowGeom& g, int64_t M, const float* x, const float* w, const float* b, float* y) {
   const int64_t mult = M / g.C;
   parallel_for(g.N * M, [&](int64_t s, int64_t e) {
@@ -49,33 +50,41 @@ void conv_depthwise(const WindowGeom& g, int64_t M, const float* x, const float*
       const float* wm = w + m * g.k_vol();
       float* ym = y + nm * g.out_vol();
       const float bias = b ? b[m] : 0.f;
-      for (int64_t od = 0; od < g.out[0]; ++od)
-        for (int64_t oh = 0; oh < g.out[1]; ++oh)
-          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            float acc = bias;
-            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+      for (int64_t i = 0; i < g.out_vol(); ++i) ym[i] = bias;
+      for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh)
+          for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+            const float wv = wm[(kd * g.k[1] + kh) * g.k[2] + kw];
+            const int64_t off_w = kw * g.d[2] - g.pb[2];
+            // valid ow: 0 <= ow*s + off_w < in
+            int64_t lo = off_w >= 0 ? 0 : (-off_w + g.s[2] - 1) / g.s[2];
+            int64_t hi = g.in[2] - off_w <= 0 ? 0 : (g.in[2] - off_w - 1) / g.s[2] + 1;
+            hi = std::min(hi, g.out[2]);
+            if (lo >= hi) continue;
+            for (int64_t od = 0; od < g.out[0]; ++od) {
               const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
               if (id < 0 || id >= g.in[0]) continue;
-              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+              for (int64_t oh = 0; oh < g.out[1]; ++oh) {
                 const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
                 if (ih < 0 || ih >= g.in[1]) continue;
-                const float* row = xc + (id * g.in[1] + ih) * g.in[2];
-                const float* wr = wm + (kd * g.k[1] + kh) * g.k[2];
-                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                  const int64_t iw = ow * g.s[2] - g.pb[2] + kw * g.d[2];
-                  if (iw >= 0 && iw < g.in[2]) acc += row[iw] * wr[kw];
+                const float* xr = xc + (id * g.in[1] + ih) * g.in[2] + off_w;
+                float* yr = ym + (od * g.out[1] + oh) * g.out[2];
+                if (g.s[2] == 1) {
+                  for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow];
+                } else {
+                  const int64_t st = g.s[2];
+                  for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * st];
                 }
               }
             }
-            ym[(od * g.out[1] + oh) * g.out[2] + ow] = acc;
           }
     }
   }, 1);
 }
 
 // col[(c*kvol + k), out_pos] = x[c, in_pos(out_pos, k)] or 0 in the padding.
-void im2col(const WindowGeom& g, int64_t channels, const float* x, float* col) {
-  const int64_t kvol = g.k_vol(), ovol = g.out_vol();
+void im2col(const WindowGeom& g, int64_t channels, const float* x, float* col, int64_t oh0, int64_t oh1) {
+  const int64_t kvol = g.k_vol(), ovol = (oh1 - oh0) * g.out[2] * g.out[0];
   parallel_for(channels * kvol, [&](int64_t s, int64_t e) {
     for (int64_t r = s; r < e; ++r) {
       const int64_t c = r / kvol, kk = r % kvol;
@@ -84,9 +93,9 @@ void im2col(const WindowGeom& g, int64_t channels, const float* x, float* col) {
       float* dst = col + r * ovol;
       for (int64_t od = 0; od < g.out[0]; ++od) {
         const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
-        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
           const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
-          float* d = dst + (od * g.out[1] + oh) * g.out[2];
+          float* d = dst + (od * (oh1 - oh0) + oh - oh0) * g.out[2];
           if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
             std::memset(d, 0, sizeof(float) * size_t(g.out[2]));
             continue;
@@ -135,16 +144,25 @@ void run_conv(const KernelContext& c) {
   const int64_t kvol = g.k_vol(), ivol = g.in_vol(), ovol = g.out_vol(), K = Cg * kvol;
   bool pointwise = kvol == 1;
   for (int i = 0; i < 3; ++i) pointwise = pointwise && g.s[size_t(i)] == 1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
-  std::vector<float> col(pointwise ? 0 : size_t(K * ovol));
+  // im2col in bands of output rows so the column buffer stays cache-sized (about 1 M floats), reused.
+  const int64_t row = g.out[2];
+  const int64_t band = g.out[0] > 1 ? g.out[1] : std::clamp<int64_t>((int64_t(1) << 20) / std::max<int64_t>(K * row, 1), 1, g.out[1]);
+  thread_local std::vector<float> col;
+  if (!pointwise && col.size() < size_t(K * band * row * g.out[0])) col.resize(size_t(K * band * row * g.out[0]));
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < G; ++gi) {
       const float* xg = x + (n * g.C + gi * Cg) * ivol;
-      const float* B = xg;
-      if (!pointwise) {
-        im2col(g, Cg, xg, col.data());
-        B = col.data();
+      float* yg = y + (n * M + gi * Mg) * ovol;
+      const float* wg = w + gi * Mg * K;
+      if (pointwise) {
+        sgemm({Mg, ovol, K, wg, K, 1, xg, ovol, 1, yg, ovol, false});
+        continue;
       }
-      sgemm({Mg, ovol, K, w + gi * Mg * K, K, 1, B, ovol, 1, y + (n * M + gi * Mg) * ovol, ovol, false});
+      for (int64_t oh0 = 0; oh0 < g.out[1]; oh0 += band) {
+        const int64_t oh1 = std::min(g.out[1], oh0 + band), cols = (oh1 - oh0) * row * g.out[0];
+        im2col(g, Cg, xg, col.data(), oh0, oh1);
+        sgemm({Mg, cols, K, wg, K, 1, col.data(), cols, 1, yg + oh0 * row, ovol, false});
+      }
     }
   add_bias(y, b, g.N, M, ovol);
 }

@@ -50,8 +50,32 @@ void apply_inplace(Tensor& out, const Tensor& b, Op op) {
     const T v = pb[0];
     parallel_for(n, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) o[i] = op(o[i], v); }, 16384);
   } else {
-    for_each_broadcast(out.shape(), {broadcast_strides(b.shape(), out.shape())},
-                       [&](int64_t i, const std::vector<int64_t>& off) { o[i] = op(o[i], pb[off[0]]); });
+    // Split the output into [outer..., inner block]: the block is the longest suffix over which b is either
+    // one repeated value (stride 0) or contiguous, so the inner loop is a plain vectorisable loop.
+    const Shape& os = out.shape();
+    const auto bst = broadcast_strides(b.shape(), os);
+    size_t split = os.size();
+    const bool scalar_run = !os.empty() && bst.back() == 0;
+    while (scalar_run && split > 0 && bst[split - 1] == 0) --split;
+    if (!scalar_run) {  // contiguous suffix of b must match out's strides exactly relative to the block
+      split = os.size();
+      int64_t expect = 1;
+      while (split > 0 && bst[split - 1] == expect) expect *= os[--split];
+    }
+    int64_t block = 1;
+    for (size_t d = split; d < os.size(); ++d) block *= os[d];
+    const Shape outer(os.begin(), os.begin() + split);
+    const std::vector<int64_t> outer_bst(bst.begin(), bst.begin() + split);
+    for_each_broadcast(outer, {outer_bst}, [&](int64_t i, const std::vector<int64_t>& off) {
+      T* orow = o + i * block;
+      if (scalar_run) {
+        const T v = pb[off[0]];
+        for (int64_t k = 0; k < block; ++k) orow[k] = op(orow[k], v);
+      } else {
+        const T* brow = pb + off[0];
+        for (int64_t k = 0; k < block; ++k) orow[k] = op(orow[k], brow[k]);
+      }
+    });
   }
 }
 

@@ -1,0 +1,87 @@
+#include "io/image.h"
+
+#include <stb/stb_image.h>
+#include <stb/stb_image_write.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+
+namespace dlakit {
+
+Image load_image(const std::string& path) {
+  int w = 0, h = 0, c = 0;
+  unsigned char* data = stbi_load(path.c_str(), &w, &h, &c, 3);
+  if (!data) fail(Status::kIoError, "cannot read image '", path, "': ", stbi_failure_reason() ? stbi_failure_reason() : "unknown error");
+  Image img{w, h, 3, std::vector<uint8_t>(data, data + size_t(w) * size_t(h) * 3)};
+  stbi_image_free(data);
+  return img;
+}
+
+Image resize_image(const Image& img, int width, int height) {
+  if (width == img.width && height == img.height) return img;
+  DLAKIT_CHECK(width > 0 && height > 0 && width <= 16384 && height <= 16384, Status::kInvalidArgument,
+               "resize target ", width, "x", height, " must be within 1..16384");
+  Image out{width, height, img.channels, std::vector<uint8_t>(size_t(width) * size_t(height) * size_t(img.channels))};
+  // Bilinear with half-pixel centres (as OpenCV's INTER_LINEAR and PIL's BILINEAR for upsampling).
+  const float sx = float(img.width) / float(width), sy = float(img.height) / float(height);
+  for (int y = 0; y < height; ++y) {
+    float fy = std::clamp((float(y) + 0.5f) * sy - 0.5f, 0.f, float(img.height - 1));
+    int y0 = int(fy), y1 = std::min(y0 + 1, img.height - 1);
+    float wy = fy - float(y0);
+    for (int x = 0; x < width; ++x) {
+      float fx = std::clamp((float(x) + 0.5f) * sx - 0.5f, 0.f, float(img.width - 1));
+      int x0 = int(fx), x1 = std::min(x0 + 1, img.width - 1);
+      float wx = fx - float(x0);
+      for (int c = 0; c < img.channels; ++c) {
+        auto at = [&](int yy, int xx) { return float(img.pixels[(size_t(yy) * size_t(img.width) + size_t(xx)) * size_t(img.channels) + size_t(c)]); };
+        float v = (1 - wy) * ((1 - wx) * at(y0, x0) + wx * at(y0, x1)) + wy * ((1 - wx) * at(y1, x0) + wx * at(y1, x1));
+        out.pixels[(size_t(y) * size_t(width) + size_t(x)) * size_t(img.channels) + size_t(c)] = uint8_t(std::lround(std::clamp(v, 0.f, 255.f)));
+      }
+    }
+  }
+  return out;
+}
+
+void write_png(const std::string& path, const Image& img) {
+  if (!stbi_write_png(path.c_str(), img.width, img.height, img.channels, img.pixels.data(), img.width * img.channels))
+    fail(Status::kIoError, "cannot write PNG '", path, "'");
+}
+
+Tensor image_to_tensor(const Image& src, const Preprocess& p) {
+  DLAKIT_CHECK(p.mean.size() == 3 && p.std.size() == 3, Status::kInvalidArgument, "mean and std need 3 values each");
+  const Image img = p.width > 0 && p.height > 0 ? resize_image(src, p.width, p.height) : src;
+  const int64_t H = img.height, W = img.width;
+  Tensor t(DType::kF32, p.nhwc ? Shape{1, H, W, 3} : Shape{1, 3, H, W});
+  float* d = t.data<float>();
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t x = 0; x < W; ++x)
+      for (int64_t c = 0; c < 3; ++c) {
+        const int64_t sc = p.bgr ? 2 - c : c;  // model channel c takes image channel sc
+        float v = float(img.pixels[size_t((y * W + x) * 3 + sc)]) * p.scale;
+        v = (v - p.mean[size_t(c)]) / p.std[size_t(c)];
+        d[p.nhwc ? (y * W + x) * 3 + c : (c * H + y) * W + x] = v;
+      }
+  return t;
+}
+
+Image overlay_heatmap(const Image& img, const std::vector<float>& map, int map_w, int map_h, float alpha) {
+  Image out = img;
+  for (int y = 0; y < img.height; ++y)
+    for (int x = 0; x < img.width; ++x) {
+      const int mx = std::min(map_w - 1, int(int64_t(x) * map_w / img.width));
+      const int my = std::min(map_h - 1, int(int64_t(y) * map_h / img.height));
+      const float v = std::clamp(map[size_t(my) * size_t(map_w) + size_t(mx)], 0.f, 1.f);
+      // a "hot" colour ramp: black -> red -> yellow, blended in proportion to the probability
+      const float r = std::min(1.f, v * 2.f) * 255.f, g = std::max(0.f, v * 2.f - 1.f) * 255.f;
+      const float a = alpha * v;
+      uint8_t* px = &out.pixels[(size_t(y) * size_t(img.width) + size_t(x)) * 3];
+      px[0] = uint8_t(std::lround(px[0] * (1 - a) + r * a));
+      px[1] = uint8_t(std::lround(px[1] * (1 - a) + g * a));
+      px[2] = uint8_t(std::lround(px[2] * (1 - a)));
+    }
+  return out;
+}
+
+}  // namespace dlakit

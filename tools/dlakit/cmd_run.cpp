@@ -1,0 +1,259 @@
+// dlakit run MODEL --input name=x.npy | --image photo.jpg [preprocessing] [--output-dir D] [--json]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "base/error.h"
+#include "cli.h"
+#include "engine/engine.h"
+#include "io/image.h"
+#include "io/npy.h"
+
+namespace dlakit::cli {
+namespace {
+
+struct RunFlags {
+  ModelFlags model;
+  std::vector<std::string> inputs;  // name=file.npy
+  std::string image, size, mean = "0,0,0", std = "1,1,1", labels, output_dir, overlay;
+  float scale = 1.0f / 255.0f;
+  bool bgr = false, nhwc = false, json = false, random_inputs = false, profile = false;
+  int top_k = 5, iterations = 1, warmup = 0;
+};
+
+std::vector<float> floats(const std::string& s, const char* what) {
+  std::vector<float> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    float x = std::strtof(item.c_str(), &end);
+    if (item.empty() || *end) fail(Status::kInvalidArgument, what, " '", s, "': '", item, "' is not a number");
+    v.push_back(x);
+  }
+  if (v.size() != 3) fail(Status::kInvalidArgument, what, " '", s, "' needs 3 comma-separated values");
+  return v;
+}
+
+std::pair<int, int> parse_size(const std::string& s) {
+  int w = 0, h = 0;
+  char x = 0;
+  std::stringstream ss(s);
+  if (!(ss >> w >> x >> h) || x != 'x' || w < 1 || h < 1 || w > 16384 || h > 16384)
+    fail(Status::kInvalidArgument, "--size '", s, "' should be WIDTHxHEIGHT, e.g. 640x640");
+  return {w, h};
+}
+
+Tensor random_tensor(const TensorType& t, uint32_t seed) {
+  Tensor r(t.dtype, t.shape);
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  DLAKIT_CHECK(t.dtype == DType::kF32, Status::kUnsupported, "--random-inputs only fills float32 inputs");
+  for (int64_t i = 0; i < r.numel(); ++i) r.data<float>()[i] = dist(gen);
+  return r;
+}
+
+std::string safe_name(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return s;
+}
+
+void run_cmd(const RunFlags& f) {
+  f.model.apply_threads();
+  ImportOptions opt = f.model.import_options();
+  const OnnxSignature sig = read_onnx_signature(f.model.model);
+  if (sig.inputs.empty()) fail(Status::kInvalidArgument, f.model.model, " has no runtime inputs");
+  Preprocess pre;
+  Image img;
+  if (!f.image.empty()) {
+    img = load_image(f.image);
+    pre.mean = floats(f.mean, "--mean");
+    pre.std = floats(f.std, "--std");
+    pre.scale = f.scale;
+    pre.bgr = f.bgr;
+    pre.nhwc = f.nhwc;
+    const auto& first = sig.inputs[0];
+    if (!f.size.empty()) {
+      std::tie(pre.width, pre.height) = parse_size(f.size);
+    } else if (first.dims.size() == 4 && std::all_of(first.dims.begin() + 1, first.dims.end(), [](auto& d) {
+                 return !d.empty() && std::isdigit(static_cast<unsigned char>(d[0]));
+               })) {
+      pre.height = std::stoi(first.dims[f.nhwc ? 1 : 2]);
+      pre.width = std::stoi(first.dims[f.nhwc ? 2 : 3]);
+    } else {
+      pre.width = img.width;
+      pre.height = img.height;
+    }
+    if (!opt.input_shapes.count(first.name))
+      opt.input_shapes[first.name] = f.nhwc ? Shape{1, pre.height, pre.width, 3} : Shape{1, 3, pre.height, pre.width};
+  }
+  TensorMap feeds;
+  for (const auto& spec : f.inputs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) fail(Status::kInvalidArgument, "--input '", spec, "' should be name=file.npy");
+    Tensor t = read_npy(spec.substr(eq + 1));
+    feeds[spec.substr(0, eq)] = t;
+    if (!opt.input_shapes.count(spec.substr(0, eq))) {
+      for (auto& io : sig.inputs)
+        if (io.name == spec.substr(0, eq)) opt.input_shapes[io.name] = t.shape();
+    }
+  }
+  const Graph g = import_onnx_file(f.model.model, opt);
+  if (!f.image.empty()) feeds[g.value(g.inputs[0]).name] = image_to_tensor(img, pre);
+  uint32_t seed = 1;
+  for (int id : g.inputs) {
+    const Value& v = g.value(id);
+    if (feeds.count(v.name)) continue;
+    if (!f.random_inputs)
+      fail(Status::kInvalidArgument, "no data for input '", v.name, "' (", type_str(v.type),
+           "): give --input ", v.name, "=file.npy, --image, or --random-inputs");
+    feeds[v.name] = random_tensor(v.type, seed++);
+  }
+  ReferenceEngine engine(g);
+  engine.set_profiling(f.profile);
+  TensorMap outputs;
+  for (int i = 0; i < f.warmup; ++i) engine.run(feeds);
+  std::vector<double> times;
+  for (int i = 0; i < std::max(1, f.iterations); ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    outputs = engine.run(feeds);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  double mean_ms = 0;
+  for (double t : times) mean_ms += t / double(times.size());
+  std::vector<std::string> labels;
+  if (!f.labels.empty()) {
+    std::ifstream lf(f.labels);
+    if (!lf) fail(Status::kIoError, "cannot open labels file '", f.labels, "'");
+    for (std::string line; std::getline(lf, line);) labels.push_back(line);
+  }
+  if (!f.output_dir.empty()) std::filesystem::create_directories(f.output_dir);
+  nlohmann::json j;
+  j["model"] = f.model.model;
+  j["latency_ms"] = {{"mean", mean_ms}, {"min", times.front()}, {"median", times[times.size() / 2]}, {"iterations", times.size()}};
+  for (int id : g.outputs) {
+    const std::string& name = g.value(id).name;
+    const Tensor& t = outputs.at(name);
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double v = t.at_f64(i);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      sum += v;
+    }
+    nlohmann::json o{{"name", name}, {"type", type_str(t.type())}, {"min", lo}, {"max", hi},
+                     {"mean", t.numel() ? sum / double(t.numel()) : 0.0}};
+    if (!f.output_dir.empty()) {
+      std::string path = (std::filesystem::path(f.output_dir) / (safe_name(name) + ".npy")).string();
+      write_npy(path, t);
+      o["file"] = path;
+    }
+    // Classifier-shaped outputs ([1,K] or [1,K,1,1] with K >= 2) get a top-k list.
+    int64_t k_classes = t.numel();
+    if (t.rank() >= 2 && t.dim(0) == 1 && k_classes >= 2 && k_classes == t.dim(1) && t.dtype() == DType::kF32) {
+      std::vector<int64_t> idx(static_cast<size_t>(k_classes));
+      for (int64_t i = 0; i < k_classes; ++i) idx[size_t(i)] = i;
+      const int64_t k = std::min<int64_t>(f.top_k, k_classes);
+      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                        [&](int64_t a, int64_t b) { return t.data<float>()[a] > t.data<float>()[b]; });
+      for (int64_t i = 0; i < k; ++i) {
+        nlohmann::json e{{"class", idx[size_t(i)]}, {"score", t.data<float>()[idx[size_t(i)]]}};
+        if (size_t(idx[size_t(i)]) < labels.size()) e["label"] = labels[size_t(idx[size_t(i)])];
+        o["top_k"].push_back(e);
+      }
+    }
+    // Map-shaped outputs ([1,1,H,W]) can be drawn over the input image.
+    if (!f.overlay.empty() && !f.image.empty() && t.rank() == 4 && t.dim(0) == 1 && t.dim(1) == 1 && !j.contains("overlay")) {
+      write_png(f.overlay, overlay_heatmap(img, t.to_f32(), int(t.dim(3)), int(t.dim(2))));
+      j["overlay"] = f.overlay;
+      int64_t above = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) above += t.at_f64(i) > 0.3;
+      o["fraction_above_0.3"] = double(above) / double(t.numel());
+    }
+    j["outputs"].push_back(o);
+  }
+  if (f.profile) {  // time per op type of the last run, largest first
+    std::map<std::string, std::pair<double, int>> by_op;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      auto& e = by_op[op_name(g.nodes[n].op)];
+      e.first += engine.node_ms()[n];
+      ++e.second;
+    }
+    std::vector<std::pair<std::string, std::pair<double, int>>> rows(by_op.begin(), by_op.end());
+    std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+    for (auto& [op, e] : rows) j["profile"].push_back({{"op", op}, {"ms", e.first}, {"count", e.second}});
+    std::vector<size_t> order(g.nodes.size());
+    for (size_t n = 0; n < order.size(); ++n) order[n] = n;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return engine.node_ms()[a] > engine.node_ms()[b]; });
+    for (size_t k = 0; k < std::min<size_t>(10, order.size()); ++k) {
+      const Node& n = g.nodes[order[k]];
+      j["slowest_layers"].push_back({{"name", n.name}, {"op", op_name(n.op)}, {"ms", engine.node_ms()[order[k]]},
+                                     {"output", type_str(g.value(n.outputs[0]).type)}});
+    }
+  }
+  if (f.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  if (j.contains("profile")) {
+    std::cout << "profile (last run, by op type):\n";
+    for (auto& r : j["profile"])
+      std::printf("  %-20s %4d nodes %9.2f ms\n", r["op"].get<std::string>().c_str(), r["count"].get<int>(), r["ms"].get<double>());
+    std::cout << "slowest layers:\n";
+    for (auto& r : j["slowest_layers"])
+      std::printf("  %-40s %-14s %-24s %8.2f ms\n", r["name"].get<std::string>().c_str(), r["op"].get<std::string>().c_str(),
+                  r["output"].get<std::string>().c_str(), r["ms"].get<double>());
+  }
+  std::cout << "model: " << f.model.model << "\n";
+  for (int id : g.inputs) std::cout << "input:  " << g.value(id).name << " " << type_str(g.value(id).type) << "\n";
+  for (auto& o : j["outputs"]) {
+    std::cout << "output: " << o["name"].get<std::string>() << " " << o["type"].get<std::string>() << "  min "
+              << o["min"].get<double>() << "  max " << o["max"].get<double>() << "  mean " << o["mean"].get<double>();
+    if (o.contains("file")) std::cout << "  -> " << o["file"].get<std::string>();
+    if (o.contains("fraction_above_0.3")) std::cout << "  (" << 100 * o["fraction_above_0.3"].get<double>() << "% > 0.3)";
+    std::cout << "\n";
+    if (o.contains("top_k"))
+      for (auto& e : o["top_k"])
+        std::cout << "  class " << e["class"] << "  score " << e["score"].get<float>()
+                  << (e.contains("label") ? "  " + e["label"].get<std::string>() : "") << "\n";
+  }
+  if (j.contains("overlay")) std::cout << "overlay: " << j["overlay"].get<std::string>() << "\n";
+  std::printf("latency: %.2f ms mean, %.2f ms min over %zu run(s) (reference engine, %s)\n", mean_ms, times.front(),
+              times.size(), "CPU");
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+  auto f = std::make_shared<RunFlags>();
+  CLI::App* sub = app.add_subcommand("run", "Run a model on the reference engine: .npy or image inputs, .npy outputs, top-k, heat maps");
+  f->model.add(*sub);
+  sub->add_option("--input,-i", f->inputs, "Input as name=file.npy (repeatable)");
+  sub->add_option("--image", f->image, "Image (jpg/png/bmp) for the model's first input")->check(CLI::ExistingFile);
+  sub->add_option("--size", f->size, "Resize the image to WIDTHxHEIGHT (default: the model's input size)");
+  sub->add_option("--mean", f->mean, "Per-channel mean in 0..1 units, e.g. 0.485,0.456,0.406 (ImageNet)");
+  sub->add_option("--std", f->std, "Per-channel std in 0..1 units, e.g. 0.229,0.224,0.225 (ImageNet)");
+  sub->add_option("--scale", f->scale, "Pixel scale before mean/std (default 1/255)");
+  sub->add_flag("--bgr", f->bgr, "The model takes BGR channel order (default RGB)");
+  sub->add_flag("--nhwc", f->nhwc, "The model takes NHWC layout (default NCHW)");
+  sub->add_flag("--random-inputs", f->random_inputs, "Fill inputs not given with seeded N(0,1) noise");
+  sub->add_option("--labels", f->labels, "Class names, one per line, for top-k");
+  sub->add_option("--top-k", f->top_k, "How many classes to print for classifier outputs (default 5)");
+  sub->add_option("--output-dir,-o", f->output_dir, "Write every output as NAME.npy here");
+  sub->add_option("--overlay", f->overlay, "Write a heat map of the first [1,1,H,W] output over the image (PNG)");
+  sub->add_option("--iterations", f->iterations, "Timed runs (default 1)");
+  sub->add_option("--warmUp", f->warmup, "Untimed runs first (default 0)");
+  sub->add_flag("--dumpProfile", f->profile, "Print time per op type of the last run");
+  sub->add_flag("--json", f->json, "Print JSON instead of text");
+  sub->callback([f] { run_cmd(*f); });
+}
+
+}  // namespace dlakit::cli
