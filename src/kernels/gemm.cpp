@@ -34,7 +34,7 @@ const char* sgemm_isa() { return choice().name; }
 void sgemm_naive(const GemmArgs& g) {
   for (int64_t i = 0; i < g.M; ++i)
     for (int64_t j = 0; j < g.N; ++j) {
-      double s = g.accumulate ? g.C[i * g.ldc + j] : 0.0;
+      double s = (g.accumulate ? g.C[i * g.ldc + j] : 0.0) + (g.row_bias ? g.row_bias[i] : 0.f);
       for (int64_t k = 0; k < g.K; ++k) s += double(g.A[i * g.a_rs + k * g.a_cs]) * g.B[k * g.b_rs + j * g.b_cs];
       g.C[i * g.ldc + j] = float(s);
     }

@@ -154,17 +154,17 @@ void run_conv(const KernelContext& c) {
       const float* xg = x + (n * g.C + gi * Cg) * ivol;
       float* yg = y + (n * M + gi * Mg) * ovol;
       const float* wg = w + gi * Mg * K;
+      const float* bg = b ? b + gi * Mg : nullptr;
       if (pointwise) {
-        sgemm({Mg, ovol, K, wg, K, 1, xg, ovol, 1, yg, ovol, false});
+        sgemm({Mg, ovol, K, wg, K, 1, xg, ovol, 1, yg, ovol, false, bg});
         continue;
       }
       for (int64_t oh0 = 0; oh0 < g.out[1]; oh0 += band) {
         const int64_t oh1 = std::min(g.out[1], oh0 + band), cols = (oh1 - oh0) * row * g.out[0];
         im2col(g, Cg, xg, col.data(), oh0, oh1);
-        sgemm({Mg, cols, K, wg, K, 1, col.data(), cols, 1, yg + oh0 * row, ovol, false});
+        sgemm({Mg, cols, K, wg, K, 1, col.data(), cols, 1, yg + oh0 * row, ovol, false, bg});
       }
     }
-  add_bias(y, b, g.N, M, ovol);
 }
 
 // ConvTranspose geometry: the input is the "output" of the equivalent convolution.

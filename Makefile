@@ -1,0 +1,52 @@
+# dlakit: the two commands a newcomer needs are `make demo` and `make test`; each does its own set-up.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= 2
+FUZZ_SECONDS ?= 60
+CMAKE_GEN  := -G Ninja
+
+.PHONY: all setup fetch build test test-fast test-asan fuzz demo bench format clean
+
+all: build
+
+setup:            ## install system packages (Debian apt; run as root)
+	bash scripts/setup-deps.sh
+
+fetch: setup      ## download/export models and images into .cache/ (checksummed)
+	bash scripts/fetch-models.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
+
+build: setup $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+test-fast: build fetch   ## unit tests, ONNX conformance and the real-model comparison with ONNX Runtime
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cp $(BUILD)/conformance.md docs/conformance.md
+	cp $(BUILD)/model_comparison.md docs/model-comparison.md
+
+test-asan: setup fetch   ## the unit and conformance tests again under AddressSanitizer + UBSan
+	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLAKIT_SANITIZE=ON -DDLAKIT_BENCH=OFF
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target dlakit_unit_tests dlakit_conformance
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L "unit|conformance"
+
+fuzz: setup       ## libFuzzer on the ONNX importer and the .npy reader, FUZZ_SECONDS each
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLAKIT_FUZZ=ON -DDLAKIT_BENCH=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx_import fuzz_npy
+	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+test: test-fast test-asan fuzz   ## everything CI runs
+
+demo: build fetch ## PP-OCRv4 text detection on a real photo: heat map PNG and timing
+	bash scripts/demo.sh $(BUILD)
+
+bench: build fetch ## reference engine vs ONNX Runtime, same run; writes docs/benchmarks.md
+	bash bench/run.sh $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h' '*.inc')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) out

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs each fuzzer for SECONDS from a seed corpus of real files (small ONNX backend-test models, .npy).
+set -euo pipefail
+BUILD="$1"; SECONDS_EACH="${2:-60}"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+CORPUS="$BUILD/fuzz-corpus"
+mkdir -p "$CORPUS/onnx" "$CORPUS/npy"
+for c in test_conv_with_strides_padding test_resize_upsample_scales_linear test_reshape_negative_dim test_slice \
+         test_maxpool_2d_pads test_gemm_all_attributes test_concat_2d_axis_0 test_pad_reflect_pad; do
+  cp "/usr/share/libonnx-testdata/data/node/$c/model.onnx" "$CORPUS/onnx/$c.onnx" 2>/dev/null || true
+done
+/usr/bin/python3 - "$CORPUS/npy" <<'PY'
+import sys, numpy as np
+d = sys.argv[1]
+np.save(d + "/f32.npy", np.arange(12, dtype=np.float32).reshape(3, 4))
+np.save(d + "/i64.npy", np.arange(5, dtype=np.int64))
+np.save(d + "/u8.npy", np.zeros((2, 2, 3), dtype=np.uint8))
+np.save(d + "/scalar.npy", np.float32(1.5))
+PY
+"$BUILD/tests/fuzz/fuzz_onnx_import" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len=65536 "$CORPUS/onnx" 2>&1 | tail -3
+"$BUILD/tests/fuzz/fuzz_npy" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 "$CORPUS/npy" 2>&1 | tail -3
+echo "fuzz: both targets ran ${SECONDS_EACH}s each without a crash"
