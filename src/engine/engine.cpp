@@ -11,9 +11,14 @@ std::vector<Tensor> run_node(const Graph& g, const Node& node, const std::vector
   std::vector<Tensor> outs;
   outs.reserve(node.outputs.size());
   std::vector<Tensor*> out_ptrs;
-  for (int o : node.outputs) outs.push_back(o >= 0 ? Tensor(g.value(o).type.dtype, g.value(o).type.shape) : Tensor());
+  // Kernels write every element of their outputs, so outputs start uninitialised (kernels that
+  // accumulate clear their output first).
+  for (int o : node.outputs)
+    outs.push_back(o >= 0 ? Tensor::uninitialized(g.value(o).type.dtype, g.value(o).type.shape) : Tensor());
   for (size_t i = 0; i < outs.size(); ++i) out_ptrs.push_back(node.outputs[i] >= 0 ? &outs[i] : nullptr);
-  op_impl(node.op).run(KernelContext(node, inputs, out_ptrs));
+  std::vector<char> constant;
+  for (int i : node.inputs) constant.push_back(i >= 0 && g.value(i).constant.has_value());
+  op_impl(node.op).run(KernelContext(node, inputs, out_ptrs, std::move(constant)));
   return outs;
 }
 

@@ -52,7 +52,11 @@ class BlockCache {
 
 }  // namespace
 
-Tensor::Tensor(DType dtype, Shape shape) : type_{dtype, std::move(shape)}, numel_(dlakit::numel(type_.shape)) {
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), true) {}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) { return Tensor(dtype, std::move(shape), false); }
+
+Tensor::Tensor(DType dtype, Shape shape, bool zero) : type_{dtype, std::move(shape)}, numel_(dlakit::numel(type_.shape)) {
   for (int64_t d : type_.shape)
     DLAKIT_CHECK(d >= 0, Status::kShapeError, "negative dimension in shape ", shape_str(type_.shape));
   size_t bytes = (nbytes() + 63) / 64 * 64;
@@ -62,7 +66,7 @@ Tensor::Tensor(DType dtype, Shape shape) : type_{dtype, std::move(shape)}, numel
   if (bytes == 0) bytes = 64;
   void* p = BlockCache::get().acquire(bytes);
   if (!p) fail(Status::kInvalidArgument, "out of memory allocating ", bytes, " bytes");
-  std::memset(p, 0, bytes);
+  if (zero) std::memset(p, 0, bytes);
   data_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [bytes](uint8_t* q) { BlockCache::get().release(q, bytes); });
 }
 

@@ -13,6 +13,8 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(DType dtype, Shape shape);  // zero-filled
+  // Uninitialised storage, for outputs a kernel overwrites completely.
+  static Tensor uninitialized(DType dtype, Shape shape);
   static Tensor scalar_f32(float v);
   static Tensor from_f32(const Shape& shape, const std::vector<float>& v);
   static Tensor from_i64(const Shape& shape, const std::vector<int64_t>& v);
@@ -41,6 +43,7 @@ class Tensor {
   std::vector<float> to_f32() const;
 
  private:
+  Tensor(DType dtype, Shape shape, bool zero);
   TensorType type_;
   int64_t numel_ = 0;
   std::shared_ptr<uint8_t> data_;

@@ -4,8 +4,16 @@
 // for the CPU at run time (AVX-512, AVX2+FMA, or portable). Threads over output tiles.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 namespace dlakit {
+
+// A matrix packed once into the micro-kernel's panel layout (for weights reused across calls).
+struct PackedA {
+  int64_t M = 0, K = 0;
+  std::vector<float> data;
+};
 
 struct GemmArgs {
   int64_t M, N, K;
@@ -17,7 +25,11 @@ struct GemmArgs {
   int64_t ldc;
   bool accumulate;
   const float* row_bias = nullptr;  // optional: C(m,n) += row_bias[m], applied in the store epilogue
+  const PackedA* packed_a = nullptr;  // optional: A already packed by sgemm_pack_a (A and its strides unused)
 };
+
+// Packs A (M x K, any strides) for sgemm on this CPU.
+std::shared_ptr<const PackedA> sgemm_pack_a(int64_t M, int64_t K, const float* A, int64_t a_rs, int64_t a_cs);
 
 void sgemm(const GemmArgs& g);
 // The obviously-right triple loop (double accumulation); the oracle sgemm is tested against.
@@ -29,6 +41,9 @@ namespace gemm_isa {
 void sgemm_avx512(const GemmArgs& g);
 void sgemm_avx2(const GemmArgs& g);
 void sgemm_generic(const GemmArgs& g);
+void pack_a_avx512(PackedA& p, const float* A, int64_t a_rs, int64_t a_cs);
+void pack_a_avx2(PackedA& p, const float* A, int64_t a_rs, int64_t a_cs);
+void pack_a_generic(PackedA& p, const float* A, int64_t a_rs, int64_t a_cs);
 }  // namespace gemm_isa
 
 }  // namespace dlakit

@@ -37,8 +37,10 @@ class InferContext {
 
 class KernelContext {
  public:
-  KernelContext(const Node& n, std::vector<const Tensor*> in, std::vector<Tensor*> out)
-      : n_(n), in_(std::move(in)), out_(std::move(out)) {}
+  KernelContext(const Node& n, std::vector<const Tensor*> in, std::vector<Tensor*> out, std::vector<char> constant = {})
+      : n_(n), in_(std::move(in)), out_(std::move(out)), constant_(std::move(constant)) {}
+  // True when input i is a graph constant (its data never changes), so derived data may be cached.
+  bool is_constant(int i) const { return size_t(i) < constant_.size() && constant_[size_t(i)]; }
   const Node& node() const { return n_; }
   int num_inputs() const { return int(in_.size()); }
   bool has(int i) const { return i < num_inputs() && in_[size_t(i)] != nullptr; }
@@ -51,6 +53,7 @@ class KernelContext {
   const Node& n_;
   std::vector<const Tensor*> in_;
   std::vector<Tensor*> out_;  // preallocated from the inferred types; nullptr for omitted outputs
+  std::vector<char> constant_;
 };
 
 using InferFn = std::vector<TensorType> (*)(const InferContext&);

@@ -156,7 +156,7 @@ INSTANTIATE_TEST_SUITE_P(
 const Preprocess kImageNet{640, 640, {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, 1.f / 255.f, false, false};
 
 TEST(OcrRealImages, DetectorOnPhotosMatchesOnnxRuntime) {
-  Graph g = import_onnx_file((kModels / "ppocr_det.onnx").string(), {{{"x", {1, 3, 640, 640}}}});
+  Graph g = import_onnx_file((kModels / "ppocr_det.onnx").string(), ImportOptions{{{"x", {1, 3, 640, 640}}}, true, {}});
   for (const char* photo : {"scenetext01.jpg", "scenetext03.jpg", "text/page.png"}) {
     Tensor x = image_to_tensor(load_image((kImages / photo).string()), kImageNet);
     check_against_ort("ppocr_det", g, {{"x", x}}, photo);
@@ -188,7 +188,7 @@ std::string ctc_decode(const Tensor& probs, const std::vector<std::string>& keys
 }
 
 TEST(OcrRealImages, RecognizerOnRenderedTextMatchesOnnxRuntime) {
-  Graph g = import_onnx_file((kModels / "ppocr_rec.onnx").string(), {{{"x", {1, 3, 48, 320}}}});
+  Graph g = import_onnx_file((kModels / "ppocr_rec.onnx").string(), ImportOptions{{{"x", {1, 3, 48, 320}}}, true, {}});
   std::vector<std::string> keys;
   std::ifstream kf(kModels / "ppocr_keys_v1.txt");
   for (std::string line; std::getline(kf, line);) keys.push_back(line);
@@ -208,7 +208,7 @@ TEST(OcrRealImages, RecognizerOnRenderedTextMatchesOnnxRuntime) {
 }
 
 TEST(OcrRealImages, ClassifierOnRenderedTextMatchesOnnxRuntime) {
-  Graph g = import_onnx_file((kModels / "ppocr_cls.onnx").string(), {{{"x", {1, 3, 48, 192}}}});
+  Graph g = import_onnx_file((kModels / "ppocr_cls.onnx").string(), ImportOptions{{{"x", {1, 3, 48, 192}}}, true, {}});
   Image img = load_image((kImages / "text" / "line_000.png").string());
   Image flipped = img;
   for (int y = 0; y < img.height; ++y)

@@ -32,7 +32,7 @@ TEST(Fp16, RoundsToNearestEvenAtTies) {
 TEST(Npy, RoundTripsEveryDtype) {
   for (DType t : {DType::kF32, DType::kF16, DType::kI8, DType::kU8, DType::kI32, DType::kI64, DType::kBool}) {
     Tensor x(t, {2, 3, 5});
-    for (int64_t i = 0; i < x.nbytes(); ++i) static_cast<uint8_t*>(x.raw())[i] = uint8_t(i * 37 + 11);
+    for (size_t i = 0; i < x.nbytes(); ++i) static_cast<uint8_t*>(x.raw())[i] = uint8_t(i * 37 + 11);
     if (t == DType::kBool)
       for (int64_t i = 0; i < x.numel(); ++i) x.data<uint8_t>()[i] &= 1;
     Tensor y = parse_npy(serialize_npy(x), "mem");

@@ -36,6 +36,15 @@ TEST(Gemm, MatchesNaiveOnRandomShapesAndStrides) {
           GemmArgs g{M, N, K, A.data(), ta ? 1 : K, ta ? M : 1, B.data(), tb ? 1 : N, tb ? K : 1, C0.data(), N, acc == 1,
                      (ta + tb) % 2 ? bias.data() : nullptr};
           sgemm(g);
+          if (acc == 0) {  // the prepacked-A path must give the same result as packing on the fly
+            auto packed = sgemm_pack_a(M, K, A.data(), g.a_rs, g.a_cs);
+            std::vector<float> C2 = C1;
+            GemmArgs gp = g;
+            gp.C = C2.data();
+            gp.packed_a = packed.get();
+            sgemm(gp);
+            for (int64_t i = 0; i < M * N; ++i) ASSERT_EQ(C2[size_t(i)], C0[size_t(i)]) << "packed A differs at " << i;
+          }
           g.C = C1.data();
           sgemm_naive(g);
           for (int64_t i = 0; i < M * N; ++i)

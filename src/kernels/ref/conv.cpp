@@ -2,6 +2,9 @@
 // General convolution is im2col + the blocked sgemm; depthwise convolution is a direct loop.
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "base/threadpool.h"
 #include "kernels/gemm.h"
@@ -131,6 +134,26 @@ void add_bias(float* y, const float* b, int64_t N, int64_t M, int64_t vol) {
   }, 8);
 }
 
+// Constant weights are packed for the GEMM once and kept (keyed by their storage, which the cache holds
+// alive so the key cannot be reused). Bounded; cleared when full.
+std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64_t Mg, int64_t K) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int64_t>, std::pair<Tensor, std::shared_ptr<const PackedA>>> cache;
+  static size_t bytes = 0;
+  std::lock_guard<std::mutex> lk(mu);
+  auto key = std::make_pair(W.raw(), gi);
+  auto it = cache.find(key);
+  if (it != cache.end() && it->second.first.shape() == W.shape()) return it->second.second;
+  if (bytes > (size_t(1) << 30)) {
+    cache.clear();
+    bytes = 0;
+  }
+  auto p = sgemm_pack_a(Mg, K, W.data<float>() + gi * Mg * K, K, 1);
+  bytes += p->data.size() * sizeof(float);
+  cache[key] = {W, p};
+  return p;
+}
+
 void run_conv(const KernelContext& c) {
   const Tensor &X = c.in(0), &W = c.in(1);
   const float* b = c.has(2) ? c.in(2).data<float>() : nullptr;
@@ -155,14 +178,15 @@ void run_conv(const KernelContext& c) {
       float* yg = y + (n * M + gi * Mg) * ovol;
       const float* wg = w + gi * Mg * K;
       const float* bg = b ? b + gi * Mg : nullptr;
+      std::shared_ptr<const PackedA> pw = c.is_constant(1) ? packed_weights(W, gi, Mg, K) : nullptr;
       if (pointwise) {
-        sgemm({Mg, ovol, K, wg, K, 1, xg, ovol, 1, yg, ovol, false, bg});
+        sgemm({Mg, ovol, K, wg, K, 1, xg, ovol, 1, yg, ovol, false, bg, pw.get()});
         continue;
       }
       for (int64_t oh0 = 0; oh0 < g.out[1]; oh0 += band) {
         const int64_t oh1 = std::min(g.out[1], oh0 + band), cols = (oh1 - oh0) * row * g.out[0];
         im2col(g, Cg, xg, col.data(), oh0, oh1);
-        sgemm({Mg, cols, K, wg, K, 1, col.data(), cols, 1, yg + oh0 * row, ovol, false, bg});
+        sgemm({Mg, cols, K, wg, K, 1, col.data(), cols, 1, yg + oh0 * row, ovol, false, bg, pw.get()});
       }
     }
 }
@@ -242,6 +266,7 @@ void run_conv_transpose(const KernelContext& c) {
   const float* x = X.data<float>();
   const float* w = W.data<float>();
   float* y = c.out(0).data<float>();
+  std::memset(y, 0, c.out(0).nbytes());  // col2im accumulates into y
   std::vector<float> col(size_t(Mg * kvol * ivol));
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < t.G; ++gi) {

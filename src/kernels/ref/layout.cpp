@@ -528,7 +528,10 @@ std::vector<TensorType> infer_constant_of_shape(const InferContext& c) {
 void run_constant_of_shape(const KernelContext& c) {
   Tensor& y = c.out(0);
   const Tensor* v = c.node().attr_tensor("value");
-  if (!v) return;  // zero-filled already
+  if (!v) {
+    std::memset(y.raw(), 0, y.nbytes());
+    return;
+  }
   const size_t es = dtype_size(y.dtype());
   for (int64_t i = 0; i < y.numel(); ++i) std::memcpy(static_cast<uint8_t*>(y.raw()) + size_t(i) * es, v->raw(), es);
 }
