@@ -17,6 +17,18 @@ np.save(d + "/i64.npy", np.arange(5, dtype=np.int64))
 np.save(d + "/u8.npy", np.zeros((2, 2, 3), dtype=np.uint8))
 np.save(d + "/scalar.npy", np.float32(1.5))
 PY
-"$BUILD/tests/fuzz/fuzz_onnx_import" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len=65536 "$CORPUS/onnx" 2>&1 | tail -3
-"$BUILD/tests/fuzz/fuzz_npy" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 "$CORPUS/npy" 2>&1 | tail -3
+# Regression inputs (crashes found before) run first; new crashes are kept in $BUILD/fuzz-artifacts/.
+mkdir -p "$BUILD/fuzz-artifacts"
+run() {
+  local name="$1"; shift
+  if ! "$BUILD/tests/fuzz/$name" -artifact_prefix="$BUILD/fuzz-artifacts/" "$@" > "$BUILD/$name.log" 2>&1; then
+    grep -v '^#' "$BUILD/$name.log" | tail -40
+    echo "fuzz: $name FAILED; the input is in $BUILD/fuzz-artifacts/"
+    exit 1
+  fi
+  grep -E '^Done|^#[0-9]+ *DONE' "$BUILD/$name.log" | tail -1
+}
+run fuzz_onnx_import -runs=0 "$ROOT/tests/fuzz/regressions/onnx"
+run fuzz_onnx_import -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len=65536 "$CORPUS/onnx"
+run fuzz_npy -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 "$CORPUS/npy"
 echo "fuzz: both targets ran ${SECONDS_EACH}s each without a crash"

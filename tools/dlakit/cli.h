@@ -5,6 +5,7 @@
 #include <string>
 
 #include "onnx/importer.h"
+#include "placement/placement.h"
 
 namespace dlakit::cli {
 
@@ -18,9 +19,25 @@ struct ModelFlags {
   void apply_threads() const;
 };
 
+// Flags every placement-aware command shares (inspect, split, build).
+struct PlacementFlags {
+  PlacementFlags();
+  std::string target = "orin", layer_devices, layer_precisions, op_devices, op_precisions;
+  bool standalone = false, fallback = false, int8 = false, fp16 = false, no_passes = false;
+  int dla_core = 0;
+  std::vector<std::string> disabled_passes;
+  void add(CLI::App& app);
+  PlacementOptions options() const;
+  std::vector<Remark> optimize(Graph& g) const;
+};
+
+inline int exit_code = 0;  // what main returns when a command succeeded but has a verdict (inspect)
+
 std::string human(double v);  // 1.2 K, 3.4 M, 5.6 G
 
 void register_info(CLI::App& app);
 void register_run(CLI::App& app);
+void register_inspect(CLI::App& app);
+void register_split(CLI::App& app);
 
 }  // namespace dlakit::cli

@@ -45,20 +45,25 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  dlakit info model.onnx --input-shape x:1x3x640x640\n"
       "  dlakit run resnet18.onnx --image cat.jpg --size 224x224 --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225\n"
-      "  dlakit run det.onnx --image photo.jpg --size 640x640 --overlay heat.png"};
+      "  dlakit run det.onnx --image photo.jpg --size 640x640 --overlay heat.png\n"
+      "  dlakit inspect model.onnx --target orin --int8 --layerDeviceTypes 'head*:GPU'\n"
+      "  dlakit split model.onnx -o segments/"};
   app.require_subcommand(1);
   dlakit::cli::register_info(app);
   dlakit::cli::register_run(app);
+  dlakit::cli::register_inspect(app);
+  dlakit::cli::register_split(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const dlakit::Error& e) {
     std::cerr << "error (" << dlakit::status_name(e.status()) << "): " << e.what() << "\n";
-    return 1;
+    // A standalone build that is not possible is a verdict, not a failure of dlakit.
+    return std::string(e.what()).rfind("--buildDLAStandalone", 0) == 0 ? 3 : 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return dlakit::cli::exit_code;
 }

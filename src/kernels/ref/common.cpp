@@ -6,8 +6,9 @@
 namespace dlakit::ref {
 
 int64_t normalize_axis(const Node& n, int64_t axis, int64_t rank, const char* what) {
+  if (rank <= 0) fail(Status::kShapeError, n.label(), ": ", what, " ", axis, " given for a scalar input (rank 0)");
   int64_t a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= std::max<int64_t>(rank, 1))
+  if (a < 0 || a >= rank)
     fail(Status::kShapeError, n.label(), ": ", what, " ", axis, " is out of range for rank ", rank, " (valid ",
          -rank, "..", rank - 1, ")");
   return a;

@@ -154,6 +154,27 @@ std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64
   return p;
 }
 
+// The activation a fuse-activation pass attached ("dlakit_activation"), applied to the finished output with
+// exactly the arithmetic of the separate node, so fusion never changes results.
+void apply_fused_activation(const Node& n, float* y, int64_t count) {
+  if (!n.has("dlakit_activation")) return;
+  const std::string act = n.attr_str("dlakit_activation", "");
+  const auto p = n.attr_floats("dlakit_activation_params", {});
+  if (act == "Relu") {
+    parallel_for(count, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) y[i] = y[i] > 0.f ? y[i] : 0.f; }, 16384);
+  } else if (act == "Clip" && p.size() == 2) {
+    const float lo = p[0], hi = p[1];
+    parallel_for(count, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) y[i] = y[i] != y[i] ? y[i] : std::min(std::max(y[i], lo), hi);
+    }, 16384);
+  } else if (act == "LeakyRelu" && p.size() == 1) {
+    const float a = p[0];
+    parallel_for(count, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) y[i] = y[i] >= 0.f ? y[i] : y[i] * a; }, 16384);
+  } else {
+    fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
+  }
+}
+
 void run_conv(const KernelContext& c) {
   const Tensor &X = c.in(0), &W = c.in(1);
   const float* b = c.has(2) ? c.in(2).data<float>() : nullptr;
@@ -163,7 +184,10 @@ void run_conv(const KernelContext& c) {
   const float* x = X.data<float>();
   const float* w = W.data<float>();
   float* y = Y.data<float>();
-  if (G == g.C && G > 1 && Cg == 1) return conv_depthwise(g, M, x, w, b, y);
+  if (G == g.C && G > 1 && Cg == 1) {
+    conv_depthwise(g, M, x, w, b, y);
+    return apply_fused_activation(c.node(), y, Y.numel());
+  }
   const int64_t kvol = g.k_vol(), ivol = g.in_vol(), ovol = g.out_vol(), K = Cg * kvol;
   bool pointwise = kvol == 1;
   for (int i = 0; i < 3; ++i) pointwise = pointwise && g.s[size_t(i)] == 1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
@@ -189,6 +213,7 @@ void run_conv(const KernelContext& c) {
         sgemm({Mg, cols, K, wg, K, 1, col.data(), cols, 1, yg + oh0 * row, ovol, false, bg, pw.get()});
       }
     }
+  apply_fused_activation(c.node(), y, Y.numel());
 }
 
 // ConvTranspose geometry: the input is the "output" of the equivalent convolution.

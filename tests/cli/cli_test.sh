@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# End-to-end checks of the dlakit CLI on real models: exit codes, --explain, --standalone, --json, split, run.
+set -uo pipefail
+DLAKIT="$1"; ROOT="$2"
+M="$ROOT/.cache/models"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+pass=0; failn=0
+check() {  # check NAME CONDITION...
+  local name="$1"; shift
+  if "$@"; then pass=$((pass + 1)); else failn=$((failn + 1)); echo "FAIL: $name"; fi
+}
+has() { grep -q -- "$2" "$1"; }
+
+"$DLAKIT" inspect "$M/resnet18.onnx" > "$TMP/r18.txt"; rc=$?
+check "resnet18 standalone possible -> exit 0" test "$rc" -eq 0
+check "resnet18 report says standalone" has "$TMP/r18.txt" "standalone build possible: yes"
+
+"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 > "$TMP/det.txt"; rc=$?
+check "det not standalone -> exit 3" test "$rc" -eq 3
+check "det report names the GAP window reason" has "$TMP/det.txt" "AttrOutOfRange: window (input H,W)"
+check "det report gives a fix" has "$TMP/det.txt" "fix: pool in stages"
+
+"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --standalone > "$TMP/sa.txt" 2>&1; rc=$?
+check "--standalone failure -> exit 3" test "$rc" -eq 3
+check "--standalone lists offenders" has "$TMP/sa.txt" "cannot run on the DLA"
+
+gap=$(grep -m1 "GlobalAveragePool" "$TMP/det.txt" | awk '{print $2}')
+"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --explain "$gap" > "$TMP/explain.txt"
+check "--explain shows field/actual/limit/fix" bash -c "grep -q 'field:' '$TMP/explain.txt' && grep -q 'limit:' '$TMP/explain.txt' && grep -q 'fix:' '$TMP/explain.txt'"
+
+"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --json > "$TMP/det.json"
+check "--json parses and has the schema" /usr/bin/python3 -c "
+import json,sys; j=json.load(open('$TMP/det.json'))
+assert j['schema_version']==1 and j['layers'] and j['segments'] and 'recommendation' in j['summary']
+assert any(r['code']=='AttrOutOfRange' for l in j['layers'] for r in l['reasons'])"
+
+"$DLAKIT" inspect "$M/resnet18.onnx" --layerDeviceTypes '/layer4*:GPU' > "$TMP/ovr.txt"; rc=$?
+check "--layerDeviceTypes glob moves layers" has "$TMP/ovr.txt" "override: --layerDeviceTypes"
+check "override breaks standalone -> exit 3" test "$rc" -eq 3
+
+"$DLAKIT" inspect "$M/resnet18.onnx" --target xavier --int8 > "$TMP/xav.txt"; rc=$?
+check "xavier int8 resnet18 standalone" test "$rc" -eq 0
+"$DLAKIT" inspect "$M/ppocr_rec.onnx" --input-shape x:1x3x48x320 --target xavier > "$TMP/rec_x.txt"
+check "xavier has no SoftMax" has "$TMP/rec_x.txt" "ChipNotSupported"
+
+"$DLAKIT" split "$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 -o "$TMP/split" > /dev/null
+check "split writes manifest, script and segments" bash -c "test -f '$TMP/split/manifest.json' && test -f '$TMP/split/build_on_jetson.sh' && ls '$TMP/split'/segment_0_*.onnx >/dev/null"
+check "split segments import" bash -c "\"$DLAKIT\" info \"$TMP/split/segment_0_dla.onnx\" > /dev/null"
+check "trtexec lines are standalone DLA builds" has "$TMP/split/build_on_jetson.sh" "--buildDLAStandalone --inputIOFormats=fp16:chw16"
+
+"$DLAKIT" inspect "$M/resnet18.onnx" --standalone --fallback > /dev/null 2>&1; rc=$?
+check "contradictory flags -> exit 1" test "$rc" -eq 1
+"$DLAKIT" run "$M/resnet18.onnx" > "$TMP/noinput.txt" 2>&1; rc=$?
+check "run without inputs explains what to pass" bash -c "test $rc -eq 1 && grep -q -- '--random-inputs' '$TMP/noinput.txt'"
+"$DLAKIT" info /dev/null > /dev/null 2>&1; rc=$?
+check "empty file is an error, not a crash" test "$rc" -eq 1
+
+echo "$pass passed, $failn failed"
+test "$failn" -eq 0
