@@ -30,8 +30,13 @@ std::string field(const std::string& h, const std::string& key, const std::strin
   if (colon == std::string::npos) fail(Status::kParseError, origin, ": malformed .npy header");
   size_t v = h.find_first_not_of(' ', colon + 1);
   if (v == std::string::npos) fail(Status::kParseError, origin, ": malformed .npy header");
-  if (h[v] == '(') return h.substr(v, h.find(')', v) - v + 1);
-  size_t end = h.find_first_of(",}", v);
+  if (h[v] == '(') {
+    const size_t close = h.find(')', v);
+    if (close == std::string::npos) fail(Status::kParseError, origin, ": .npy header's '", key, "' tuple is not closed");
+    return h.substr(v, close - v + 1);
+  }
+  const size_t end = h.find_first_of(",}", v);
+  if (end == std::string::npos || end == v) fail(Status::kParseError, origin, ": .npy header's '", key, "' has no value");
   return h.substr(v, end - v);
 }
 
@@ -63,6 +68,8 @@ Tensor parse_npy(const std::string& b, const std::string& origin) {
   if (field(h, "fortran_order", origin).find("True") != std::string::npos)
     fail(Status::kUnsupported, origin, ": Fortran-ordered .npy arrays are not supported (save with np.ascontiguousarray)");
   std::string sh = field(h, "shape", origin);
+  if (sh.size() < 2 || sh.front() != '(' || sh.back() != ')')
+    fail(Status::kParseError, origin, ": .npy shape '", sh, "' is not a tuple");
   Shape shape;
   std::stringstream ss(sh.substr(1, sh.size() - 2));
   std::string item;

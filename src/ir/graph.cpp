@@ -1,6 +1,7 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 #include <sstream>
 #include <unordered_map>
@@ -250,6 +251,18 @@ int64_t Graph::parameter_count() const {
   for (size_t v = 0; v < values.size(); ++v)
     if (used[v] && values[v].constant && is_float(values[v].type.dtype)) count += values[v].constant->numel();
   return count;
+}
+
+std::optional<std::pair<float, float>> clip_bounds(const Graph& g, const Node& n) {
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  if (n.opset < 11) return std::make_pair(n.attr_float("min", lo), n.attr_float("max", hi));
+  for (size_t i = 1; i < 3 && i < n.inputs.size(); ++i) {
+    if (n.inputs[i] < 0) continue;
+    const Value& v = g.value(n.inputs[i]);
+    if (!v.constant) return std::nullopt;
+    (i == 1 ? lo : hi) = float(v.constant->at_f64(0));
+  }
+  return std::make_pair(lo, hi);
 }
 
 }  // namespace dlakit

@@ -82,4 +82,8 @@ class Graph {
   int64_t parameter_count() const;  // elements of constant float tensors consumed by nodes
 };
 
+// Clip's [min, max] whatever the opset (attributes before 11, constant inputs after; absent = +-inf).
+// nullopt when a bound is computed at run time.
+std::optional<std::pair<float, float>> clip_bounds(const Graph& g, const Node& clip);
+
 }  // namespace dlakit

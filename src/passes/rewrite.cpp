@@ -236,21 +236,12 @@ void fuse_activation(Graph& g, std::vector<Remark>& r) {
     }
     std::vector<float> params;
     if (act.op == OpKind::Clip) {
-      float lo = -INFINITY, hi = INFINITY;
-      if (act.opset < 11) {
-        lo = act.attr_float("min", -INFINITY);
-        hi = act.attr_float("max", INFINITY);
-      } else {
-        const Tensor* a = const_input(g, act, 1);
-        const Tensor* b = const_input(g, act, 2);
-        if ((act.inputs.size() > 1 && act.inputs[1] >= 0 && !a) || (act.inputs.size() > 2 && act.inputs[2] >= 0 && !b)) {
-          decline("the Clip bounds are not constant");
-          continue;
-        }
-        if (a) lo = float(a->at_f64(0));
-        if (b) hi = float(b->at_f64(0));
+      const auto bounds = clip_bounds(g, act);
+      if (!bounds) {
+        decline("the Clip bounds are not constant");
+        continue;
       }
-      params = {lo, hi};
+      params = {bounds->first, bounds->second};
     } else if (act.op == OpKind::LeakyRelu) {
       params = {act.attr_float("alpha", 0.01f)};
     }

@@ -30,5 +30,6 @@ run() {
 }
 run fuzz_onnx_import -runs=0 "$ROOT/tests/fuzz/regressions/onnx"
 run fuzz_onnx_import -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len=65536 "$CORPUS/onnx"
+run fuzz_npy -runs=0 "$ROOT/tests/fuzz/regressions/npy"
 run fuzz_npy -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 "$CORPUS/npy"
 echo "fuzz: both targets ran ${SECONDS_EACH}s each without a crash"

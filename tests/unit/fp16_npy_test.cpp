@@ -62,3 +62,13 @@ TEST(Npy, BadFilesGiveClearErrors) {
   f64.replace(f64.find("<f4"), 3, "<f8");
   EXPECT_NE(msg(f64).find("dtype '<f8'"), std::string::npos);
 }
+
+TEST(Npy, MalformedHeaderFieldsAreParseErrors) {  // found by fuzz_npy
+  std::string good = serialize_npy(Tensor::from_f32({2}, {1, 2}));
+  std::string bad = good;
+  bad.replace(bad.find("(2,)"), 4, "}( ,");
+  EXPECT_THROW(parse_npy(bad, "x.npy"), Error);
+  bad = good;
+  bad.replace(bad.find("(2,)"), 4, "(2, ");
+  EXPECT_THROW(parse_npy(bad, "x.npy"), Error);
+}

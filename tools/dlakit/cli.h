@@ -31,6 +31,13 @@ struct PlacementFlags {
   std::vector<Remark> optimize(Graph& g) const;
 };
 
+// Imports the model, runs the passes and places it: what inspect and split (and later build) start from.
+struct PlacedModel {
+  Graph graph;
+  Placement placement;
+};
+PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& p);
+
 inline int exit_code = 0;  // what main returns when a command succeeded but has a verdict (inspect)
 
 std::string human(double v);  // 1.2 K, 3.4 M, 5.6 G

@@ -47,6 +47,15 @@ std::vector<Remark> PlacementFlags::optimize(Graph& g) const {
   return run_passes(g, disabled_passes);
 }
 
+PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& pf) {
+  Graph g = import_onnx_file(m.model, m.import_options());
+  std::vector<Remark> remarks = pf.optimize(g);
+  Placement p = place(g, pf.options());
+  p.model = m.model;
+  p.remarks = std::move(remarks);
+  return {std::move(g), std::move(p)};
+}
+
 namespace {
 
 struct InspectFlags {
@@ -57,11 +66,7 @@ struct InspectFlags {
 };
 
 void run_inspect(const InspectFlags& f) {
-  Graph g = import_onnx_file(f.model.model, f.model.import_options());
-  std::vector<Remark> remarks = f.placement.optimize(g);
-  Placement p = place(g, f.placement.options());
-  p.model = f.model.model;
-  p.remarks = std::move(remarks);
+  const auto [g, p] = load_and_place(f.model, f.placement);
   if (!f.explain.empty()) {
     std::cout << explain_node(g, p, f.explain);
   } else if (f.json) {

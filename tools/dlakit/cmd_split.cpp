@@ -16,10 +16,7 @@ struct SplitFlags {
 };
 
 void run_split_cmd(const SplitFlags& f) {
-  Graph g = import_onnx_file(f.model.model, f.model.import_options());
-  std::vector<Remark> remarks = f.placement.optimize(g);
-  Placement p = place(g, f.placement.options());
-  p.model = f.model.model;
+  const auto [g, p] = load_and_place(f.model, f.placement);
   nlohmann::json m = write_split(g, p, f.out_dir, f.model.model);
   for (auto& s : m["segments"])
     std::cout << "segment " << s["index"] << "  " << s["device"].get<std::string>() << "  " << s["layers"] << " layer(s)  -> "

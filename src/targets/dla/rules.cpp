@@ -210,20 +210,12 @@ void rule_global_pool(const Ctx& c) {
 void rule_activation(const Ctx& c) {
   const Node& n = c.n;
   if (n.op == OpKind::Clip) {
-    double lo = -INFINITY, hi = INFINITY;
-    if (n.opset < 11) {
-      lo = n.attr_float("min", -INFINITY);
-      hi = n.attr_float("max", INFINITY);
-    } else {
-      if (c.has(1)) {
-        if (c.is_const(1)) lo = c.in(1).constant->at_f64(0);
-        else c.add(ReasonCode::NotConstant, "input[1] (min)", "computed at run time", "constant", "make the bound a constant");
-      }
-      if (c.has(2)) {
-        if (c.is_const(2)) hi = c.in(2).constant->at_f64(0);
-        else c.add(ReasonCode::NotConstant, "input[2] (max)", "computed at run time", "constant", "make the bound a constant");
-      }
+    const auto bounds = clip_bounds(c.g, n);
+    if (!bounds) {
+      c.add(ReasonCode::NotConstant, "min/max", "computed at run time", "constant", "make the clip bounds constants");
+      return;
     }
+    const double lo = bounds->first, hi = bounds->second;
     if (lo != 0.0)
       c.add(ReasonCode::ModeNotSupported, "min", F(lo), "0 (clipped ReLU)", "the DLA clips as ReLU(x) capped at max: use min = 0");
     if (!(hi >= double(c.lim.clip_max.lo) && hi <= double(c.lim.clip_max.hi)))
