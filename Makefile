@@ -34,7 +34,7 @@ test-asan: setup fetch   ## the unit and conformance tests again under AddressSa
 
 fuzz: setup       ## libFuzzer on the ONNX importer and the .npy reader, FUZZ_SECONDS each
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLAKIT_FUZZ=ON -DDLAKIT_BENCH=OFF
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx_import fuzz_npy
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx_import fuzz_npy fuzz_loadable
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 test: test-fast test-asan fuzz   ## everything CI runs

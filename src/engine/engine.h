@@ -26,6 +26,9 @@ class ReferenceEngine {
   void set_observer(std::function<void(const Node&, const std::vector<Tensor>&)> f) { observer_ = std::move(f); }
   // Milliseconds per node of the last run when profiling is on.
   void set_profiling(bool on) { profiling_ = on; }
+  // DLA FP16 mode: every float32 value a node produces is rounded to fp16 (fp16 storage between layers;
+  // kernels still accumulate in fp32).
+  void set_fp16_storage(bool on) { fp16_storage_ = on; }
   const std::vector<double>& node_ms() const { return node_ms_; }
   const Graph& graph() const { return graph_; }
 
@@ -34,6 +37,7 @@ class ReferenceEngine {
   std::vector<int> last_use_;  // per value: index of the last node reading it (-1: none)
   std::function<void(const Node&, const std::vector<Tensor>&)> observer_;
   bool profiling_ = false;
+  bool fp16_storage_ = false;
   std::vector<double> node_ms_;
 };
 

@@ -46,5 +46,6 @@ void register_info(CLI::App& app);
 void register_run(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_split(CLI::App& app);
+void register_build(CLI::App& app);
 
 }  // namespace dlakit::cli

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   dlakit::cli::register_run(app);
   dlakit::cli::register_inspect(app);
   dlakit::cli::register_split(app);
+  dlakit::cli::register_build(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,160 @@
+#include "loadable/loadable.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+
+#include "base/fp16.h"
+#include "ir/stats.h"
+#include "loadable_generated.h"
+#include "onnx/exporter.h"
+#include "onnx/importer.h"
+#include "targets/dla/limits.h"
+
+namespace dlakit {
+namespace {
+
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint8_t kWeightF16 = 1;
+
+flatbuffers::Offset<fb::TensorDesc> write_desc(flatbuffers::FlatBufferBuilder& b, const rt::TensorDesc& d) {
+  std::vector<uint32_t> strides(d.stride.begin(), d.stride.end());
+  return fb::CreateTensorDescDirect(b, d.name.c_str(), d.size, d.n, d.c, d.h, d.w, d.data_format, d.data_type, d.data_category,
+                                    d.pixel_format, d.pixel_mapping, &strides, rt::io_format_name(d.format));
+}
+
+}  // namespace
+
+std::string write_loadable(const Graph& g, const LoadableOptions& opt) {
+  const dla::DlaLimits& lim = dla::limits_for(opt.target);
+  if (opt.int8) fail(Status::kUnsupported, "INT8 loadables need calibration scales, which dlakit does not build yet (FP16 only)");
+  if (opt.inputs.size() != g.inputs.size() || opt.outputs.size() != g.outputs.size())
+    fail(Status::kInvalidArgument, "I/O formats: ", opt.inputs.size(), "/", opt.outputs.size(), " given for ", g.inputs.size(), "/",
+         g.outputs.size(), " inputs/outputs");
+  std::vector<int> all(g.nodes.size());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = int(k);
+  onnx::ModelProto m;
+  const std::string onnx_bytes = export_onnx(g, all, g.inputs, g.outputs, "dla_graph");
+  m.ParseFromString(onnx_bytes);
+  flatbuffers::FlatBufferBuilder b(1 << 20);
+  // Float initializers with more than one element are the weights: they move into the loadable as fp16
+  // and become graph inputs of the embedded network, bound again at load.
+  std::vector<flatbuffers::Offset<fb::Weight>> weights;
+  auto* gp = m.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+  for (const auto& t : gp->initializer()) {
+    const std::optional<int> id = g.find_value(t.name());
+    const Tensor* c = id && g.value(*id).constant ? &*g.value(*id).constant : nullptr;
+    if (!c || c->dtype() != DType::kF32 || c->numel() < 2) {
+      *kept.Add() = t;
+      continue;
+    }
+    std::vector<uint8_t> bits(size_t(c->numel()) * 2);
+    for (int64_t i = 0; i < c->numel(); ++i) {
+      const uint16_t h = float_to_half(c->data<float>()[i]);
+      std::memcpy(&bits[size_t(i) * 2], &h, 2);
+    }
+    std::vector<int64_t> dims(c->shape().begin(), c->shape().end());
+    weights.push_back(fb::CreateWeightDirect(b, t.name().c_str(), kWeightF16, &dims, &bits, nullptr));
+    auto* in = gp->add_input();
+    in->set_name(t.name());
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(1);
+    for (int64_t d : c->shape()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  gp->mutable_initializer()->Swap(&kept);
+  const std::string network = m.SerializeAsString();
+  std::vector<flatbuffers::Offset<fb::TensorDesc>> ins, outs;
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    ins.push_back(write_desc(b, rt::make_desc(g.value(g.inputs[i]).name, g.value(g.inputs[i]).type.shape, opt.inputs[i], lim.line_stride_align_bytes)));
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    if (opt.outputs[i].format == rt::IoFormat::kDlaHwc4) fail(Status::kInvalidArgument, "dla_hwc4 is an input-only format");
+    outs.push_back(write_desc(b, rt::make_desc(g.value(g.outputs[i]).name, g.value(g.outputs[i]).type.shape, opt.outputs[i], lim.line_stride_align_bytes)));
+  }
+  std::vector<uint8_t> net(network.begin(), network.end());
+  auto root = fb::CreateLoadableDirect(b, kFormatVersion, "dlakit 0.1", opt.target.c_str(), lim.dla_version.c_str(),
+                                       opt.int8 ? fb::Precision_INT8 : fb::Precision_FP16, opt.dla_core, &ins, &outs, &net, &weights,
+                                       uint32_t(g.nodes.size()), uint64_t(graph_macs(g)));
+  fb::FinishLoadableBuffer(b, root);
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+Loadable read_loadable(const uint8_t* data, size_t size, const std::string& origin) {
+  if (!data || size < 8) fail(Status::kParseError, origin, ": ", size, " bytes is too short to be a DLA loadable");
+  if (!fb::LoadableBufferHasIdentifier(data)) {
+    std::string id(reinterpret_cast<const char*>(data) + 4, 4);
+    for (char& c : id)
+      if (!std::isprint(static_cast<unsigned char>(c))) c = '.';
+    fail(Status::kParseError, origin, ": not a dlakit DLA loadable (file identifier '", id,
+         "', expected 'DLAK'); TensorRT engines and NVIDIA loadables are not accepted");
+  }
+  flatbuffers::Verifier v(data, size);
+  if (!fb::VerifyLoadableBuffer(v)) fail(Status::kParseError, origin, ": the loadable is corrupt or truncated (", size, " bytes failed verification)");
+  const fb::Loadable* l = fb::GetLoadable(data);
+  if (l->format_version() != kFormatVersion)
+    fail(Status::kParseError, origin, ": loadable format version ", l->format_version(), "; this dlakit reads version ", kFormatVersion);
+  auto str = [](const flatbuffers::String* s) { return s ? s->str() : std::string(); };
+  Loadable out;
+  out.target = str(l->target());
+  out.dla_version = str(l->dla_version());
+  out.producer = str(l->producer());
+  out.int8 = l->precision() == fb::Precision_INT8;
+  out.dla_core = l->dla_core();
+  out.layers = l->layers();
+  out.macs = l->macs();
+  const dla::DlaLimits& lim = dla::limits_for(out.target.empty() ? "?" : out.target);
+  if (out.int8) fail(Status::kUnsupported, origin, ": INT8 loadables are not supported by this dlakit yet");
+  if (!l->network() || !l->inputs() || !l->outputs()) fail(Status::kParseError, origin, ": the loadable has no network or no I/O descriptors");
+  ImportOptions io;
+  if (l->weights())
+    for (const fb::Weight* w : *l->weights()) {
+      if (!w->name() || !w->dims() || !w->data()) fail(Status::kParseError, origin, ": a weight entry is incomplete");
+      if (w->dtype() != kWeightF16) fail(Status::kUnsupported, origin, ": weight '", w->name()->str(), "' has dtype code ", int(w->dtype()));
+      Shape dims(w->dims()->begin(), w->dims()->end());
+      int64_t count = 1;
+      for (int64_t d : dims) {
+        if (d < 0 || d > (int64_t(1) << 31)) fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' has dimension ", d);
+        count *= d;
+        if (count > (int64_t(1) << 32)) fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' is too large");
+      }
+      if (uint64_t(w->data()->size()) != uint64_t(count) * 2)
+        fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' holds ", w->data()->size(), " bytes, its shape needs ", count * 2);
+      Tensor t(DType::kF32, dims);
+      for (int64_t i = 0; i < count; ++i) {
+        uint16_t h;
+        std::memcpy(&h, w->data()->data() + i * 2, 2);
+        t.data<float>()[i] = half_to_float(h);
+      }
+      out.weight_bytes += size_t(count) * 2;
+      io.constant_inputs[w->name()->str()] = std::move(t);
+    }
+  out.graph = import_onnx_bytes(l->network()->data(), l->network()->size(), io, origin + " (network)");
+  auto read_descs = [&](const flatbuffers::Vector<flatbuffers::Offset<fb::TensorDesc>>* v, const std::vector<int>& ids, bool inputs) {
+    std::vector<rt::TensorDesc> r;
+    if (v->size() != ids.size())
+      fail(Status::kParseError, origin, ": ", v->size(), " ", inputs ? "input" : "output", " descriptors for a network with ", ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const fb::TensorDesc* d = v->Get(flatbuffers::uoffset_t(i));
+      const Value& val = out.graph.value(ids[i]);
+      if (!d->name() || d->name()->str() != val.name || !d->io_format() || !d->stride() || d->stride()->size() != 8)
+        fail(Status::kParseError, origin, ": descriptor ", i, " does not describe network tensor '", val.name, "'");
+      rt::IoSpec spec;
+      spec.dtype = d->data_type() == 4 ? DType::kI8 : DType::kF16;
+      spec.format = rt::parse_io_formats(std::string(spec.dtype == DType::kI8 ? "int8:" : "fp16:") + d->io_format()->str(), 1, inputs)[0].format;
+      // The descriptor must be exactly what this network tensor and format give: recompute and compare.
+      rt::TensorDesc want = rt::make_desc(val.name, val.type.shape, spec, lim.line_stride_align_bytes);
+      bool same = want.size == d->size() && want.n == d->n() && want.c == d->c() && want.h == d->h() && want.w == d->w() &&
+                  want.data_format == d->data_format() && want.data_type == d->data_type() && want.data_category == d->data_category() &&
+                  want.pixel_format == d->pixel_format() && want.pixel_mapping == d->pixel_mapping();
+      for (size_t k = 0; k < 8; ++k) same = same && want.stride[k] == d->stride()->Get(flatbuffers::uoffset_t(k));
+      if (!same) fail(Status::kParseError, origin, ": descriptor of '", val.name, "' disagrees with its tensor (size ", d->size(), ", expected ", want.size, ")");
+      r.push_back(want);
+    }
+    return r;
+  };
+  out.inputs = read_descs(l->inputs(), out.graph.inputs, true);
+  out.outputs = read_descs(l->outputs(), out.graph.outputs, false);
+  return out;
+}
+
+}  // namespace dlakit

@@ -1,0 +1,230 @@
+#include "runtime/runtime.h"
+
+#include <chrono>
+
+#include "engine/engine.h"
+
+namespace dlakit::rt {
+
+const char* status_name(cudlaStatus s) {
+  switch (s) {
+    case cudlaSuccess: return "cudlaSuccess";
+    case cudlaErrorInvalidParam: return "cudlaErrorInvalidParam";
+    case cudlaErrorOutOfResources: return "cudlaErrorOutOfResources";
+    case cudlaErrorCreationFailed: return "cudlaErrorCreationFailed";
+    case cudlaErrorInvalidAddress: return "cudlaErrorInvalidAddress";
+    case cudlaErrorOs: return "cudlaErrorOs";
+    case cudlaErrorCuda: return "cudlaErrorCuda";
+    case cudlaErrorUmd: return "cudlaErrorUmd";
+    case cudlaErrorInvalidDevice: return "cudlaErrorInvalidDevice";
+    case cudlaErrorInvalidAttribute: return "cudlaErrorInvalidAttribute";
+    case cudlaErrorIncompatibleDlaSWVersion: return "cudlaErrorIncompatibleDlaSWVersion";
+    case cudlaErrorMemoryRegistered: return "cudlaErrorMemoryRegistered";
+    case cudlaErrorInvalidModule: return "cudlaErrorInvalidModule";
+    case cudlaErrorUnsupportedOperation: return "cudlaErrorUnsupportedOperation";
+    case cudlaErrorNvSci: return "cudlaErrorNvSci";
+    case cudlaErrorDriverNotFound: return "cudlaErrorDriverNotFound";
+    case cudlaErrorDlaErrInvalidInput: return "cudlaErrorDlaErrInvalidInput";
+    case cudlaErrorDlaErrInvalidPreAction: return "cudlaErrorDlaErrInvalidPreAction";
+    case cudlaErrorDlaErrNoMem: return "cudlaErrorDlaErrNoMem";
+    case cudlaErrorDlaErrProcessorBusy: return "cudlaErrorDlaErrProcessorBusy";
+    case cudlaErrorDlaErrTaskStatusMismatch: return "cudlaErrorDlaErrTaskStatusMismatch";
+    case cudlaErrorDlaErrEngineTimeout: return "cudlaErrorDlaErrEngineTimeout";
+    case cudlaErrorDlaErrDataMismatch: return "cudlaErrorDlaErrDataMismatch";
+    case cudlaErrorUnknown: return "cudlaErrorUnknown";
+  }
+  return "cudlaError(unrecognised)";
+}
+
+// ---- Module
+Module::Module(const uint8_t* data, size_t size) {
+  try {
+    l_ = read_loadable(data, size, "loadable");
+  } catch (const Error& e) {
+    throw RuntimeError(cudlaErrorUmd, e.what());
+  }
+}
+
+void Module::execute(const std::vector<const void*>& in, const std::vector<void*>& out) const {
+  TensorMap feeds;
+  for (size_t i = 0; i < l_.inputs.size(); ++i) feeds[l_.inputs[i].name] = unpack(in[i], l_.inputs[i]);
+  ReferenceEngine engine(l_.graph);
+  engine.set_fp16_storage(true);
+  TensorMap res = engine.run(feeds);
+  for (size_t i = 0; i < l_.outputs.size(); ++i) pack(res.at(l_.outputs[i].name), l_.outputs[i], out[i]);
+}
+
+// ---- Core
+Core& Core::get(int index) {
+  static Core* cores[2] = {new Core, new Core};  // never destroyed: devices may outlive static teardown
+  return *cores[index & 1];
+}
+
+Core::Core() : thread_([this] { loop(); }) {}
+
+Core::~Core() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Core::enqueue(std::function<void()> job) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    jobs_.push_back(std::move(job));
+    ++queued_;
+  }
+  cv_.notify_all();
+}
+
+uint64_t Core::last_ticket() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return queued_;
+}
+
+void Core::wait(uint64_t ticket) {
+  std::unique_lock<std::mutex> lk(mu_);
+  done_cv_.wait(lk, [&] { return done_ >= ticket; });
+}
+
+void Core::loop() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });
+      if (stop_ && jobs_.empty()) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job();  // jobs catch their own failures
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      ++done_;
+    }
+    done_cv_.notify_all();
+  }
+}
+
+// ---- Device
+Device::Device(int core) : core_(core) {
+  if (core != 0 && core != 1) throw RuntimeError(cudlaErrorInvalidDevice, "DLA core " + std::to_string(core) + " does not exist (0 or 1)");
+}
+
+Device::~Device() { synchronize(); }
+
+void Device::load(const uint8_t* data, size_t size) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (module_) throw RuntimeError(cudlaErrorUnsupportedOperation, "this device handle already has a module (one per handle)");
+  module_ = std::make_unique<Module>(data, size);
+}
+
+const Module& Device::module() const {
+  if (!module_) throw RuntimeError(cudlaErrorInvalidModule, "no module loaded on this device");
+  return *module_;
+}
+
+void Device::unload() {
+  synchronize();
+  std::lock_guard<std::mutex> lk(mu_);
+  module_.reset();
+}
+
+uint64_t* Device::register_memory(const void* ptr, size_t size) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  if (!ptr || size == 0) throw RuntimeError(cudlaErrorInvalidAddress, "null pointer or zero size");
+  if (p & 31u) throw RuntimeError(cudlaErrorInvalidAddress, "address is not 32-byte aligned (the DLA requires it)");
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = registered_.upper_bound(p);
+  if (it != registered_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second > p) throw RuntimeError(cudlaErrorMemoryRegistered, "memory is already registered");
+  }
+  if (it != registered_.end() && it->first < p + size) throw RuntimeError(cudlaErrorMemoryRegistered, "memory overlaps a registered buffer");
+  registered_[p] = size;
+  return reinterpret_cast<uint64_t*>(p);
+}
+
+void Device::unregister_memory(const uint64_t* ptr) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!registered_.erase(reinterpret_cast<uintptr_t>(ptr)))
+    throw RuntimeError(cudlaErrorInvalidAddress, "this address was not registered on this device");
+}
+
+bool Device::is_registered(const void* ptr, size_t size) const {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = registered_.upper_bound(p);
+  if (it == registered_.begin()) return false;
+  --it;
+  return p >= it->first && p + size <= it->first + it->second;
+}
+
+void Device::submit(const Task& t, void* stream, bool noop) {
+  const Module& m = module();
+  if (t.inputs.size() != m.inputs().size() || t.outputs.size() != m.outputs().size())
+    throw RuntimeError(cudlaErrorInvalidParam, "task has " + std::to_string(t.inputs.size()) + " inputs / " + std::to_string(t.outputs.size()) +
+                                                   " outputs; the module has " + std::to_string(m.inputs().size()) + " / " +
+                                                   std::to_string(m.outputs().size()));
+  for (size_t i = 0; i < t.inputs.size(); ++i)
+    if (!t.inputs[i] || !is_registered(t.inputs[i], m.inputs()[i].size))
+      throw RuntimeError(cudlaErrorInvalidAddress, "input " + std::to_string(i) + " ('" + m.inputs()[i].name + "', " +
+                                                       std::to_string(m.inputs()[i].size) + " bytes) is not a registered buffer of that size");
+  for (size_t i = 0; i < t.outputs.size(); ++i)
+    if (!t.outputs[i] || !is_registered(t.outputs[i], m.outputs()[i].size))
+      throw RuntimeError(cudlaErrorInvalidAddress, "output " + std::to_string(i) + " ('" + m.outputs()[i].name + "', " +
+                                                       std::to_string(m.outputs()[i].size) + " bytes) is not a registered buffer of that size");
+  if (noop) return;
+  std::vector<const void*> in(t.inputs.begin(), t.inputs.end());
+  std::vector<void*> out(t.outputs.begin(), t.outputs.end());
+  const uint32_t timeout = timeout_ms_;
+  auto job = [this, &m, in, out, timeout] {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      m.execute(in, out);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (ms > double(timeout)) record_failure(cudlaErrorDlaErrEngineTimeout);
+    } catch (...) {
+      record_failure(cudlaErrorDlaErrInvalidInput);
+    }
+  };
+  Core& core = Core::get(core_);
+  core.enqueue(job);
+  const uint64_t ticket = core.last_ticket();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    last_ticket_ = std::max(last_ticket_, ticket);
+  }
+  if (!stream) core.wait(ticket);
+}
+
+void Device::synchronize() {
+  uint64_t t;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    t = last_ticket_;
+  }
+  if (t) Core::get(core_).wait(t);
+}
+
+void Device::set_timeout_ms(uint32_t ms) {
+  if (ms == 0 || ms > 1000u * 1000u) throw RuntimeError(cudlaErrorInvalidParam, "task timeout must be 1..1000000 ms, got " + std::to_string(ms));
+  timeout_ms_ = ms;
+}
+
+void Device::record_failure(cudlaStatus s) {
+  std::lock_guard<std::mutex> lk(mu_);
+  last_error_ = s;
+}
+
+cudlaStatus Device::take_last_error() {
+  std::lock_guard<std::mutex> lk(mu_);
+  cudlaStatus s = last_error_;
+  last_error_ = cudlaSuccess;
+  return s;
+}
+
+}  // namespace dlakit::rt

@@ -1,0 +1,112 @@
+// The runtime's C++ API, with cuDLA semantics, on the emulated DLA (CPU). RAII objects; failures throw
+// RuntimeError carrying the cuDLA status, its readable name and the context. libcudla.so.1 is a thin
+// noexcept shim over these classes.
+//
+// CPU-only behaviour (no CUDA here): "device pointers" are host pointers; register_memory returns the
+// same address. A task submitted with a null stream runs before submit() returns; with a stream handle
+// from Stream, tasks are queued on the device's core and run in order, and Stream::synchronize() waits.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cudla.h"
+#include "loadable/loadable.h"
+
+namespace dlakit::rt {
+
+const char* status_name(cudlaStatus s);
+
+class RuntimeError : public std::runtime_error {
+ public:
+  RuntimeError(cudlaStatus s, const std::string& context)
+      : std::runtime_error(std::string(status_name(s)) + ": " + context), status_(s) {}
+  cudlaStatus status() const { return status_; }
+
+ private:
+  cudlaStatus status_;
+};
+
+// A loaded DLA graph: verified loadable + an executor with DLA FP16 numerics. Thread-safe to execute.
+class Module {
+ public:
+  Module(const uint8_t* data, size_t size);  // RuntimeError(cudlaErrorUmd) for a bad loadable, like the real UMD
+  const std::vector<TensorDesc>& inputs() const { return l_.inputs; }
+  const std::vector<TensorDesc>& outputs() const { return l_.outputs; }
+  const Loadable& loadable() const { return l_; }
+  // Runs on buffers laid out per the descriptors (each at least desc.size bytes).
+  void execute(const std::vector<const void*>& in, const std::vector<void*>& out) const;
+
+ private:
+  Loadable l_;
+};
+
+// One emulated DLA core: a worker thread running submitted jobs in order. Two cores run concurrently.
+class Core {
+ public:
+  static Core& get(int index);  // 0 or 1
+  void enqueue(std::function<void()> job);
+  void wait(uint64_t ticket);   // until job `ticket` (from last_ticket) has run
+  uint64_t last_ticket();
+  ~Core();
+
+ private:
+  Core();
+  void loop();
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::deque<std::function<void()>> jobs_;
+  uint64_t queued_ = 0, done_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+struct Task {
+  std::vector<const uint64_t*> inputs;  // registered addresses, one per input descriptor
+  std::vector<uint64_t*> outputs;
+};
+
+class Device {
+ public:
+  explicit Device(int core);  // RuntimeError(cudlaErrorInvalidDevice) unless 0 or 1
+  ~Device();                  // waits for this device's tasks
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  int core() const { return core_; }
+  void load(const uint8_t* data, size_t size);  // one module per device
+  bool has_module() const { return module_ != nullptr; }
+  const Module& module() const;
+  void unload();
+
+  uint64_t* register_memory(const void* ptr, size_t size);  // 32-byte aligned; MemoryRegistered if known
+  void unregister_memory(const uint64_t* ptr);
+  bool is_registered(const void* ptr, size_t size) const;
+
+  // Validates the task fully, then runs it (stream == nullptr: now; else queued on the core, in order).
+  void submit(const Task& t, void* stream, bool noop = false);
+  void synchronize();  // waits for every task this device queued
+  void set_timeout_ms(uint32_t ms);
+  uint32_t timeout_ms() const { return timeout_ms_; }
+  cudlaStatus take_last_error();  // the failure of the most recent failed task, then cleared
+
+ private:
+  void record_failure(cudlaStatus s);
+  int core_;
+  std::unique_ptr<Module> module_;
+  std::map<uintptr_t, size_t> registered_;
+  mutable std::mutex mu_;
+  uint32_t timeout_ms_ = 30000;
+  cudlaStatus last_error_ = cudlaSuccess;
+  uint64_t last_ticket_ = 0;
+};
+
+}  // namespace dlakit::rt

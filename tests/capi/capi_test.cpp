@@ -1,0 +1,314 @@
+// libcudla.so.1 (the cuDLA C ABI on the emulated DLA): a bad-input matrix covering every function, both
+// cores driven from two threads at once, and the plain C client run on a real model's loadable with its
+// outputs checked against the runtime (bit for bit) and the FP32 reference engine (FP16 tolerance).
+#include <gtest/gtest.h>
+#include <onnx/defs/parser.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "cudla.h"
+#include "dlakit/cudla_ext.h"
+#include "engine/engine.h"
+#include "loadable/loadable.h"
+#include "onnx/importer.h"
+#include "passes/passes.h"
+#include "runtime/runtime.h"
+
+namespace fs = std::filesystem;
+using namespace dlakit;
+
+namespace {
+
+// A small all-DLA network: Conv 3x3 (8->8) + Relu + Add of the input.
+std::string tiny_loadable() {
+  onnx::ModelProto m;
+  auto st = onnx::OnnxParser::Parse(m, R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,8,16,16] x) => (float[1,8,16,16] y) {
+      ws = Constant<value = int64[4] {8,8,3,3}>()
+      w = ConstantOfShape<value = float[1] {0.05}>(ws)
+      c = Conv<pads=[1,1,1,1]>(x, w)
+      r = Relu(c)
+      y = Add(r, x)
+    })");
+  EXPECT_TRUE(st.IsOK()) << st.ErrorMessage();
+  const std::string b = m.SerializeAsString();
+  Graph g = import_onnx_bytes(b.data(), b.size());
+  run_passes(g);
+  LoadableOptions o;
+  o.inputs = {{DType::kF16, rt::IoFormat::kChw16}};
+  o.outputs = {{DType::kF16, rt::IoFormat::kDlaLinear}};
+  return write_loadable(g, o);
+}
+
+struct Buffer {  // 64-byte aligned host memory
+  void* p = nullptr;
+  explicit Buffer(size_t n) { EXPECT_EQ(0, posix_memalign(&p, 64, n)); std::memset(p, 0, n); }
+  ~Buffer() { std::free(p); }
+  uint64_t* u64() const { return static_cast<uint64_t*>(p); }
+};
+
+const uint8_t* bytes(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+
+}  // namespace
+
+TEST(CudlaAbi, VersionCountAndNullPointers) {
+  uint64_t v = 0, n = 0;
+  EXPECT_EQ(cudlaGetVersion(&v), cudlaSuccess);
+  EXPECT_EQ(v, 1005000u);
+  EXPECT_EQ(cudlaDeviceGetCount(&n), cudlaSuccess);
+  EXPECT_EQ(n, 2u);
+  EXPECT_EQ(cudlaGetVersion(nullptr), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaDeviceGetCount(nullptr), cudlaErrorInvalidParam);
+}
+
+TEST(CudlaAbi, CreateDeviceRules) {
+  cudlaDevHandle h = nullptr;
+  EXPECT_EQ(cudlaCreateDevice(0, nullptr, CUDLA_CUDA_DLA), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaCreateDevice(5, &h, CUDLA_CUDA_DLA), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaCreateDevice(0, &h, CUDLA_STANDALONE), cudlaErrorUnsupportedOperation);
+  EXPECT_EQ(cudlaCreateDevice(0, &h, 7), cudlaErrorInvalidParam);
+  // at most 16 handles per core
+  std::vector<cudlaDevHandle> hs(16);
+  for (auto& x : hs) ASSERT_EQ(cudlaCreateDevice(1, &x, CUDLA_CUDA_DLA), cudlaSuccess);
+  EXPECT_EQ(cudlaCreateDevice(1, &h, CUDLA_CUDA_DLA), cudlaErrorOutOfResources);
+  EXPECT_NE(std::string(dlakitCudlaLastMessage()).find("16"), std::string::npos);
+  for (auto& x : hs) EXPECT_EQ(cudlaDestroyDevice(x), cudlaSuccess);
+  EXPECT_EQ(cudlaCreateDevice(1, &h, CUDLA_CUDA_DLA), cudlaSuccess);  // freed slots are reusable
+  EXPECT_EQ(cudlaDestroyDevice(h), cudlaSuccess);
+}
+
+TEST(CudlaAbi, BadHandlesAreStatusesNeverCrashes) {
+  int not_a_handle = 0;
+  auto bogus_dev = reinterpret_cast<cudlaDevHandle>(&not_a_handle);
+  auto bogus_mod = reinterpret_cast<cudlaModule>(&not_a_handle);
+  uint64_t* dp = nullptr;
+  Buffer b(64);
+  cudlaModule m = nullptr;
+  cudlaModuleAttribute a;
+  cudlaDevAttribute da;
+  cudlaTask t{};
+  cudlaExternalMemoryHandleDesc md{};
+  cudlaExternalSemaphoreHandleDesc sd{};
+  EXPECT_EQ(cudlaDestroyDevice(bogus_dev), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaDestroyDevice(nullptr), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaMemRegister(bogus_dev, b.u64(), 64, &dp, 0), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaMemUnregister(bogus_dev, b.u64()), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaModuleLoadFromMemory(bogus_dev, bytes("x"), 1, &m, 0), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaModuleGetAttributes(bogus_mod, CUDLA_NUM_INPUT_TENSORS, &a), cudlaErrorInvalidModule);
+  EXPECT_EQ(cudlaModuleUnload(bogus_mod, 0), cudlaErrorInvalidModule);
+  EXPECT_EQ(cudlaSubmitTask(bogus_dev, &t, 1, nullptr, 0), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaDeviceGetAttribute(bogus_dev, CUDLA_DEVICE_VERSION, &da), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaGetLastError(bogus_dev), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaSetTaskTimeoutInMs(bogus_dev, 100), cudlaErrorInvalidParam);  // documented: InvalidParam
+  EXPECT_EQ(cudlaImportExternalMemory(bogus_dev, &md, &dp, 0), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaImportExternalSemaphore(bogus_dev, &sd, &dp, 0), cudlaErrorInvalidDevice);
+  EXPECT_EQ(cudlaGetNvSciSyncAttributes(nullptr, CUDLA_NVSCISYNC_ATTR_WAIT), cudlaErrorInvalidParam);
+  uint64_t list = 0;
+  EXPECT_EQ(cudlaGetNvSciSyncAttributes(&list, CUDLA_NVSCISYNC_ATTR_WAIT), cudlaErrorUnsupportedOperation);
+}
+
+TEST(CudlaAbi, DeviceMemoryModuleAndTaskRules) {
+  const std::string lb = tiny_loadable();
+  cudlaDevHandle d = nullptr;
+  ASSERT_EQ(cudlaCreateDevice(0, &d, CUDLA_CUDA_DLA), cudlaSuccess);
+  cudlaDevAttribute da;
+  EXPECT_EQ(cudlaDeviceGetAttribute(d, CUDLA_UNIFIED_ADDRESSING, &da), cudlaSuccess);
+  EXPECT_EQ(cudlaDeviceGetAttribute(d, CUDLA_DEVICE_VERSION, nullptr), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaDeviceGetAttribute(d, cudlaDevAttributeType(9), &da), cudlaErrorInvalidAttribute);
+  // timeouts: 0 and > 1000 s are invalid
+  EXPECT_EQ(cudlaSetTaskTimeoutInMs(d, 0), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaSetTaskTimeoutInMs(d, 1000001), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaSetTaskTimeoutInMs(d, 1000000), cudlaSuccess);
+  // module loading
+  cudlaModule m = nullptr;
+  EXPECT_EQ(cudlaModuleLoadFromMemory(d, nullptr, 10, &m, 0), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), nullptr, 0), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m, 3), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes("this is a TensorRT engine"), 25, &m, 0), cudlaErrorUmd);
+  EXPECT_NE(std::string(dlakitCudlaLastMessage()).find("not a dlakit DLA loadable"), std::string::npos) << dlakitCudlaLastMessage();
+  EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size() / 2, &m, 0), cudlaErrorUmd);  // truncated
+  ASSERT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m, 0), cudlaSuccess);
+  cudlaModule m2 = nullptr;
+  EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m2, 0), cudlaErrorUnsupportedOperation);  // one per handle
+  // attributes
+  cudlaModuleAttribute a;
+  ASSERT_EQ(cudlaModuleGetAttributes(m, CUDLA_NUM_INPUT_TENSORS, &a), cudlaSuccess);
+  EXPECT_EQ(a.numInputTensors, 1u);
+  EXPECT_EQ(cudlaModuleGetAttributes(m, CUDLA_NUM_INPUT_TENSORS, nullptr), cudlaErrorInvalidParam);
+  a.inputTensorDesc = nullptr;
+  EXPECT_EQ(cudlaModuleGetAttributes(m, CUDLA_INPUT_TENSOR_DESCRIPTORS, &a), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaModuleGetAttributes(m, cudlaModuleAttributeType(42), &a), cudlaErrorInvalidAttribute);
+  cudlaModuleTensorDescriptor in{}, out{};
+  a.inputTensorDesc = &in;
+  ASSERT_EQ(cudlaModuleGetAttributes(m, CUDLA_INPUT_TENSOR_DESCRIPTORS, &a), cudlaSuccess);
+  a.outputTensorDesc = &out;
+  ASSERT_EQ(cudlaModuleGetAttributes(m, CUDLA_OUTPUT_TENSOR_DESCRIPTORS, &a), cudlaSuccess);
+  EXPECT_STREQ(in.name, "x");
+  EXPECT_EQ(in.size, 1u * 1 * 16 * 16 * 16 * 2);  // chw16: 8 channels padded to 16, fp16
+  EXPECT_EQ(in.dataFormat, CUDLA_DATA_FORMAT_NCxHWx);
+  EXPECT_EQ(out.dataFormat, CUDLA_DATA_FORMAT_NCHW);
+  EXPECT_EQ(out.stride[1], 64u);  // dla_linear line stride: 16 fp16 = 32 bytes, rounded up to 64 on Orin
+  // memory registration: alignment, double registration, unknown addresses
+  Buffer ib(in.size + 64), ob(out.size);
+  uint64_t *ip = nullptr, *op = nullptr, *tmp = nullptr;
+  EXPECT_EQ(cudlaMemRegister(d, reinterpret_cast<uint64_t*>(static_cast<char*>(ib.p) + 8), 64, &tmp, 0), cudlaErrorInvalidAddress);
+  EXPECT_EQ(cudlaMemRegister(d, ib.u64(), 0, &tmp, 0), cudlaErrorInvalidAddress);
+  EXPECT_EQ(cudlaMemRegister(d, ib.u64(), 64, nullptr, 0), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaMemRegister(d, ib.u64(), 64, &tmp, 99), cudlaErrorInvalidParam);
+  ASSERT_EQ(cudlaMemRegister(d, ib.u64(), in.size, &ip, 0), cudlaSuccess);
+  EXPECT_EQ(cudlaMemRegister(d, ib.u64(), in.size, &tmp, 0), cudlaErrorMemoryRegistered);
+  // an output buffer that is not registered -> InvalidAddress, and nothing runs
+  cudlaTask t{};
+  t.moduleHandle = m;
+  t.inputTensor = &ip;
+  t.numInputTensors = 1;
+  uint64_t* unregistered = ob.u64();
+  t.outputTensor = &unregistered;
+  t.numOutputTensors = 1;
+  EXPECT_EQ(cudlaSubmitTask(d, &t, 1, nullptr, 0), cudlaErrorInvalidAddress);
+  EXPECT_NE(std::string(dlakitCudlaLastMessage()).find("output 0"), std::string::npos) << dlakitCudlaLastMessage();
+  ASSERT_EQ(cudlaMemRegister(d, ob.u64(), out.size, &op, 0), cudlaSuccess);
+  t.outputTensor = &op;
+  EXPECT_EQ(cudlaSubmitTask(d, nullptr, 1, nullptr, 0), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaSubmitTask(d, &t, 0, nullptr, 0), cudlaErrorInvalidParam);
+  cudlaTask wrong = t;
+  wrong.numInputTensors = 2;
+  EXPECT_EQ(cudlaSubmitTask(d, &wrong, 1, nullptr, 0), cudlaErrorInvalidParam);
+  wrong = t;
+  wrong.moduleHandle = nullptr;
+  EXPECT_EQ(cudlaSubmitTask(d, &wrong, 1, nullptr, 0), cudlaErrorInvalidModule);
+  wrong = t;
+  cudlaWaitEvents we{};
+  wrong.waitEvents = &we;
+  EXPECT_EQ(cudlaSubmitTask(d, &wrong, 1, nullptr, 0), cudlaErrorUnsupportedOperation);
+  wrong = t;
+  wrong.inputTensor = nullptr;
+  EXPECT_EQ(cudlaSubmitTask(d, &wrong, 1, nullptr, 0), cudlaErrorUnsupportedOperation);
+  EXPECT_EQ(cudlaSubmitTask(d, &t, 1, nullptr, CUDLA_SUBMIT_DIAGNOSTICS_TASK), cudlaErrorUnsupportedOperation);
+  EXPECT_EQ(cudlaSubmitTask(d, &t, 1, nullptr, CUDLA_SUBMIT_NOOP), cudlaSuccess);
+  // a real submission: output equals the runtime's own execution of the module
+  std::mt19937 gen(3);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  rt::Module ref(bytes(lb), lb.size());
+  Tensor x(DType::kF32, {1, 8, 16, 16});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(gen);
+  rt::pack(x, ref.inputs()[0], ib.p);
+  ASSERT_EQ(cudlaSubmitTask(d, &t, 1, nullptr, 0), cudlaSuccess);
+  EXPECT_EQ(cudlaGetLastError(d), cudlaSuccess);
+  Buffer expect(out.size);
+  ref.execute({ib.p}, {expect.p});
+  EXPECT_EQ(0, std::memcmp(expect.p, ob.p, out.size));
+  // standalone-only functions on a hybrid device
+  cudlaExternalMemoryHandleDesc md{};
+  EXPECT_EQ(cudlaImportExternalMemory(d, nullptr, &tmp, 0), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaImportExternalMemory(d, &md, &tmp, 0), cudlaErrorUnsupportedOperation);
+  cudlaExternalSemaphoreHandleDesc sd{};
+  EXPECT_EQ(cudlaImportExternalSemaphore(d, &sd, &tmp, 0), cudlaErrorUnsupportedOperation);
+  // teardown, and handles are dead afterwards
+  EXPECT_EQ(cudlaMemUnregister(d, ip), cudlaSuccess);
+  EXPECT_EQ(cudlaMemUnregister(d, ip), cudlaErrorInvalidAddress);
+  EXPECT_EQ(cudlaMemUnregister(d, op), cudlaSuccess);
+  EXPECT_EQ(cudlaModuleUnload(m, 1), cudlaErrorInvalidParam);
+  EXPECT_EQ(cudlaModuleUnload(m, 0), cudlaSuccess);
+  EXPECT_EQ(cudlaModuleUnload(m, 0), cudlaErrorInvalidModule);
+  EXPECT_EQ(cudlaDestroyDevice(d), cudlaSuccess);
+  EXPECT_EQ(cudlaGetLastError(d), cudlaErrorInvalidDevice);
+}
+
+TEST(CudlaAbi, TwoCoresFromTwoThreadsAtOnce) {
+  const std::string lb = tiny_loadable();
+  rt::Module ref(bytes(lb), lb.size());
+  const size_t in_size = ref.inputs()[0].size, out_size = ref.outputs()[0].size;
+  auto worker = [&](uint64_t core, int* failures) {
+    cudlaDevHandle d = nullptr;
+    cudlaModule m = nullptr;
+    if (cudlaCreateDevice(core, &d, CUDLA_CUDA_DLA) || cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m, 0)) {
+      ++*failures;
+      return;
+    }
+    constexpr int kTasks = 12;
+    std::vector<std::unique_ptr<Buffer>> ins, outs;
+    std::vector<uint64_t*> ip(kTasks), op(kTasks);
+    std::vector<cudlaTask> tasks(kTasks);
+    std::mt19937 gen(uint32_t(core) + 1);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (int k = 0; k < kTasks; ++k) {
+      ins.push_back(std::make_unique<Buffer>(in_size));
+      outs.push_back(std::make_unique<Buffer>(out_size));
+      Tensor x(DType::kF32, {1, 8, 16, 16});
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(gen);
+      rt::pack(x, ref.inputs()[0], ins.back()->p);
+      if (cudlaMemRegister(d, ins.back()->u64(), in_size, &ip[size_t(k)], 0) ||
+          cudlaMemRegister(d, outs.back()->u64(), out_size, &op[size_t(k)], 0))
+        ++*failures;
+      tasks[size_t(k)] = cudlaTask{m, &op[size_t(k)], 1, 1, &ip[size_t(k)], nullptr, nullptr};
+    }
+    int stream_token = 0;  // a non-NULL stream: tasks queue on the core in order
+    if (cudlaSubmitTask(d, tasks.data(), kTasks, &stream_token, 0) || dlakitCudlaSynchronize(d) || cudlaGetLastError(d)) ++*failures;
+    Buffer expect(out_size);
+    for (int k = 0; k < kTasks; ++k) {
+      ref.execute({ins[size_t(k)]->p}, {expect.p});
+      if (std::memcmp(expect.p, outs[size_t(k)]->p, out_size)) ++*failures;
+    }
+    if (cudlaModuleUnload(m, 0) || cudlaDestroyDevice(d)) ++*failures;
+  };
+  int f0 = 0, f1 = 0;
+  std::thread t0(worker, 0, &f0), t1(worker, 1, &f1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(f0, 0);
+  EXPECT_EQ(f1, 0);
+}
+
+TEST(CudlaAbi, PlainCClientOnARealModelMatchesTheReference) {
+  const fs::path model = fs::path(DLAKIT_SOURCE_DIR) / ".cache" / "models" / "mobilenet_v2.onnx";
+  ASSERT_TRUE(fs::exists(model)) << "run scripts/fetch-models.sh";
+  Graph g = import_onnx_file(model.string());
+  Graph optimised = g;
+  run_passes(optimised);
+  LoadableOptions o;
+  o.inputs = {{DType::kF16, rt::IoFormat::kChw16}};
+  o.outputs = {{DType::kF16, rt::IoFormat::kChw16}};
+  const std::string lb = write_loadable(optimised, o);
+  const fs::path dir = fs::temp_directory_path() / ("dlakit_capi_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "model.dla", std::ios::binary).write(lb.data(), std::streamsize(lb.size()));
+  rt::Module mod(bytes(lb), lb.size());
+  std::mt19937 gen(5);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  Tensor x(DType::kF32, {1, 3, 224, 224});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(gen);
+  Buffer in(mod.inputs()[0].size);
+  rt::pack(x, mod.inputs()[0], in.p);
+  std::ofstream(dir / "in.bin", std::ios::binary).write(static_cast<const char*>(in.p), std::streamsize(mod.inputs()[0].size));
+  const std::string cmd = std::string(HYBRID_STEPS) + " " + (dir / "model.dla").string() + " " + (dir / "in.bin").string() + " " +
+                          (dir / "out.bin").string() + " 1 > " + (dir / "log.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << std::ifstream(dir / "log.txt").rdbuf();
+  std::ifstream f(dir / "out.bin", std::ios::binary);
+  std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(out.size(), mod.outputs()[0].size);
+  // 1. the C client through libcudla gives exactly what the runtime computes
+  Buffer expect(mod.outputs()[0].size);
+  mod.execute({in.p}, {expect.p});
+  EXPECT_EQ(0, std::memcmp(expect.p, out.data(), out.size()));
+  // 2. and the emulated FP16 DLA is close to the FP32 reference engine
+  const Tensor dla = rt::unpack(out.data(), mod.outputs()[0]);
+  Tensor xr = rt::unpack(in.p, mod.inputs()[0]);  // the fp16-rounded input the DLA saw
+  const Tensor ref = ReferenceEngine(g).run({{"input", xr}}).begin()->second;
+  double dot = 0, na = 0, nb = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    dot += double(dla.data<float>()[i]) * ref.data<float>()[i];
+    na += double(dla.data<float>()[i]) * dla.data<float>()[i];
+    nb += double(ref.data<float>()[i]) * ref.data<float>()[i];
+  }
+  EXPECT_GE(dot / std::sqrt(na * nb), 0.999) << "FP16 emulation vs FP32 cosine";
+  fs::remove_all(dir);
+}
