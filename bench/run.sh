@@ -39,6 +39,15 @@ done
   echo '```'
   "$ROOT/$BUILD/bench/dlakit_bench_kernels" --benchmark_min_time=0.3 2>/dev/null | grep -E "^BM_|^-|Benchmark"
   echo '```'
+  echo
+  echo "## Runtime overhead per submitted task (bench/bench_runtime.cpp)"
+  echo
+  echo "Host time per cudlaSubmitTask on a trivial loadable (one ReLU over 16 fp16 values) through libcudla.so.1."
+  echo "Target: under 20 us per task on this machine. Time = wall clock per task; CPU = the submitting thread's CPU time."
+  echo
+  echo '```'
+  "$ROOT/$BUILD/bench/dlakit_bench_runtime" --benchmark_min_time=0.5 2>/dev/null | grep -E "^BM_|^-|Benchmark"
+  echo '```'
 } >> "$out.tmp"
 mv "$out.tmp" "$out"
 rm -rf "$TMP"

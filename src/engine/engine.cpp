@@ -3,7 +3,7 @@
 #include <chrono>
 #include <optional>
 
-#include "base/fp16.h"
+#include "base/fp16_array.h"
 #include "kernels/registry.h"
 
 namespace dlakit {
@@ -73,8 +73,7 @@ TensorMap ReferenceEngine::run(const TensorMap& inputs) {
       node_ms_[n] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (fp16_storage_)
       for (Tensor& t : outs)
-        if (!t.empty() && t.dtype() == DType::kF32)
-          for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = round_to_half(t.data<float>()[i]);
+        if (!t.empty() && t.dtype() == DType::kF32) round_to_half_inplace(t.data<float>(), t.numel());
     if (observer_) observer_(node, outs);
     for (size_t k = 0; k < outs.size(); ++k)
       if (node.outputs[k] >= 0) live[size_t(node.outputs[k])] = std::move(outs[k]);

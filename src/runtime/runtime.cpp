@@ -40,6 +40,8 @@ const char* status_name(cudlaStatus s) {
 Module::Module(const uint8_t* data, size_t size) {
   try {
     l_ = read_loadable(data, size, "loadable");
+    engine_ = std::make_unique<ReferenceEngine>(l_.graph);
+    engine_->set_fp16_storage(true);
   } catch (const Error& e) {
     throw RuntimeError(cudlaErrorUmd, e.what());
   }
@@ -48,10 +50,21 @@ Module::Module(const uint8_t* data, size_t size) {
 void Module::execute(const std::vector<const void*>& in, const std::vector<void*>& out) const {
   TensorMap feeds;
   for (size_t i = 0; i < l_.inputs.size(); ++i) feeds[l_.inputs[i].name] = unpack(in[i], l_.inputs[i]);
-  ReferenceEngine engine(l_.graph);
-  engine.set_fp16_storage(true);
-  TensorMap res = engine.run(feeds);
+  TensorMap res = engine_->run(feeds);
   for (size_t i = 0; i < l_.outputs.size(); ++i) pack(res.at(l_.outputs[i].name), l_.outputs[i], out[i]);
+}
+
+std::vector<std::pair<std::string, double>> Module::profile(const std::vector<const void*>& in, const std::vector<void*>& out) const {
+  ReferenceEngine e(l_.graph);
+  e.set_fp16_storage(true);
+  e.set_profiling(true);
+  TensorMap feeds;
+  for (size_t i = 0; i < l_.inputs.size(); ++i) feeds[l_.inputs[i].name] = unpack(in[i], l_.inputs[i]);
+  TensorMap res = e.run(feeds);
+  for (size_t i = 0; i < l_.outputs.size(); ++i) pack(res.at(l_.outputs[i].name), l_.outputs[i], out[i]);
+  std::vector<std::pair<std::string, double>> r;
+  for (size_t n = 0; n < l_.graph.nodes.size(); ++n) r.push_back({l_.graph.nodes[n].name, e.node_ms()[n]});
+  return r;
 }
 
 // ---- Core

@@ -11,6 +11,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "cudla.h"
+#include "engine/engine.h"
 #include "loadable/loadable.h"
 
 namespace dlakit::rt {
@@ -39,14 +41,19 @@ class RuntimeError : public std::runtime_error {
 class Module {
  public:
   Module(const uint8_t* data, size_t size);  // RuntimeError(cudlaErrorUmd) for a bad loadable, like the real UMD
+  Module(const Module&) = delete;  // the executor refers to this object's graph
+  Module& operator=(const Module&) = delete;
   const std::vector<TensorDesc>& inputs() const { return l_.inputs; }
   const std::vector<TensorDesc>& outputs() const { return l_.outputs; }
   const Loadable& loadable() const { return l_; }
   // Runs on buffers laid out per the descriptors (each at least desc.size bytes).
   void execute(const std::vector<const void*>& in, const std::vector<void*>& out) const;
+  // Milliseconds per layer of one run on the given buffers (a separate, profiling executor).
+  std::vector<std::pair<std::string, double>> profile(const std::vector<const void*>& in, const std::vector<void*>& out) const;
 
  private:
   Loadable l_;
+  std::unique_ptr<ReferenceEngine> engine_;  // built once; run() is re-entrant when not profiling
 };
 
 // One emulated DLA core: a worker thread running submitted jobs in order. Two cores run concurrently.

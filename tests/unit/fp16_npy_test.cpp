@@ -3,8 +3,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "base/fp16.h"
+#include "base/fp16_array.h"
 #include "io/npy.h"
 
 using namespace dlakit;
@@ -71,4 +73,23 @@ TEST(Npy, MalformedHeaderFieldsAreParseErrors) {  // found by fuzz_npy
   bad = good;
   bad.replace(bad.find("(2,)"), 4, "(2, ");
   EXPECT_THROW(parse_npy(bad, "x.npy"), Error);
+}
+
+TEST(Fp16, VectorRoundingMatchesScalarOnEveryHalfAndRandomFloats) {
+  std::vector<float> v;
+  for (uint32_t h = 0; h < 65536; ++h)
+    if (!std::isnan(half_to_float(uint16_t(h)))) v.push_back(half_to_float(uint16_t(h)));
+  uint32_t x = 12345;
+  for (int i = 0; i < 200000; ++i) {  // random bit patterns, NaNs excluded, incl. subnormal/overflow ranges
+    x = x * 1664525u + 1013904223u;
+    float f;
+    std::memcpy(&f, &x, 4);
+    if (!std::isnan(f)) v.push_back(f);
+  }
+  std::vector<float> w = v;
+  round_to_half_inplace(w.data(), int64_t(w.size()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const float want = round_to_half(v[i]);
+    ASSERT_EQ(std::memcmp(&w[i], &want, 4), 0) << "at " << v[i];
+  }
 }

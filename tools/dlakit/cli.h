@@ -47,5 +47,6 @@ void register_run(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_split(CLI::App& app);
 void register_build(CLI::App& app);
+void register_bench(CLI::App& app);
 
 }  // namespace dlakit::cli

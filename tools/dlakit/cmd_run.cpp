@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "io/image.h"
 #include "io/npy.h"
+#include "runtime/runtime.h"
 
 namespace dlakit::cli {
 namespace {
@@ -24,7 +25,8 @@ struct RunFlags {
   std::string image, size, mean = "0,0,0", std = "1,1,1", labels, output_dir, overlay;
   float scale = 1.0f / 255.0f;
   bool bgr = false, nhwc = false, json = false, random_inputs = false, profile = false;
-  int top_k = 5, iterations = 1, warmup = 0;
+  int top_k = 5, iterations = 1, warmup = 0, dla_core = 0;
+  std::string engine;  // --loadEngine: run a DLA loadable through the runtime instead of an ONNX model
 };
 
 std::vector<float> floats(const std::string& s, const char* what) {
@@ -65,8 +67,177 @@ std::string safe_name(std::string s) {
   return s;
 }
 
+void report(const RunFlags& f, const std::string& model, const Image& img, const std::vector<std::string>& input_lines,
+            const std::vector<std::pair<std::string, Tensor>>& outputs, std::vector<double> times, const char* where) {
+  std::sort(times.begin(), times.end());
+  double mean_ms = 0;
+  for (double t : times) mean_ms += t / double(times.size());
+  std::vector<std::string> labels;
+  if (!f.labels.empty()) {
+    std::ifstream lf(f.labels);
+    if (!lf) fail(Status::kIoError, "cannot open labels file '", f.labels, "'");
+    for (std::string line; std::getline(lf, line);) labels.push_back(line);
+  }
+  if (!f.output_dir.empty()) std::filesystem::create_directories(f.output_dir);
+  nlohmann::json j;
+  j["model"] = model;
+  j["executed_on"] = where;
+  j["latency_ms"] = {{"mean", mean_ms}, {"min", times.front()}, {"median", times[times.size() / 2]}, {"iterations", times.size()}};
+  for (const auto& [name, t] : outputs) {
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      double v = t.at_f64(i);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      sum += v;
+    }
+    nlohmann::json o{{"name", name}, {"type", type_str(t.type())}, {"min", lo}, {"max", hi},
+                     {"mean", t.numel() ? sum / double(t.numel()) : 0.0}};
+    if (!f.output_dir.empty()) {
+      std::string path = (std::filesystem::path(f.output_dir) / (safe_name(name) + ".npy")).string();
+      write_npy(path, t);
+      o["file"] = path;
+    }
+    // Classifier-shaped outputs ([1,K] or [1,K,1,1] with K >= 2) get a top-k list.
+    int64_t k_classes = t.numel();
+    const bool classifier_shape = t.rank() == 2 || (t.rank() == 4 && t.dim(2) == 1 && t.dim(3) == 1);
+    if (classifier_shape && t.dim(0) == 1 && k_classes >= 2 && k_classes == t.dim(1) && t.dtype() == DType::kF32) {
+      std::vector<int64_t> idx(static_cast<size_t>(k_classes));
+      for (int64_t i = 0; i < k_classes; ++i) idx[size_t(i)] = i;
+      const int64_t k = std::min<int64_t>(f.top_k, k_classes);
+      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                        [&](int64_t a, int64_t b) { return t.data<float>()[a] > t.data<float>()[b]; });
+      for (int64_t i = 0; i < k; ++i) {
+        nlohmann::json e{{"class", idx[size_t(i)]}, {"score", t.data<float>()[idx[size_t(i)]]}};
+        if (size_t(idx[size_t(i)]) < labels.size()) e["label"] = labels[size_t(idx[size_t(i)])];
+        o["top_k"].push_back(e);
+      }
+    }
+    // Map-shaped outputs ([1,1,H,W]) can be drawn over the input image.
+    if (!f.overlay.empty() && !f.image.empty() && t.rank() == 4 && t.dim(0) == 1 && t.dim(1) == 1 && !j.contains("overlay")) {
+      write_png(f.overlay, overlay_heatmap(img, t.to_f32(), int(t.dim(3)), int(t.dim(2))));
+      j["overlay"] = f.overlay;
+      int64_t above = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) above += t.at_f64(i) > 0.3;
+      o["fraction_above_0.3"] = double(above) / double(t.numel());
+    }
+    j["outputs"].push_back(o);
+  }
+  if (f.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::cout << "model: " << model << "\n";
+  for (const auto& line : input_lines) std::cout << "input:  " << line << "\n";
+  for (auto& o : j["outputs"]) {
+    std::cout << "output: " << o["name"].get<std::string>() << " " << o["type"].get<std::string>() << "  min "
+              << o["min"].get<double>() << "  max " << o["max"].get<double>() << "  mean " << o["mean"].get<double>();
+    if (o.contains("file")) std::cout << "  -> " << o["file"].get<std::string>();
+    if (o.contains("fraction_above_0.3")) std::cout << "  (" << 100 * o["fraction_above_0.3"].get<double>() << "% > 0.3)";
+    std::cout << "\n";
+    if (o.contains("top_k"))
+      for (auto& e : o["top_k"])
+        std::cout << "  class " << e["class"] << "  score " << e["score"].get<float>()
+                  << (e.contains("label") ? "  " + e["label"].get<std::string>() : "") << "\n";
+  }
+  if (j.contains("overlay")) std::cout << "overlay: " << j["overlay"].get<std::string>() << "\n";
+  std::printf("latency: %.2f ms mean, %.2f ms min over %zu run(s) (%s)\n", mean_ms, times.front(), times.size(), where);
+}
+
+
+// Time per op type and the slowest layers of the last run (--dumpProfile on an ONNX model).
+void print_profile(const Graph& g, const ReferenceEngine& engine) {
+  nlohmann::json j;
+  {
+    std::map<std::string, std::pair<double, int>> by_op;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      auto& e = by_op[op_name(g.nodes[n].op)];
+      e.first += engine.node_ms()[n];
+      ++e.second;
+    }
+    std::vector<std::pair<std::string, std::pair<double, int>>> rows(by_op.begin(), by_op.end());
+    std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+    for (auto& [op, e] : rows) j["profile"].push_back({{"op", op}, {"ms", e.first}, {"count", e.second}});
+    std::vector<size_t> order(g.nodes.size());
+    for (size_t n = 0; n < order.size(); ++n) order[n] = n;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return engine.node_ms()[a] > engine.node_ms()[b]; });
+    for (size_t k = 0; k < std::min<size_t>(10, order.size()); ++k) {
+      const Node& n = g.nodes[order[k]];
+      j["slowest_layers"].push_back({{"name", n.name}, {"op", op_name(n.op)}, {"ms", engine.node_ms()[order[k]]},
+                                     {"output", type_str(g.value(n.outputs[0]).type)}});
+    }
+  }
+  {
+    std::cout << "profile (last run, by op type):\n";
+    for (auto& r : j["profile"])
+      std::printf("  %-20s %4d nodes %9.2f ms\n", r["op"].get<std::string>().c_str(), r["count"].get<int>(), r["ms"].get<double>());
+    std::cout << "slowest layers:\n";
+    for (auto& r : j["slowest_layers"])
+      std::printf("  %-40s %-14s %-24s %8.2f ms\n", r["name"].get<std::string>().c_str(), r["op"].get<std::string>().c_str(),
+                  r["output"].get<std::string>().c_str(), r["ms"].get<double>());
+  }
+}
+
+// Runs a DLA loadable through the C++ runtime (emulated DLA): inputs packed per descriptor, outputs unpacked.
+void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img, std::vector<std::pair<std::string, Tensor>>& outputs,
+                  std::vector<std::string>& input_lines, std::vector<double>& times) {
+  std::ifstream file(f.engine, std::ios::binary);
+  if (!file) fail(Status::kIoError, "cannot open '", f.engine, "'");
+  const std::string blob((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  rt::Device dev(f.dla_core);
+  dev.load(reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
+  const rt::Module& m = dev.module();
+  std::vector<void*> bufs;
+  rt::Task task;
+  auto alloc = [&](const rt::TensorDesc& d) {
+    bufs.push_back(std::aligned_alloc(64, (d.size + 63) / 64 * 64));
+    return dev.register_memory(bufs.back(), d.size);
+  };
+  uint32_t seed = 1;
+  for (size_t i = 0; i < m.inputs().size(); ++i) {
+    const rt::TensorDesc& d = m.inputs()[i];
+    Tensor x;
+    for (const auto& spec : f.inputs)
+      if (spec.substr(0, spec.find('=')) == d.name) x = read_npy(spec.substr(spec.find('=') + 1));
+    if (x.empty() && img && i == 0) x = image_to_tensor(*img, pre);
+    if (x.empty() && f.random_inputs) x = random_tensor({DType::kF32, d.network_shape}, seed++);
+    if (x.empty())
+      fail(Status::kInvalidArgument, "no data for input '", d.name, "' (f32[", shape_str(d.network_shape), "]): give --input ", d.name,
+           "=file.npy, --image, or --random-inputs");
+    task.inputs.push_back(alloc(d));
+    rt::pack(x, d, bufs.back());
+    input_lines.push_back(cat(d.name, " f32[", shape_str(d.network_shape), "] as fp16 ", rt::io_format_name(d.format), " (", d.size, " bytes)"));
+  }
+  for (const auto& d : m.outputs()) task.outputs.push_back(alloc(d));
+  for (int i = 0; i < f.warmup; ++i) dev.submit(task, nullptr);
+  for (int i = 0; i < std::max(1, f.iterations); ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    dev.submit(task, nullptr);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const size_t nin = m.inputs().size();
+  for (size_t i = 0; i < m.outputs().size(); ++i) outputs.push_back({m.outputs()[i].name, rt::unpack(bufs[nin + i], m.outputs()[i])});
+  for (void* p : bufs) std::free(p);
+}
+
 void run_cmd(const RunFlags& f) {
   f.model.apply_threads();
+  if (f.engine.empty() && f.model.model.empty()) fail(Status::kInvalidArgument, "give an ONNX model or --loadEngine=model.dla");
+  if (!f.engine.empty() && !f.model.model.empty()) fail(Status::kInvalidArgument, "give an ONNX model or --loadEngine, not both");
+  if (!f.engine.empty()) {
+    Preprocess pre;
+    Image img;
+    if (!f.image.empty()) {
+      img = load_image(f.image);
+      pre = {0, 0, floats(f.mean, "--mean"), floats(f.std, "--std"), f.scale, f.bgr, f.nhwc};
+      if (!f.size.empty()) std::tie(pre.width, pre.height) = parse_size(f.size);
+    }
+    std::vector<std::pair<std::string, Tensor>> outputs;
+    std::vector<std::string> input_lines;
+    std::vector<double> times;
+    run_loadable(f, pre, f.image.empty() ? nullptr : &img, outputs, input_lines, times);
+    return report(f, f.engine, img, input_lines, outputs, times, "emulated DLA, FP16");
+  }
   ImportOptions opt = f.model.import_options();
   const OnnxSignature sig = read_onnx_signature(f.model.model);
   if (sig.inputs.empty()) fail(Status::kInvalidArgument, f.model.model, " has no runtime inputs");
@@ -126,108 +297,12 @@ void run_cmd(const RunFlags& f) {
     outputs = engine.run(feeds);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(times.begin(), times.end());
-  double mean_ms = 0;
-  for (double t : times) mean_ms += t / double(times.size());
-  std::vector<std::string> labels;
-  if (!f.labels.empty()) {
-    std::ifstream lf(f.labels);
-    if (!lf) fail(Status::kIoError, "cannot open labels file '", f.labels, "'");
-    for (std::string line; std::getline(lf, line);) labels.push_back(line);
-  }
-  if (!f.output_dir.empty()) std::filesystem::create_directories(f.output_dir);
-  nlohmann::json j;
-  j["model"] = f.model.model;
-  j["latency_ms"] = {{"mean", mean_ms}, {"min", times.front()}, {"median", times[times.size() / 2]}, {"iterations", times.size()}};
-  for (int id : g.outputs) {
-    const std::string& name = g.value(id).name;
-    const Tensor& t = outputs.at(name);
-    double lo = INFINITY, hi = -INFINITY, sum = 0;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      double v = t.at_f64(i);
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
-      sum += v;
-    }
-    nlohmann::json o{{"name", name}, {"type", type_str(t.type())}, {"min", lo}, {"max", hi},
-                     {"mean", t.numel() ? sum / double(t.numel()) : 0.0}};
-    if (!f.output_dir.empty()) {
-      std::string path = (std::filesystem::path(f.output_dir) / (safe_name(name) + ".npy")).string();
-      write_npy(path, t);
-      o["file"] = path;
-    }
-    // Classifier-shaped outputs ([1,K] or [1,K,1,1] with K >= 2) get a top-k list.
-    int64_t k_classes = t.numel();
-    if (t.rank() >= 2 && t.dim(0) == 1 && k_classes >= 2 && k_classes == t.dim(1) && t.dtype() == DType::kF32) {
-      std::vector<int64_t> idx(static_cast<size_t>(k_classes));
-      for (int64_t i = 0; i < k_classes; ++i) idx[size_t(i)] = i;
-      const int64_t k = std::min<int64_t>(f.top_k, k_classes);
-      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                        [&](int64_t a, int64_t b) { return t.data<float>()[a] > t.data<float>()[b]; });
-      for (int64_t i = 0; i < k; ++i) {
-        nlohmann::json e{{"class", idx[size_t(i)]}, {"score", t.data<float>()[idx[size_t(i)]]}};
-        if (size_t(idx[size_t(i)]) < labels.size()) e["label"] = labels[size_t(idx[size_t(i)])];
-        o["top_k"].push_back(e);
-      }
-    }
-    // Map-shaped outputs ([1,1,H,W]) can be drawn over the input image.
-    if (!f.overlay.empty() && !f.image.empty() && t.rank() == 4 && t.dim(0) == 1 && t.dim(1) == 1 && !j.contains("overlay")) {
-      write_png(f.overlay, overlay_heatmap(img, t.to_f32(), int(t.dim(3)), int(t.dim(2))));
-      j["overlay"] = f.overlay;
-      int64_t above = 0;
-      for (int64_t i = 0; i < t.numel(); ++i) above += t.at_f64(i) > 0.3;
-      o["fraction_above_0.3"] = double(above) / double(t.numel());
-    }
-    j["outputs"].push_back(o);
-  }
-  if (f.profile) {  // time per op type of the last run, largest first
-    std::map<std::string, std::pair<double, int>> by_op;
-    for (size_t n = 0; n < g.nodes.size(); ++n) {
-      auto& e = by_op[op_name(g.nodes[n].op)];
-      e.first += engine.node_ms()[n];
-      ++e.second;
-    }
-    std::vector<std::pair<std::string, std::pair<double, int>>> rows(by_op.begin(), by_op.end());
-    std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
-    for (auto& [op, e] : rows) j["profile"].push_back({{"op", op}, {"ms", e.first}, {"count", e.second}});
-    std::vector<size_t> order(g.nodes.size());
-    for (size_t n = 0; n < order.size(); ++n) order[n] = n;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return engine.node_ms()[a] > engine.node_ms()[b]; });
-    for (size_t k = 0; k < std::min<size_t>(10, order.size()); ++k) {
-      const Node& n = g.nodes[order[k]];
-      j["slowest_layers"].push_back({{"name", n.name}, {"op", op_name(n.op)}, {"ms", engine.node_ms()[order[k]]},
-                                     {"output", type_str(g.value(n.outputs[0]).type)}});
-    }
-  }
-  if (f.json) {
-    std::cout << j.dump(2) << "\n";
-    return;
-  }
-  if (j.contains("profile")) {
-    std::cout << "profile (last run, by op type):\n";
-    for (auto& r : j["profile"])
-      std::printf("  %-20s %4d nodes %9.2f ms\n", r["op"].get<std::string>().c_str(), r["count"].get<int>(), r["ms"].get<double>());
-    std::cout << "slowest layers:\n";
-    for (auto& r : j["slowest_layers"])
-      std::printf("  %-40s %-14s %-24s %8.2f ms\n", r["name"].get<std::string>().c_str(), r["op"].get<std::string>().c_str(),
-                  r["output"].get<std::string>().c_str(), r["ms"].get<double>());
-  }
-  std::cout << "model: " << f.model.model << "\n";
-  for (int id : g.inputs) std::cout << "input:  " << g.value(id).name << " " << type_str(g.value(id).type) << "\n";
-  for (auto& o : j["outputs"]) {
-    std::cout << "output: " << o["name"].get<std::string>() << " " << o["type"].get<std::string>() << "  min "
-              << o["min"].get<double>() << "  max " << o["max"].get<double>() << "  mean " << o["mean"].get<double>();
-    if (o.contains("file")) std::cout << "  -> " << o["file"].get<std::string>();
-    if (o.contains("fraction_above_0.3")) std::cout << "  (" << 100 * o["fraction_above_0.3"].get<double>() << "% > 0.3)";
-    std::cout << "\n";
-    if (o.contains("top_k"))
-      for (auto& e : o["top_k"])
-        std::cout << "  class " << e["class"] << "  score " << e["score"].get<float>()
-                  << (e.contains("label") ? "  " + e["label"].get<std::string>() : "") << "\n";
-  }
-  if (j.contains("overlay")) std::cout << "overlay: " << j["overlay"].get<std::string>() << "\n";
-  std::printf("latency: %.2f ms mean, %.2f ms min over %zu run(s) (reference engine, %s)\n", mean_ms, times.front(),
-              times.size(), "CPU");
+  std::vector<std::pair<std::string, Tensor>> outs;
+  for (int id : g.outputs) outs.push_back({g.value(id).name, outputs.at(g.value(id).name)});
+  std::vector<std::string> input_lines;
+  for (int id : g.inputs) input_lines.push_back(cat(g.value(id).name, " ", type_str(g.value(id).type)));
+  report(f, f.model.model, img, input_lines, outs, times, "reference engine, CPU");
+  if (f.profile) print_profile(g, engine);
 }
 
 }  // namespace
@@ -253,6 +328,9 @@ void register_run(CLI::App& app) {
   sub->add_option("--warmUp", f->warmup, "Untimed runs first (default 0)");
   sub->add_flag("--dumpProfile", f->profile, "Print time per op type of the last run");
   sub->add_flag("--json", f->json, "Print JSON instead of text");
+  sub->add_option("--loadEngine", f->engine, "Run a DLA loadable (from dlakit build) through the runtime on the emulated DLA")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--useDLACore", f->dla_core, "DLA core for --loadEngine (0 or 1)")->check(CLI::Range(0, 1));
   sub->callback([f] { run_cmd(*f); });
 }
 

@@ -8,7 +8,7 @@
 namespace dlakit::cli {
 
 void ModelFlags::add(CLI::App& app) {
-  app.add_option("model", model, "ONNX model file")->required()->check(CLI::ExistingFile);
+  app.add_option("model", model, "ONNX model file")->check(CLI::ExistingFile);
   app.add_option("--input-shape,--shapes", input_shape,
                  "Pin input shapes (dynamic dims), trtexec style: name:1x3x640x640[,name2:...]");
   app.add_option("--threads", threads, "CPU threads for the reference engine (default: DLAKIT_NUM_THREADS or 2)");
@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   dlakit::cli::register_inspect(app);
   dlakit::cli::register_split(app);
   dlakit::cli::register_build(app);
+  dlakit::cli::register_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
