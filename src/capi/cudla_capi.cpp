@@ -34,6 +34,16 @@ struct Registry {
   std::string last_message;  // the context of the most recent failure (dlakit extension)
 };
 
+// C callers may pass any integer where cudla.h says enum; loading an out-of-range enum value is undefined
+// in C++, so enum parameters are read as their raw 32-bit representation.
+template <typename E>
+uint32_t raw(const E& e) {
+  static_assert(sizeof(E) == sizeof(uint32_t), "cuDLA enums are 32-bit");
+  uint32_t v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 Registry& reg() {
   static Registry* r = new Registry;  // never destroyed: callers may outlive static teardown
   return *r;
@@ -212,7 +222,7 @@ CUDLA_EXPORT cudlaStatus cudlaModuleGetAttributes(cudlaModule const hModule, cud
     if (!m) return fail(cudlaErrorInvalidModule, "cudlaModuleGetAttributes: not a live module handle");
     if (!attribute) return fail(cudlaErrorInvalidParam, "cudlaModuleGetAttributes: attribute is NULL");
     const auto& mod = m->device->module();
-    switch (attrType) {
+    switch (raw(attrType)) {
       case CUDLA_NUM_INPUT_TENSORS: attribute->numInputTensors = uint32_t(mod.inputs().size()); return cudlaSuccess;
       case CUDLA_NUM_OUTPUT_TENSORS: attribute->numOutputTensors = uint32_t(mod.outputs().size()); return cudlaSuccess;
       case CUDLA_NUM_OUTPUT_TASK_STATISTICS: attribute->numOutputTensors = 0; return cudlaSuccess;
@@ -226,7 +236,7 @@ CUDLA_EXPORT cudlaStatus cudlaModuleGetAttributes(cudlaModule const hModule, cud
         return cudlaSuccess;
       case CUDLA_OUTPUT_TASK_STATISTICS_DESCRIPTORS: return cudlaSuccess;  // no statistics tensors
     }
-    return fail(cudlaErrorInvalidAttribute, "cudlaModuleGetAttributes: unknown attribute " + std::to_string(int(attrType)));
+    return fail(cudlaErrorInvalidAttribute, "cudlaModuleGetAttributes: unknown attribute " + std::to_string(raw(attrType)));
   });
 }
 
@@ -262,15 +272,16 @@ CUDLA_EXPORT cudlaStatus cudlaDeviceGetAttribute(cudlaDevHandle const devHandle,
     Device* d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "cudlaDeviceGetAttribute: not a live device handle");
     if (!pAttribute) return fail(cudlaErrorInvalidParam, "cudlaDeviceGetAttribute: pAttribute is NULL");
-    if (attrib == CUDLA_UNIFIED_ADDRESSING) {
+    const uint32_t a = raw(attrib);
+    if (a == CUDLA_UNIFIED_ADDRESSING) {
       pAttribute->unifiedAddressingSupported = 1;  // host pointers are the device pointers here
       return cudlaSuccess;
     }
-    if (attrib == CUDLA_DEVICE_VERSION) {
+    if (a == CUDLA_DEVICE_VERSION) {
       pAttribute->deviceVersion = 2;  // DLA 2.0 (Orin); the real encoding is undocumented
       return cudlaSuccess;
     }
-    return fail(cudlaErrorInvalidAttribute, "cudlaDeviceGetAttribute: unknown attribute " + std::to_string(int(attrib)));
+    return fail(cudlaErrorInvalidAttribute, "cudlaDeviceGetAttribute: unknown attribute " + std::to_string(a));
   });
 }
 

@@ -55,6 +55,14 @@ struct Buffer {  // 64-byte aligned host memory
   uint64_t* u64() const { return static_cast<uint64_t*>(p); }
 };
 
+// What a C caller can pass where cudla.h says enum: any 32-bit value (built without forming the enum in C++).
+template <typename E>
+E bad_enum(uint32_t v) {
+  E e;
+  std::memcpy(&e, &v, sizeof e);
+  return e;
+}
+
 const uint8_t* bytes(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
 
 }  // namespace
@@ -122,7 +130,7 @@ TEST(CudlaAbi, DeviceMemoryModuleAndTaskRules) {
   cudlaDevAttribute da;
   EXPECT_EQ(cudlaDeviceGetAttribute(d, CUDLA_UNIFIED_ADDRESSING, &da), cudlaSuccess);
   EXPECT_EQ(cudlaDeviceGetAttribute(d, CUDLA_DEVICE_VERSION, nullptr), cudlaErrorInvalidParam);
-  EXPECT_EQ(cudlaDeviceGetAttribute(d, cudlaDevAttributeType(9), &da), cudlaErrorInvalidAttribute);
+  EXPECT_EQ(cudlaDeviceGetAttribute(d, bad_enum<cudlaDevAttributeType>(9), &da), cudlaErrorInvalidAttribute);
   // timeouts: 0 and > 1000 s are invalid
   EXPECT_EQ(cudlaSetTaskTimeoutInMs(d, 0), cudlaErrorInvalidParam);
   EXPECT_EQ(cudlaSetTaskTimeoutInMs(d, 1000001), cudlaErrorInvalidParam);
@@ -145,7 +153,7 @@ TEST(CudlaAbi, DeviceMemoryModuleAndTaskRules) {
   EXPECT_EQ(cudlaModuleGetAttributes(m, CUDLA_NUM_INPUT_TENSORS, nullptr), cudlaErrorInvalidParam);
   a.inputTensorDesc = nullptr;
   EXPECT_EQ(cudlaModuleGetAttributes(m, CUDLA_INPUT_TENSOR_DESCRIPTORS, &a), cudlaErrorInvalidParam);
-  EXPECT_EQ(cudlaModuleGetAttributes(m, cudlaModuleAttributeType(42), &a), cudlaErrorInvalidAttribute);
+  EXPECT_EQ(cudlaModuleGetAttributes(m, bad_enum<cudlaModuleAttributeType>(42), &a), cudlaErrorInvalidAttribute);
   cudlaModuleTensorDescriptor in{}, out{};
   a.inputTensorDesc = &in;
   ASSERT_EQ(cudlaModuleGetAttributes(m, CUDLA_INPUT_TENSOR_DESCRIPTORS, &a), cudlaSuccess);

@@ -85,6 +85,11 @@ const RuleCase kCases[] = {
     // Scale (BatchNormalization that stays)
     {"batchnorm ok", "float[1,4,8,8] x",
      W("s", "4", 1) W("b", "4", 1) W("m", "4", 1) W("v", "4", 1) "y = BatchNormalization(x, s, b, m, v)", "", ""},
+    {"batchnorm params at run time", "float[1,4,8,8] x, float[4] s",
+     W("b", "4", 1) W("m", "4", 1) W("v", "4", 1) "y = BatchNormalization(x, s, b, m, v)", "NotConstant", "input[1]"},
+    // Unary
+    {"abs ok", "float[1,8,4,4] x", "y = Abs(x)", "", ""},
+    {"abs on int64", "int64[1,8,4,4] x", "y = Abs(x)", "DTypeNotSupported", "input[0].dtype"},
     // LRN
     {"lrn ok", "float[1,8,4,4] x", "y = LRN<size=5>(x)", "", ""},
     {"lrn size 4", "float[1,8,4,4] x", "y = LRN<size=4>(x)", "AttrOutOfRange", "size"},
@@ -130,6 +135,10 @@ const RuleCase kCases[] = {
     {"reduce keepdims 0", "float[1,8,4,4] x", "y = ReduceMean<axes=[2,3], keepdims=0>(x)", "ModeNotSupported", "keepdims"},
     // Comparison
     {"equal fp16", "float[1,8,4,4] a, float[1,8,4,4] b", "e = Equal(a, b)\ny = Cast<to=1>(e)", "PrecisionNotSupported", "precision"},
+    {"equal int8 then cast ok", "float[1,8,4,4] a, float[1,8,4,4] b", "e = Equal(a, b)\ny = Cast<to=1>(e)", "", "", "orin",
+     Precision::kINT8},
+    {"equal int8 as network output", "float[1,8,4,4] a, float[1,8,4,4] b", "y = Equal(a, b)", "ModeNotSupported", "consumers", "orin",
+     Precision::kINT8},
     // No DLA layer
     {"exp", "float[1,8,4,4] x", "y = Exp(x)", "OpNotSupported", "op"},
     {"reflect pad", "float[1,8,4,4] x", "p = Constant<value = int64[8] {0,0,1,1,0,0,1,1}>()\ny = Pad<mode=\"reflect\">(x, p)", "OpNotSupported", "op"},

@@ -60,8 +60,11 @@ void check_tensors(const Ctx& c) {
   };
   for (size_t i = 0; i < c.n.inputs.size(); ++i)
     if (c.n.inputs[i] >= 0 && !c.g.value(c.n.inputs[i]).constant) check(c.g.value(c.n.inputs[i]), "input[" + S(long(i)) + "]");
-  for (size_t i = 0; i < c.n.outputs.size(); ++i)
-    if (c.n.outputs[i] >= 0) check(c.g.value(c.n.outputs[i]), "output[" + S(long(i)) + "]");
+  for (size_t i = 0; i < c.n.outputs.size(); ++i) {
+    if (c.n.outputs[i] < 0) continue;
+    if (c.n.op == OpKind::Equal) continue;  // a comparison's mask goes straight to its Cast (rule_comparison)
+    check(c.g.value(c.n.outputs[i]), "output[" + S(long(i)) + "]");
+  }
 }
 
 bool is_4d(const Ctx& c, int i, const char* layer) {
