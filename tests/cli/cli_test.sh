@@ -56,5 +56,21 @@ check "run without inputs explains what to pass" bash -c "test $rc -eq 1 && grep
 "$DLAKIT" info /dev/null > /dev/null 2>&1; rc=$?
 check "empty file is an error, not a crash" test "$rc" -eq 1
 
+"$DLAKIT" build --onnx="$M/resnet18.onnx" --saveEngine="$TMP/r18.dla" > /dev/null
+"$DLAKIT" run --loadEngine="$TMP/r18.dla" --random-inputs --json > "$TMP/r18run.json"
+check "build + run a loadable through the runtime" /usr/bin/python3 -c "
+import json; j=json.load(open('$TMP/r18run.json')); assert j['executed_on'].startswith('emulated DLA') and j['outputs'][0]['type']=='f32[1x1000]'"
+"$DLAKIT" build --onnx="$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --saveEngine="$TMP/det.dla" > "$TMP/det_build.txt" 2>&1; rc=$?
+check "standalone build of a non-DLA model fails with the offenders" bash -c "test $rc -eq 3 && grep -q 'GlobalAveragePool' '$TMP/det_build.txt'"
+"$DLAKIT" build --onnx="$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --allowGPUFallback --saveEngine="$TMP/cls.plan" > /dev/null
+"$DLAKIT" run --loadEngine="$TMP/cls.plan" --random-inputs > "$TMP/plan.txt"
+check "hybrid plan runs" grep -q "hybrid plan" "$TMP/plan.txt"
+"$DLAKIT" bench --loadEngine="$TMP/r18.dla" --duration 0.2 --iterations 2 --warmUp 0 --useDLACore all --json > "$TMP/bench.json"
+check "bench reports percentiles and the split" /usr/bin/python3 -c "
+import json; j=json.load(open('$TMP/bench.json')); assert j['latency_ms']['p99']>0 and 'compute' in j['split_ms_mean'] and j['cores']==[0,1]"
+head -c 1000 "$TMP/r18.dla" > "$TMP/trunc.dla"
+"$DLAKIT" run --loadEngine="$TMP/trunc.dla" --random-inputs > "$TMP/trunc.txt" 2>&1; rc=$?
+check "truncated loadable: clear error, exit 1" bash -c "test $rc -eq 1 && grep -q 'corrupt or truncated' '$TMP/trunc.txt'"
+
 echo "$pass passed, $failn failed"
 test "$failn" -eq 0

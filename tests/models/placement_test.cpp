@@ -16,7 +16,9 @@
 #include "engine/engine.h"
 #include "onnx/importer.h"
 #include "placement/placement.h"
+#include "loadable/plan.h"
 #include "placement/split.h"
+#include "runtime/plan_executor.h"
 
 namespace fs = std::filesystem;
 using namespace dlakit;
@@ -134,6 +136,38 @@ TEST_P(RealModel, SplitSegmentsReproduceTheModelBitForBit) {
         << GetParam().name << " output " << name << " differs after splitting into " << p.segments.size() << " segments";
   }
   fs::remove_all(dir);
+}
+
+// Hybrid plans: DLA segments on the emulated DLA (FP16) + GPU segments, wired by name, against FP32.
+TEST(HybridPlan, RealModelsMatchTheReferenceWithinFp16) {
+  for (const char* name : {"ppocr_cls", "mobilenet_v3_small", "squeezenet1_1", "efficientnet_b0"}) {
+    const fs::path f = kSource / ".cache" / "models" / (std::string(name) + ".onnx");
+    ImportOptions o;
+    if (std::string(name) == "ppocr_cls") o.input_shapes = parse_input_shapes("x:1x3x48x192");
+    Graph g = import_onnx_file(f.string(), o);
+    Graph opt = import_onnx_file(f.string(), o);
+    run_passes(opt);
+    const Placement p = place(opt, {});
+    const std::string plan = write_plan(opt, p);
+    rt::PlanExecutor exec(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
+    EXPECT_GE(exec.gpu_segments() + exec.dla_segments(), 1u);
+    const TensorMap in = random_inputs(g);
+    TensorMap want = ReferenceEngine(g).run(in), got = exec.run(in);
+    for (auto& [out, t] : want) {
+      double dot = 0, na = 0, nb = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const double a = got.at(out).at_f64(i), b = t.at_f64(i);
+        dot += a * b;
+        na += a * a;
+        nb += b * b;
+      }
+      EXPECT_GE(dot / std::sqrt(na * nb + 1e-300), 0.999) << name << " output " << out << " (" << exec.dla_segments() << " DLA + "
+                                                          << exec.gpu_segments() << " GPU segments)";
+    }
+    // a truncated or foreign plan is an error, not a crash
+    EXPECT_THROW(rt::PlanExecutor(reinterpret_cast<const uint8_t*>(plan.data()), plan.size() / 2), Error);
+    EXPECT_THROW(rt::PlanExecutor(reinterpret_cast<const uint8_t*>("DLAKDLAKDLAK"), 12), Error);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Real, RealModel, ::testing::ValuesIn(kModels), [](const auto& info) { return info.param.name; });

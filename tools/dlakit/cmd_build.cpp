@@ -5,6 +5,8 @@
 
 #include "cli.h"
 #include "loadable/loadable.h"
+#include "loadable/plan.h"
+#include "runtime/plan_executor.h"
 #include "targets/dla/limits.h"
 
 namespace dlakit::cli {
@@ -16,12 +18,24 @@ struct BuildFlags {
   std::string save, input_formats, output_formats, calib, mem_pool;
 };
 
+void build_plan(const BuildFlags& f) {
+  const auto [g, p] = load_and_place(f.model, f.placement);
+  const std::string bytes = write_plan(g, p);
+  std::ofstream out(f.save, std::ios::binary);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  if (!out) fail(Status::kIoError, "cannot write '", f.save, "'");
+  rt::PlanExecutor check(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());  // verify what we wrote
+  std::cout << "built hybrid plan " << f.save << ": " << bytes.size() << " bytes, " << check.dla_segments() << " DLA loadable(s) + "
+            << check.gpu_segments() << " GPU segment(s), " << p.transitions << " DLA<->GPU transition(s)\n"
+            << "  " << p.recommendation << "\n";
+}
+
 void run_build(BuildFlags& f) {
-  if (f.placement.fallback)
-    fail(Status::kUnsupported, "--allowGPUFallback: hybrid plans (DLA loadables + GPU segments) are not built yet; use dlakit split "
-                               "to get the segments and their trtexec lines, or build a standalone loadable");
+  if (f.placement.fallback && f.placement.standalone)
+    fail(Status::kInvalidArgument, "--allowGPUFallback and --buildDLAStandalone contradict each other (trtexec forbids it too)");
   if (f.placement.int8)
     fail(Status::kUnsupported, "--int8: INT8 loadables need calibration, which is not built yet; build with --fp16");
+  if (f.placement.fallback) return build_plan(f);
   f.placement.standalone = true;  // a loadable is one DLA graph: trtexec --buildDLAStandalone semantics
   const auto [g, p] = load_and_place(f.model, f.placement);
   LoadableOptions o;
@@ -46,7 +60,7 @@ void run_build(BuildFlags& f) {
 
 void register_build(CLI::App& app) {
   auto f = std::make_shared<BuildFlags>();
-  CLI::App* sub = app.add_subcommand("build", "Build a DLA loadable (FP16, standalone) from ONNX, with trtexec's flags");
+  CLI::App* sub = app.add_subcommand("build", "Build an FP16 DLA loadable (standalone, default) or a hybrid plan (--allowGPUFallback) from ONNX, with trtexec's flags");
   sub->add_option("--onnx", f->model.model, "ONNX model")->required()->check(CLI::ExistingFile);
   sub->add_option("--input-shape,--shapes", f->model.input_shape, "Pin input shapes: name:1x3x224x224[,...]");
   f->placement.add(*sub);

@@ -14,6 +14,8 @@
 #include "engine/engine.h"
 #include "io/image.h"
 #include "io/npy.h"
+#include "loadable/plan.h"
+#include "runtime/plan_executor.h"
 #include "runtime/runtime.h"
 
 namespace dlakit::cli {
@@ -184,6 +186,31 @@ void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img, st
   std::ifstream file(f.engine, std::ios::binary);
   if (!file) fail(Status::kIoError, "cannot open '", f.engine, "'");
   const std::string blob((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (is_plan(reinterpret_cast<const uint8_t*>(blob.data()), blob.size())) {  // a hybrid plan: DLA + GPU segments
+    rt::PlanExecutor plan(reinterpret_cast<const uint8_t*>(blob.data()), blob.size(), f.dla_core);
+    TensorMap feeds;
+    uint32_t seed = 1;
+    for (size_t i = 0; i < plan.input_names().size(); ++i) {
+      const std::string& name = plan.input_names()[i];
+      Tensor x;
+      for (const auto& spec : f.inputs)
+        if (spec.substr(0, spec.find('=')) == name) x = read_npy(spec.substr(spec.find('=') + 1));
+      if (x.empty() && img && i == 0) x = image_to_tensor(*img, pre);
+      if (x.empty() && f.random_inputs) x = random_tensor({DType::kF32, plan.input_shape(name)}, seed++);
+      if (x.empty()) fail(Status::kInvalidArgument, "no data for plan input '", name, "': give --input ", name, "=file.npy, --image, or --random-inputs");
+      input_lines.push_back(cat(name, " ", type_str(x.type()), " (hybrid plan: ", plan.dla_segments(), " DLA + ", plan.gpu_segments(), " GPU segments)"));
+      feeds[name] = x;
+    }
+    TensorMap res;
+    for (int i = 0; i < f.warmup; ++i) plan.run(feeds);
+    for (int i = 0; i < std::max(1, f.iterations); ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      res = plan.run(feeds);
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    for (auto& n : plan.output_names()) outputs.push_back({n, res.at(n)});
+    return;
+  }
   rt::Device dev(f.dla_core);
   dev.load(reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
   const rt::Module& m = dev.module();

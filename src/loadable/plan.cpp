@@ -1,0 +1,58 @@
+#include "loadable/plan.h"
+
+#include "loadable/loadable.h"
+#include "onnx/exporter.h"
+#include "onnx/importer.h"
+#include "placement/split.h"
+#include "plan_generated.h"
+#include "targets/dla/limits.h"
+
+namespace dlakit {
+
+bool is_plan(const uint8_t* data, size_t size) { return data && size >= 8 && fbp::PlanBufferHasIdentifier(data); }
+
+std::string write_plan(const Graph& original, const Placement& p) {
+  // cuDLA descriptor names hold 80 characters: internal tensors with longer names get a short unique
+  // alias inside the plan (the network's own inputs and outputs keep their names).
+  Graph g = original;
+  std::vector<char> io(g.values.size(), 0);
+  for (int v : g.inputs) io[size_t(v)] = 1;
+  for (int v : g.outputs) io[size_t(v)] = 1;
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (!io[v] && g.values[v].name.size() > 80)
+      g.values[v].name = "t" + std::to_string(v) + "~" + g.values[v].name.substr(g.values[v].name.size() - 60);
+  flatbuffers::FlatBufferBuilder b(1 << 20);
+  std::vector<flatbuffers::Offset<fbp::Segment>> segs;
+  auto names = [&](const std::vector<int>& ids) {
+    std::vector<std::string> r;
+    for (int v : ids) r.push_back(g.value(v).name);
+    return r;
+  };
+  for (int id : segment_order(g, p)) {
+    const Segment& s = p.segments[size_t(id)];
+    std::string onnx = export_onnx(g, s.nodes, s.inputs, s.outputs, "segment_" + std::to_string(id));
+    std::string payload = onnx;
+    if (s.device == Device::kDLA) {
+      const Graph sub = import_onnx_bytes(onnx.data(), onnx.size(), {}, "DLA segment " + std::to_string(id));
+      LoadableOptions o;
+      o.target = p.target;
+      o.dla_core = p.options.dla_core;
+      o.inputs.assign(sub.inputs.size(), {DType::kF16, rt::IoFormat::kChw16});
+      o.outputs.assign(sub.outputs.size(), {DType::kF16, rt::IoFormat::kChw16});
+      payload = write_loadable(sub, o);
+    }
+    std::vector<uint8_t> bytes(payload.begin(), payload.end());
+    const auto in = names(s.inputs), out = names(s.outputs);
+    std::vector<flatbuffers::Offset<flatbuffers::String>> fin, fout;
+    for (auto& n : in) fin.push_back(b.CreateString(n));
+    for (auto& n : out) fout.push_back(b.CreateString(n));
+    segs.push_back(fbp::CreateSegmentDirect(b, s.device == Device::kDLA ? fbp::Device_DLA : fbp::Device_GPU, &bytes, &fin, &fout));
+  }
+  std::vector<flatbuffers::Offset<flatbuffers::String>> gin, gout;
+  for (auto& n : names(g.inputs)) gin.push_back(b.CreateString(n));
+  for (auto& n : names(g.outputs)) gout.push_back(b.CreateString(n));
+  fbp::FinishPlanBuffer(b, fbp::CreatePlanDirect(b, 1, p.target.c_str(), &gin, &gout, &segs));
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+}  // namespace dlakit

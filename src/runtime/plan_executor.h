@@ -1,0 +1,31 @@
+// Runs a hybrid plan: DLA segments on the emulated DLA through rt::Device (packed/unpacked per their
+// descriptors), GPU segments on the GPU backend (today the FP32 reference engine; the CUDA backend is
+// not built yet). Loading verifies the plan and every segment.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "runtime/runtime.h"
+
+namespace dlakit::rt {
+
+class PlanExecutor {
+ public:
+  PlanExecutor(const uint8_t* data, size_t size, int dla_core = 0);
+  ~PlanExecutor();
+  TensorMap run(const TensorMap& inputs);
+  const std::vector<std::string>& input_names() const { return inputs_; }
+  const std::vector<std::string>& output_names() const { return outputs_; }
+  Shape input_shape(const std::string& name) const;  // from the first segment that reads it
+  size_t dla_segments() const;
+  size_t gpu_segments() const;
+
+ private:
+  struct Stage;
+  std::vector<std::unique_ptr<Stage>> stages_;
+  std::vector<std::string> inputs_, outputs_;
+};
+
+}  // namespace dlakit::rt
