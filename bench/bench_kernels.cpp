@@ -17,9 +17,15 @@ static void BM_Sgemm(benchmark::State& st) {
     dlakit::sgemm({M, N, K, A.data(), K, 1, B.data(), N, 1, C.data(), N, false});
     benchmark::DoNotOptimize(C.data());
   }
-  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(M * N * K), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  st.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * double(M * N * K), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   st.SetLabel(dlakit::sgemm_isa());
 }
 // resnet50 layer shapes: 1x1 64->256 @56x56, 3x3 128->128 @28x28, 1x1 2048->512 @7x7, FC 1x2048x1000
-BENCHMARK(BM_Sgemm)->Args({256, 3136, 64})->Args({128, 784, 1152})->Args({512, 49, 2048})->Args({1, 1000, 2048})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Sgemm)
+    ->Args({256, 3136, 64})
+    ->Args({128, 784, 1152})
+    ->Args({512, 49, 2048})
+    ->Args({1, 1000, 2048})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();

@@ -17,7 +17,9 @@ namespace {
 
 std::string trivial_loadable() {
   onnx::ModelProto m;
-  onnx::OnnxParser::Parse(m, "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,16,1,1] x) => (float[1,16,1,1] y) { y = Relu(x) }");
+  onnx::OnnxParser::Parse(m,
+                          "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,16,1,1] x) => "
+                          "(float[1,16,1,1] y) { y = Relu(x) }");
   const std::string b = m.SerializeAsString();
   dlakit::Graph g = dlakit::import_onnx_bytes(b.data(), b.size());
   dlakit::LoadableOptions o;
@@ -75,7 +77,8 @@ BENCHMARK(BM_SubmitAsyncStream)->Unit(benchmark::kMicrosecond);
 void BM_SubmitNoop(benchmark::State& st) {
   Fixture f;
   for (auto _ : st)
-    if (cudlaSubmitTask(f.dev, &f.task, 1, nullptr, CUDLA_SUBMIT_NOOP) != cudlaSuccess) st.SkipWithError("submit failed");
+    if (cudlaSubmitTask(f.dev, &f.task, 1, nullptr, CUDLA_SUBMIT_NOOP) != cudlaSuccess)
+      st.SkipWithError("submit failed");
 }
 BENCHMARK(BM_SubmitNoop)->Unit(benchmark::kMicrosecond);
 

@@ -41,8 +41,8 @@ template <typename... Args>
   throw Error(status, cat(std::forward<Args>(args)...));
 }
 
-#define DLAKIT_CHECK(cond, status, ...) \
-  do {                                   \
+#define DLAKIT_CHECK(cond, status, ...)               \
+  do {                                                \
     if (!(cond)) ::dlakit::fail(status, __VA_ARGS__); \
   } while (0)
 

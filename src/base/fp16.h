@@ -15,7 +15,10 @@ inline float half_to_float(uint16_t h) {
       bits = sign;
     } else {  // subnormal: normalise
       int e = -1;
-      do { man <<= 1; ++e; } while ((man & 0x400) == 0);
+      do {
+        man <<= 1;
+        ++e;
+      } while ((man & 0x400) == 0);
       bits = sign | uint32_t(127 - 15 - e) << 23 | (man & 0x3ff) << 13;
     }
   } else if (exp == 31) {
@@ -35,8 +38,8 @@ inline uint16_t float_to_half(float f) {
   uint32_t abs = x & 0x7fffffff;
   if (abs >= 0x7f800000u) return uint16_t(sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0));  // inf / nan
   if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // rounds to >= 65520: overflow to inf
-  if (abs < 0x38800000u) {  // result is subnormal or zero
-    if (abs < 0x33000000u) return uint16_t(sign);  // below half of the smallest subnormal
+  if (abs < 0x38800000u) {                                 // result is subnormal or zero
+    if (abs < 0x33000000u) return uint16_t(sign);          // below half of the smallest subnormal
     uint32_t man = (abs & 0x7fffff) | 0x800000;
     int shift = 126 - int(abs >> 23);  // value / 2^-24, the fp16 subnormal unit
     uint32_t q = man >> shift;

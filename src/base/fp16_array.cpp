@@ -37,12 +37,15 @@ bool has_f16c() {
 }  // namespace
 
 void round_to_half_inplace(float* p, int64_t n) {
-  parallel_for(n, [&](int64_t s, int64_t e) {
+  parallel_for(
+      n,
+      [&](int64_t s, int64_t e) {
 #if defined(__x86_64__)
-    if (has_f16c()) return round_f16c(p + s, e - s);
+        if (has_f16c()) return round_f16c(p + s, e - s);
 #endif
-    round_scalar(p + s, e - s);
-  }, 1 << 16);
+        round_scalar(p + s, e - s);
+      },
+      1 << 16);
 }
 
 }  // namespace dlakit

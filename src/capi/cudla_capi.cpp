@@ -100,13 +100,19 @@ CUDLA_EXPORT cudlaStatus cudlaDeviceGetCount(uint64_t* const pNumDevices) {
   return cudlaSuccess;
 }
 
-CUDLA_EXPORT cudlaStatus cudlaCreateDevice(uint64_t const device, cudlaDevHandle* const devHandle, uint32_t const flags) {
+CUDLA_EXPORT cudlaStatus cudlaCreateDevice(uint64_t const device, cudlaDevHandle* const devHandle,
+                                           uint32_t const flags) {
   return guarded("cudlaCreateDevice", [&] {
     if (!devHandle) return fail(cudlaErrorInvalidParam, "cudlaCreateDevice: devHandle is NULL");
-    if (device > 1) return fail(cudlaErrorInvalidDevice, "cudlaCreateDevice: DLA " + std::to_string(device) + " does not exist (0 or 1)");
+    if (device > 1)
+      return fail(cudlaErrorInvalidDevice,
+                  "cudlaCreateDevice: DLA " + std::to_string(device) + " does not exist (0 or 1)");
     if (flags == CUDLA_STANDALONE)
-      return fail(cudlaErrorUnsupportedOperation, "cudlaCreateDevice: standalone mode needs NvSci, which the emulated DLA does not provide");
-    if (flags != CUDLA_CUDA_DLA) return fail(cudlaErrorInvalidParam, "cudlaCreateDevice: flags must be CUDLA_CUDA_DLA or CUDLA_STANDALONE");
+      return fail(cudlaErrorUnsupportedOperation,
+                  "cudlaCreateDevice: standalone mode needs NvSci, which the emulated DLA does not provide");
+    if (flags != CUDLA_CUDA_DLA)
+      return fail(cudlaErrorInvalidParam,
+                  "cudlaCreateDevice: flags must be CUDLA_CUDA_DLA or CUDLA_STANDALONE");
     auto& r = reg();
     std::lock_guard<std::mutex> lk(r.mu);
     if (r.per_core[device] >= kMaxHandlesPerCore) {
@@ -144,13 +150,14 @@ CUDLA_EXPORT cudlaStatus cudlaDestroyDevice(cudlaDevHandle const devHandle) {
   });
 }
 
-CUDLA_EXPORT cudlaStatus cudlaMemRegister(cudlaDevHandle const devHandle, const uint64_t* const ptr, size_t const size,
-                                          uint64_t** const devPtr, uint32_t const flags) {
+CUDLA_EXPORT cudlaStatus cudlaMemRegister(cudlaDevHandle const devHandle, const uint64_t* const ptr,
+                                          size_t const size, uint64_t** const devPtr, uint32_t const flags) {
   return guarded("cudlaMemRegister", [&] {
     Device* d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "cudlaMemRegister: not a live device handle");
     if (!devPtr) return fail(cudlaErrorInvalidParam, "cudlaMemRegister: devPtr is NULL");
-    if (flags != 0 && flags != CUDLA_TASK_STATISTICS) return fail(cudlaErrorInvalidParam, "cudlaMemRegister: flags must be 0 or CUDLA_TASK_STATISTICS");
+    if (flags != 0 && flags != CUDLA_TASK_STATISTICS)
+      return fail(cudlaErrorInvalidParam, "cudlaMemRegister: flags must be 0 or CUDLA_TASK_STATISTICS");
     *devPtr = d->register_memory(ptr, size);
     return cudlaSuccess;
   });
@@ -165,15 +172,20 @@ CUDLA_EXPORT cudlaStatus cudlaMemUnregister(cudlaDevHandle const devHandle, cons
   });
 }
 
-CUDLA_EXPORT cudlaStatus cudlaModuleLoadFromMemory(cudlaDevHandle const devHandle, const uint8_t* const pModule, size_t const moduleSize,
+CUDLA_EXPORT cudlaStatus cudlaModuleLoadFromMemory(cudlaDevHandle const devHandle,
+                                                   const uint8_t* const pModule, size_t const moduleSize,
                                                    cudlaModule* const hModule, uint32_t const flags) {
   return guarded("cudlaModuleLoadFromMemory", [&] {
     Device* d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "cudlaModuleLoadFromMemory: not a live device handle");
     if (flags == CUDLA_MODULE_ENABLE_FAULT_DIAGNOSTICS)
-      return fail(cudlaErrorUnsupportedOperation, "cudlaModuleLoadFromMemory: the emulated DLA has no fault-diagnostics module");
-    if (flags != 0) return fail(cudlaErrorInvalidParam, "cudlaModuleLoadFromMemory: flags must be CUDLA_MODULE_DEFAULT");
-    if (!pModule || moduleSize == 0 || !hModule) return fail(cudlaErrorInvalidParam, "cudlaModuleLoadFromMemory: pModule, moduleSize and hModule are required");
+      return fail(cudlaErrorUnsupportedOperation,
+                  "cudlaModuleLoadFromMemory: the emulated DLA has no fault-diagnostics module");
+    if (flags != 0)
+      return fail(cudlaErrorInvalidParam, "cudlaModuleLoadFromMemory: flags must be CUDLA_MODULE_DEFAULT");
+    if (!pModule || moduleSize == 0 || !hModule)
+      return fail(cudlaErrorInvalidParam,
+                  "cudlaModuleLoadFromMemory: pModule, moduleSize and hModule are required");
     d->load(pModule, moduleSize);
     auto& r = reg();
     std::lock_guard<std::mutex> lk(r.mu);
@@ -215,7 +227,8 @@ void fill_desc(const dlakit::rt::TensorDesc& s, cudlaModuleTensorDescriptor& d) 
 }
 }  // namespace
 
-CUDLA_EXPORT cudlaStatus cudlaModuleGetAttributes(cudlaModule const hModule, cudlaModuleAttributeType const attrType,
+CUDLA_EXPORT cudlaStatus cudlaModuleGetAttributes(cudlaModule const hModule,
+                                                  cudlaModuleAttributeType const attrType,
                                                   cudlaModuleAttribute* const attribute) {
   return guarded("cudlaModuleGetAttributes", [&] {
     ModuleRef* m = find_module(hModule);
@@ -223,41 +236,61 @@ CUDLA_EXPORT cudlaStatus cudlaModuleGetAttributes(cudlaModule const hModule, cud
     if (!attribute) return fail(cudlaErrorInvalidParam, "cudlaModuleGetAttributes: attribute is NULL");
     const auto& mod = m->device->module();
     switch (raw(attrType)) {
-      case CUDLA_NUM_INPUT_TENSORS: attribute->numInputTensors = uint32_t(mod.inputs().size()); return cudlaSuccess;
-      case CUDLA_NUM_OUTPUT_TENSORS: attribute->numOutputTensors = uint32_t(mod.outputs().size()); return cudlaSuccess;
-      case CUDLA_NUM_OUTPUT_TASK_STATISTICS: attribute->numOutputTensors = 0; return cudlaSuccess;
+      case CUDLA_NUM_INPUT_TENSORS:
+        attribute->numInputTensors = uint32_t(mod.inputs().size());
+        return cudlaSuccess;
+      case CUDLA_NUM_OUTPUT_TENSORS:
+        attribute->numOutputTensors = uint32_t(mod.outputs().size());
+        return cudlaSuccess;
+      case CUDLA_NUM_OUTPUT_TASK_STATISTICS:
+        attribute->numOutputTensors = 0;
+        return cudlaSuccess;
       case CUDLA_INPUT_TENSOR_DESCRIPTORS:
-        if (!attribute->inputTensorDesc) return fail(cudlaErrorInvalidParam, "cudlaModuleGetAttributes: set inputTensorDesc to an array first");
-        for (size_t i = 0; i < mod.inputs().size(); ++i) fill_desc(mod.inputs()[i], attribute->inputTensorDesc[i]);
+        if (!attribute->inputTensorDesc)
+          return fail(cudlaErrorInvalidParam,
+                      "cudlaModuleGetAttributes: set inputTensorDesc to an array first");
+        for (size_t i = 0; i < mod.inputs().size(); ++i)
+          fill_desc(mod.inputs()[i], attribute->inputTensorDesc[i]);
         return cudlaSuccess;
       case CUDLA_OUTPUT_TENSOR_DESCRIPTORS:
-        if (!attribute->outputTensorDesc) return fail(cudlaErrorInvalidParam, "cudlaModuleGetAttributes: set outputTensorDesc to an array first");
-        for (size_t i = 0; i < mod.outputs().size(); ++i) fill_desc(mod.outputs()[i], attribute->outputTensorDesc[i]);
+        if (!attribute->outputTensorDesc)
+          return fail(cudlaErrorInvalidParam,
+                      "cudlaModuleGetAttributes: set outputTensorDesc to an array first");
+        for (size_t i = 0; i < mod.outputs().size(); ++i)
+          fill_desc(mod.outputs()[i], attribute->outputTensorDesc[i]);
         return cudlaSuccess;
-      case CUDLA_OUTPUT_TASK_STATISTICS_DESCRIPTORS: return cudlaSuccess;  // no statistics tensors
+      case CUDLA_OUTPUT_TASK_STATISTICS_DESCRIPTORS:
+        return cudlaSuccess;  // no statistics tensors
     }
-    return fail(cudlaErrorInvalidAttribute, "cudlaModuleGetAttributes: unknown attribute " + std::to_string(raw(attrType)));
+    return fail(cudlaErrorInvalidAttribute,
+                "cudlaModuleGetAttributes: unknown attribute " + std::to_string(raw(attrType)));
   });
 }
 
-CUDLA_EXPORT cudlaStatus cudlaSubmitTask(cudlaDevHandle const devHandle, const cudlaTask* const ptrToTasks, uint32_t const numTasks,
-                                         void* const stream, uint32_t const flags) {
+CUDLA_EXPORT cudlaStatus cudlaSubmitTask(cudlaDevHandle const devHandle, const cudlaTask* const ptrToTasks,
+                                         uint32_t const numTasks, void* const stream, uint32_t const flags) {
   return guarded("cudlaSubmitTask", [&] {
     Device* d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "cudlaSubmitTask: not a live device handle");
     if (!ptrToTasks || numTasks == 0) return fail(cudlaErrorInvalidParam, "cudlaSubmitTask: no tasks");
-    if (flags & CUDLA_SUBMIT_DIAGNOSTICS_TASK) return fail(cudlaErrorUnsupportedOperation, "cudlaSubmitTask: no diagnostics module");
-    if (flags & ~uint32_t(CUDLA_SUBMIT_NOOP | CUDLA_SUBMIT_SKIP_LOCK_ACQUIRE)) return fail(cudlaErrorInvalidParam, "cudlaSubmitTask: unknown flags");
+    if (flags & CUDLA_SUBMIT_DIAGNOSTICS_TASK)
+      return fail(cudlaErrorUnsupportedOperation, "cudlaSubmitTask: no diagnostics module");
+    if (flags & ~uint32_t(CUDLA_SUBMIT_NOOP | CUDLA_SUBMIT_SKIP_LOCK_ACQUIRE))
+      return fail(cudlaErrorInvalidParam, "cudlaSubmitTask: unknown flags");
     // Check every task before running any, so a bad task list has no partial effect.
     std::vector<dlakit::rt::Task> tasks(numTasks);
     for (uint32_t i = 0; i < numTasks; ++i) {
       const cudlaTask& t = ptrToTasks[i];
       ModuleRef* m = find_module(t.moduleHandle);
-      if (!m || m->device != d) return fail(cudlaErrorInvalidModule, "cudlaSubmitTask: task " + std::to_string(i) + " names no module of this device");
+      if (!m || m->device != d)
+        return fail(cudlaErrorInvalidModule,
+                    "cudlaSubmitTask: task " + std::to_string(i) + " names no module of this device");
       if (t.waitEvents || t.signalEvents)
-        return fail(cudlaErrorUnsupportedOperation, "cudlaSubmitTask: wait/signal events are standalone-mode (NvSci) features");
+        return fail(cudlaErrorUnsupportedOperation,
+                    "cudlaSubmitTask: wait/signal events are standalone-mode (NvSci) features");
       if (!t.inputTensor || !t.outputTensor)
-        return fail(cudlaErrorUnsupportedOperation, "cudlaSubmitTask: hybrid tasks need input and output tensors");
+        return fail(cudlaErrorUnsupportedOperation,
+                    "cudlaSubmitTask: hybrid tasks need input and output tensors");
       tasks[i].inputs.assign(t.inputTensor, t.inputTensor + t.numInputTensors);
       tasks[i].outputs.assign(t.outputTensor, t.outputTensor + t.numOutputTensors);
     }
@@ -266,7 +299,8 @@ CUDLA_EXPORT cudlaStatus cudlaSubmitTask(cudlaDevHandle const devHandle, const c
   });
 }
 
-CUDLA_EXPORT cudlaStatus cudlaDeviceGetAttribute(cudlaDevHandle const devHandle, cudlaDevAttributeType const attrib,
+CUDLA_EXPORT cudlaStatus cudlaDeviceGetAttribute(cudlaDevHandle const devHandle,
+                                                 cudlaDevAttributeType const attrib,
                                                  cudlaDevAttribute* const pAttribute) {
   return guarded("cudlaDeviceGetAttribute", [&] {
     Device* d = find_device(devHandle);
@@ -281,7 +315,8 @@ CUDLA_EXPORT cudlaStatus cudlaDeviceGetAttribute(cudlaDevHandle const devHandle,
       pAttribute->deviceVersion = 2;  // DLA 2.0 (Orin); the real encoding is undocumented
       return cudlaSuccess;
     }
-    return fail(cudlaErrorInvalidAttribute, "cudlaDeviceGetAttribute: unknown attribute " + std::to_string(a));
+    return fail(cudlaErrorInvalidAttribute,
+                "cudlaDeviceGetAttribute: unknown attribute " + std::to_string(a));
   });
 }
 
@@ -296,29 +331,39 @@ CUDLA_EXPORT cudlaStatus cudlaGetLastError(cudlaDevHandle const devHandle) {
 CUDLA_EXPORT cudlaStatus cudlaSetTaskTimeoutInMs(cudlaDevHandle const devHandle, uint32_t const timeout) {
   return guarded("cudlaSetTaskTimeoutInMs", [&] {
     Device* d = find_device(devHandle);
-    if (!d) return fail(cudlaErrorInvalidParam, "cudlaSetTaskTimeoutInMs: not a live device handle");  // documented: InvalidParam
+    if (!d)
+      return fail(cudlaErrorInvalidParam,
+                  "cudlaSetTaskTimeoutInMs: not a live device handle");  // documented: InvalidParam
     d->set_timeout_ms(timeout);
     return cudlaSuccess;
   });
 }
 
-CUDLA_EXPORT cudlaStatus cudlaImportExternalMemory(cudlaDevHandle const devHandle, const cudlaExternalMemoryHandleDesc* const desc,
+CUDLA_EXPORT cudlaStatus cudlaImportExternalMemory(cudlaDevHandle const devHandle,
+                                                   const cudlaExternalMemoryHandleDesc* const desc,
                                                    uint64_t** const devPtr, uint32_t const flags) {
   return guarded("cudlaImportExternalMemory", [&] {
-    if (!find_device(devHandle)) return fail(cudlaErrorInvalidDevice, "cudlaImportExternalMemory: not a live device handle");
-    if (!desc || !devPtr) return fail(cudlaErrorInvalidParam, "cudlaImportExternalMemory: desc and devPtr are required");
+    if (!find_device(devHandle))
+      return fail(cudlaErrorInvalidDevice, "cudlaImportExternalMemory: not a live device handle");
+    if (!desc || !devPtr)
+      return fail(cudlaErrorInvalidParam, "cudlaImportExternalMemory: desc and devPtr are required");
     (void)flags;
-    return fail(cudlaErrorUnsupportedOperation, "cudlaImportExternalMemory: NvSciBuf import is standalone-mode only; use cudlaMemRegister");
+    return fail(cudlaErrorUnsupportedOperation,
+                "cudlaImportExternalMemory: NvSciBuf import is standalone-mode only; use cudlaMemRegister");
   });
 }
 
-CUDLA_EXPORT cudlaStatus cudlaImportExternalSemaphore(cudlaDevHandle const devHandle, const cudlaExternalSemaphoreHandleDesc* const desc,
+CUDLA_EXPORT cudlaStatus cudlaImportExternalSemaphore(cudlaDevHandle const devHandle,
+                                                      const cudlaExternalSemaphoreHandleDesc* const desc,
                                                       uint64_t** const devPtr, uint32_t const flags) {
   return guarded("cudlaImportExternalSemaphore", [&] {
-    if (!find_device(devHandle)) return fail(cudlaErrorInvalidDevice, "cudlaImportExternalSemaphore: not a live device handle");
-    if (!desc || !devPtr) return fail(cudlaErrorInvalidParam, "cudlaImportExternalSemaphore: desc and devPtr are required");
+    if (!find_device(devHandle))
+      return fail(cudlaErrorInvalidDevice, "cudlaImportExternalSemaphore: not a live device handle");
+    if (!desc || !devPtr)
+      return fail(cudlaErrorInvalidParam, "cudlaImportExternalSemaphore: desc and devPtr are required");
     (void)flags;
-    return fail(cudlaErrorUnsupportedOperation, "cudlaImportExternalSemaphore: NvSciSync is standalone-mode only");
+    return fail(cudlaErrorUnsupportedOperation,
+                "cudlaImportExternalSemaphore: NvSciSync is standalone-mode only");
   });
 }
 

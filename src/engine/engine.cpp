@@ -37,10 +37,11 @@ TensorMap ReferenceEngine::run(const TensorMap& inputs) {
   for (int id : graph_.inputs) {
     const Value& v = graph_.value(id);
     auto it = inputs.find(v.name);
-    if (it == inputs.end()) fail(Status::kInvalidArgument, "missing input '", v.name, "' (", type_str(v.type), ")");
+    if (it == inputs.end())
+      fail(Status::kInvalidArgument, "missing input '", v.name, "' (", type_str(v.type), ")");
     if (!(it->second.type() == v.type))
-      fail(Status::kInvalidArgument, "input '", v.name, "' is ", type_str(it->second.type()), " but the model expects ",
-           type_str(v.type));
+      fail(Status::kInvalidArgument, "input '", v.name, "' is ", type_str(it->second.type()),
+           " but the model expects ", type_str(v.type));
     live[size_t(id)] = it->second;
   }
   for (auto& [name, t] : inputs) {
@@ -63,7 +64,8 @@ TensorMap ReferenceEngine::run(const TensorMap& inputs) {
       } else if (graph_.value(i).constant) {
         in_ptrs.push_back(&*graph_.value(i).constant);
       } else {
-        if (!live[size_t(i)]) fail(Status::kInternal, node.label(), ": input '", graph_.value(i).name, "' is not computed");
+        if (!live[size_t(i)])
+          fail(Status::kInternal, node.label(), ": input '", graph_.value(i).name, "' is not computed");
         in_ptrs.push_back(&*live[size_t(i)]);
       }
     }

@@ -23,7 +23,9 @@ class ReferenceEngine {
   TensorMap run(const TensorMap& inputs);
 
   // Called after each node with its outputs (for per-layer comparison tools). Slows the run down.
-  void set_observer(std::function<void(const Node&, const std::vector<Tensor>&)> f) { observer_ = std::move(f); }
+  void set_observer(std::function<void(const Node&, const std::vector<Tensor>&)> f) {
+    observer_ = std::move(f);
+  }
   // Milliseconds per node of the last run when profiling is on.
   void set_profiling(bool on) { profiling_ = on; }
   // DLA FP16 mode: every float32 value a node produces is rounded to fp16 (fp16 storage between layers;

@@ -13,7 +13,9 @@ namespace dlakit {
 Image load_image(const std::string& path) {
   int w = 0, h = 0, c = 0;
   unsigned char* data = stbi_load(path.c_str(), &w, &h, &c, 3);
-  if (!data) fail(Status::kIoError, "cannot read image '", path, "': ", stbi_failure_reason() ? stbi_failure_reason() : "unknown error");
+  if (!data)
+    fail(Status::kIoError, "cannot read image '", path,
+         "': ", stbi_failure_reason() ? stbi_failure_reason() : "unknown error");
   Image img{w, h, 3, std::vector<uint8_t>(data, data + size_t(w) * size_t(h) * 3)};
   stbi_image_free(data);
   return img;
@@ -23,7 +25,8 @@ Image resize_image(const Image& img, int width, int height) {
   if (width == img.width && height == img.height) return img;
   DLAKIT_CHECK(width > 0 && height > 0 && width <= 16384 && height <= 16384, Status::kInvalidArgument,
                "resize target ", width, "x", height, " must be within 1..16384");
-  Image out{width, height, img.channels, std::vector<uint8_t>(size_t(width) * size_t(height) * size_t(img.channels))};
+  Image out{width, height, img.channels,
+            std::vector<uint8_t>(size_t(width) * size_t(height) * size_t(img.channels))};
   // Bilinear with half-pixel centres (as OpenCV's INTER_LINEAR and PIL's BILINEAR for upsampling).
   const float sx = float(img.width) / float(width), sy = float(img.height) / float(height);
   for (int y = 0; y < height; ++y) {
@@ -35,9 +38,14 @@ Image resize_image(const Image& img, int width, int height) {
       int x0 = int(fx), x1 = std::min(x0 + 1, img.width - 1);
       float wx = fx - float(x0);
       for (int c = 0; c < img.channels; ++c) {
-        auto at = [&](int yy, int xx) { return float(img.pixels[(size_t(yy) * size_t(img.width) + size_t(xx)) * size_t(img.channels) + size_t(c)]); };
-        float v = (1 - wy) * ((1 - wx) * at(y0, x0) + wx * at(y0, x1)) + wy * ((1 - wx) * at(y1, x0) + wx * at(y1, x1));
-        out.pixels[(size_t(y) * size_t(width) + size_t(x)) * size_t(img.channels) + size_t(c)] = uint8_t(std::lround(std::clamp(v, 0.f, 255.f)));
+        auto at = [&](int yy, int xx) {
+          return float(
+              img.pixels[(size_t(yy) * size_t(img.width) + size_t(xx)) * size_t(img.channels) + size_t(c)]);
+        };
+        float v = (1 - wy) * ((1 - wx) * at(y0, x0) + wx * at(y0, x1)) +
+                  wy * ((1 - wx) * at(y1, x0) + wx * at(y1, x1));
+        out.pixels[(size_t(y) * size_t(width) + size_t(x)) * size_t(img.channels) + size_t(c)] =
+            uint8_t(std::lround(std::clamp(v, 0.f, 255.f)));
       }
     }
   }
@@ -45,12 +53,14 @@ Image resize_image(const Image& img, int width, int height) {
 }
 
 void write_png(const std::string& path, const Image& img) {
-  if (!stbi_write_png(path.c_str(), img.width, img.height, img.channels, img.pixels.data(), img.width * img.channels))
+  if (!stbi_write_png(path.c_str(), img.width, img.height, img.channels, img.pixels.data(),
+                      img.width * img.channels))
     fail(Status::kIoError, "cannot write PNG '", path, "'");
 }
 
 Tensor image_to_tensor(const Image& src, const Preprocess& p) {
-  DLAKIT_CHECK(p.mean.size() == 3 && p.std.size() == 3, Status::kInvalidArgument, "mean and std need 3 values each");
+  DLAKIT_CHECK(p.mean.size() == 3 && p.std.size() == 3, Status::kInvalidArgument,
+               "mean and std need 3 values each");
   const Image img = p.width > 0 && p.height > 0 ? resize_image(src, p.width, p.height) : src;
   const int64_t H = img.height, W = img.width;
   Tensor t(DType::kF32, p.nhwc ? Shape{1, H, W, 3} : Shape{1, 3, H, W});

@@ -14,23 +14,24 @@ struct Image {
   std::vector<uint8_t> pixels;
 };
 
-Image load_image(const std::string& path);  // always 3 channels (RGB)
+Image load_image(const std::string& path);                    // always 3 channels (RGB)
 Image resize_image(const Image& img, int width, int height);  // bilinear
 void write_png(const std::string& path, const Image& img);
 
 struct Preprocess {
-  int width = 0, height = 0;          // 0: keep the image's size
-  std::vector<float> mean{0, 0, 0};   // in 0..1 units, applied after scale
+  int width = 0, height = 0;         // 0: keep the image's size
+  std::vector<float> mean{0, 0, 0};  // in 0..1 units, applied after scale
   std::vector<float> std{1, 1, 1};
-  float scale = 1.0f / 255.0f;        // pixel * scale, then (x - mean) / std
-  bool bgr = false;                   // channel order of the model
-  bool nhwc = false;                  // layout of the model's input
+  float scale = 1.0f / 255.0f;  // pixel * scale, then (x - mean) / std
+  bool bgr = false;             // channel order of the model
+  bool nhwc = false;            // layout of the model's input
 };
 
 // Image -> float32 tensor [1,3,H,W] (or [1,H,W,3]).
 Tensor image_to_tensor(const Image& img, const Preprocess& p);
 
 // Blends a [H', W'] probability map (values 0..1) over the image as a heat map, resized to the image.
-Image overlay_heatmap(const Image& img, const std::vector<float>& map, int map_w, int map_h, float alpha = 0.55f);
+Image overlay_heatmap(const Image& img, const std::vector<float>& map, int map_w, int map_h,
+                      float alpha = 0.55f);
 
 }  // namespace dlakit

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace dlakit {
@@ -11,13 +11,20 @@ namespace {
 
 const char* descr(DType t) {
   switch (t) {
-    case DType::kF32: return "<f4";
-    case DType::kF16: return "<f2";
-    case DType::kI8: return "|i1";
-    case DType::kU8: return "|u1";
-    case DType::kI32: return "<i4";
-    case DType::kI64: return "<i8";
-    case DType::kBool: return "|b1";
+    case DType::kF32:
+      return "<f4";
+    case DType::kF16:
+      return "<f2";
+    case DType::kI8:
+      return "|i1";
+    case DType::kU8:
+      return "|u1";
+    case DType::kI32:
+      return "<i4";
+    case DType::kI64:
+      return "<i8";
+    case DType::kBool:
+      return "|b1";
   }
   return "";
 }
@@ -32,11 +39,13 @@ std::string field(const std::string& h, const std::string& key, const std::strin
   if (v == std::string::npos) fail(Status::kParseError, origin, ": malformed .npy header");
   if (h[v] == '(') {
     const size_t close = h.find(')', v);
-    if (close == std::string::npos) fail(Status::kParseError, origin, ": .npy header's '", key, "' tuple is not closed");
+    if (close == std::string::npos)
+      fail(Status::kParseError, origin, ": .npy header's '", key, "' tuple is not closed");
     return h.substr(v, close - v + 1);
   }
   const size_t end = h.find_first_of(",}", v);
-  if (end == std::string::npos || end == v) fail(Status::kParseError, origin, ": .npy header's '", key, "' has no value");
+  if (end == std::string::npos || end == v)
+    fail(Status::kParseError, origin, ": .npy header's '", key, "' has no value");
   return h.substr(v, end - v);
 }
 
@@ -52,7 +61,8 @@ Tensor parse_npy(const std::string& b, const std::string& origin) {
     off = 10;
   } else if (major == 2 || major == 3) {
     if (b.size() < 12) fail(Status::kParseError, origin, ": truncated .npy header");
-    hlen = uint8_t(b[8]) | size_t(uint8_t(b[9])) << 8 | size_t(uint8_t(b[10])) << 16 | size_t(uint8_t(b[11])) << 24;
+    hlen = uint8_t(b[8]) | size_t(uint8_t(b[9])) << 8 | size_t(uint8_t(b[10])) << 16 |
+           size_t(uint8_t(b[11])) << 24;
     off = 12;
   } else {
     fail(Status::kParseError, origin, ": unsupported .npy version ", major);
@@ -63,10 +73,14 @@ Tensor parse_npy(const std::string& b, const std::string& origin) {
   d.erase(std::remove(d.begin(), d.end(), '\''), d.end());
   std::optional<DType> dt;
   for (DType t : {DType::kF32, DType::kF16, DType::kI8, DType::kU8, DType::kI32, DType::kI64, DType::kBool})
-    if (d == descr(t) || (d.size() == 3 && d[0] == '=' && d.substr(1) == std::string(descr(t)).substr(1))) dt = t;
-  if (!dt) fail(Status::kUnsupported, origin, ": .npy dtype '", d, "' (supported: float32, float16, int8, uint8, int32, int64, bool; little-endian)");
+    if (d == descr(t) || (d.size() == 3 && d[0] == '=' && d.substr(1) == std::string(descr(t)).substr(1)))
+      dt = t;
+  if (!dt)
+    fail(Status::kUnsupported, origin, ": .npy dtype '", d,
+         "' (supported: float32, float16, int8, uint8, int32, int64, bool; little-endian)");
   if (field(h, "fortran_order", origin).find("True") != std::string::npos)
-    fail(Status::kUnsupported, origin, ": Fortran-ordered .npy arrays are not supported (save with np.ascontiguousarray)");
+    fail(Status::kUnsupported, origin,
+         ": Fortran-ordered .npy arrays are not supported (save with np.ascontiguousarray)");
   std::string sh = field(h, "shape", origin);
   if (sh.size() < 2 || sh.front() != '(' || sh.back() != ')')
     fail(Status::kParseError, origin, ": .npy shape '", sh, "' is not a tuple");
@@ -78,7 +92,8 @@ Tensor parse_npy(const std::string& b, const std::string& origin) {
     if (item.empty()) continue;
     char* end = nullptr;
     long long v = std::strtoll(item.c_str(), &end, 10);
-    if (v < 0 || (*end && *end != 'L' && *end != ' ')) fail(Status::kParseError, origin, ": bad .npy shape ", sh);
+    if (v < 0 || (*end && *end != 'L' && *end != ' '))
+      fail(Status::kParseError, origin, ": bad .npy shape ", sh);
     shape.push_back(v);
   }
   const size_t data_off = off + hlen;
@@ -89,7 +104,8 @@ Tensor parse_npy(const std::string& b, const std::string& origin) {
   }
   const size_t need = size_t(count) * dtype_size(*dt);
   if (b.size() - data_off != need)
-    fail(Status::kParseError, origin, ": .npy holds ", b.size() - data_off, " data bytes, shape ", sh, " needs ", need);
+    fail(Status::kParseError, origin, ": .npy holds ", b.size() - data_off, " data bytes, shape ", sh,
+         " needs ", need);
   Tensor t(*dt, shape);
   if (need) std::memcpy(t.raw(), b.data() + data_off, need);
   return t;
@@ -105,7 +121,9 @@ Tensor read_npy(const std::string& path) {
 
 std::string serialize_npy(const Tensor& t) {
   std::string shape = "(";
-  for (size_t i = 0; i < t.shape().size(); ++i) shape += std::to_string(t.shape()[i]) + (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    shape +=
+        std::to_string(t.shape()[i]) + (t.shape().size() == 1 ? "," : (i + 1 < t.shape().size() ? ", " : ""));
   shape += ")";
   std::string h = cat("{'descr': '", descr(t.dtype()), "', 'fortran_order': False, 'shape': ", shape, ", }");
   const size_t total = 10 + h.size() + 1;

@@ -11,7 +11,10 @@
 namespace dlakit {
 
 namespace {
-struct OpEntry { const char* name; const char* family; };
+struct OpEntry {
+  const char* name;
+  const char* family;
+};
 constexpr OpEntry kOps[] = {
 #define DLAKIT_OP(e, name, family) {name, #family},
 #include "ir/ops.def"
@@ -165,24 +168,27 @@ void Graph::verify() const {
     if (values[v].constant) {
       available[v] = 1;
       DLAKIT_CHECK(values[v].constant->type() == values[v].type, Status::kInternal, "constant '",
-                   values[v].name, "' has type ", type_str(values[v].constant->type()), " but its value says ",
-                   type_str(values[v].type));
+                   values[v].name, "' has type ", type_str(values[v].constant->type()),
+                   " but its value says ", type_str(values[v].type));
     }
   for (int i : inputs) {
-    DLAKIT_CHECK(i >= 0 && size_t(i) < values.size(), Status::kInternal, "graph input id ", i, " out of range");
+    DLAKIT_CHECK(i >= 0 && size_t(i) < values.size(), Status::kInternal, "graph input id ", i,
+                 " out of range");
     available[size_t(i)] = 1;
   }
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Node& node = nodes[n];
     for (int i : node.inputs) {
       if (i < 0) continue;
-      DLAKIT_CHECK(size_t(i) < values.size(), Status::kInternal, node.label(), ": input id ", i, " out of range");
+      DLAKIT_CHECK(size_t(i) < values.size(), Status::kInternal, node.label(), ": input id ", i,
+                   " out of range");
       DLAKIT_CHECK(available[size_t(i)], Status::kInternal, node.label(), ": input '", values[size_t(i)].name,
                    "' is used before it is produced");
     }
     for (int o : node.outputs) {
       if (o < 0) continue;
-      DLAKIT_CHECK(size_t(o) < values.size(), Status::kInternal, node.label(), ": output id ", o, " out of range");
+      DLAKIT_CHECK(size_t(o) < values.size(), Status::kInternal, node.label(), ": output id ", o,
+                   " out of range");
       DLAKIT_CHECK(seen_producer[size_t(o)] < 0 && !values[size_t(o)].constant, Status::kInternal, "value '",
                    values[size_t(o)].name, "' has more than one producer");
       seen_producer[size_t(o)] = int(n);
@@ -223,9 +229,12 @@ std::string Graph::to_text() const {
         std::visit(
             [&](auto&& x) {
               using T = std::decay_t<decltype(x)>;
-              if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, float>) os << x;
-              else if constexpr (std::is_same_v<T, std::string>) os << '"' << x << '"';
-              else if constexpr (std::is_same_v<T, Tensor>) os << "tensor " << type_str(x.type());
+              if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, float>)
+                os << x;
+              else if constexpr (std::is_same_v<T, std::string>)
+                os << '"' << x << '"';
+              else if constexpr (std::is_same_v<T, Tensor>)
+                os << "tensor " << type_str(x.type());
               else {
                 os << "[";
                 for (size_t i = 0; i < x.size(); ++i) os << (i ? "," : "") << x[i];

@@ -21,8 +21,8 @@ inline constexpr int kNumOps = 0
 #include "ir/ops.def"
 #undef DLAKIT_OP
     ;
-const char* op_name(OpKind op);           // the ONNX op_type
-const char* op_family(OpKind op);         // "conv", "pool", ...
+const char* op_name(OpKind op);    // the ONNX op_type
+const char* op_family(OpKind op);  // "conv", "pool", ...
 std::optional<OpKind> op_from_name(const std::string& onnx_op_type);
 
 using Attribute = std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
@@ -38,9 +38,9 @@ struct Value {
 struct Node {
   OpKind op{};
   std::string name;
-  int opset = 0;               // the opset of the ONNX domain this node was imported under
-  std::vector<int> inputs;     // value ids; -1 marks an omitted optional input
-  std::vector<int> outputs;    // value ids; -1 marks an omitted optional output
+  int opset = 0;             // the opset of the ONNX domain this node was imported under
+  std::vector<int> inputs;   // value ids; -1 marks an omitted optional input
+  std::vector<int> outputs;  // value ids; -1 marks an omitted optional output
   std::map<std::string, Attribute> attrs;
 
   bool has(const std::string& a) const { return attrs.count(a) != 0; }

@@ -19,8 +19,10 @@ int64_t node_macs(const Graph& g, const Node& n) {
       const int64_t k = n.attr_int("transA", 0) ? a[0] : a[1];
       return numel(out) * k;
     }
-    case OpKind::MatMul: return numel(out) * shape(0).back();
-    default: return 0;
+    case OpKind::MatMul:
+      return numel(out) * shape(0).back();
+    default:
+      return 0;
   }
 }
 

@@ -56,7 +56,8 @@ Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), true)
 
 Tensor Tensor::uninitialized(DType dtype, Shape shape) { return Tensor(dtype, std::move(shape), false); }
 
-Tensor::Tensor(DType dtype, Shape shape, bool zero) : type_{dtype, std::move(shape)}, numel_(dlakit::numel(type_.shape)) {
+Tensor::Tensor(DType dtype, Shape shape, bool zero)
+    : type_{dtype, std::move(shape)}, numel_(dlakit::numel(type_.shape)) {
   for (int64_t d : type_.shape)
     DLAKIT_CHECK(d >= 0, Status::kShapeError, "negative dimension in shape ", shape_str(type_.shape));
   size_t bytes = (nbytes() + 63) / 64 * 64;
@@ -67,7 +68,8 @@ Tensor::Tensor(DType dtype, Shape shape, bool zero) : type_{dtype, std::move(sha
   void* p = BlockCache::get().acquire(bytes);
   if (!p) fail(Status::kInvalidArgument, "out of memory allocating ", bytes, " bytes");
   if (zero) std::memset(p, 0, bytes);
-  data_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [bytes](uint8_t* q) { BlockCache::get().release(q, bytes); });
+  data_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p),
+                                   [bytes](uint8_t* q) { BlockCache::get().release(q, bytes); });
 }
 
 Tensor Tensor::scalar_f32(float v) {
@@ -108,22 +110,34 @@ Tensor Tensor::reshaped(const Shape& shape) const {
 
 double Tensor::at_f64(int64_t i) const {
   switch (type_.dtype) {
-    case DType::kF32: return data<float>()[i];
-    case DType::kF16: return half_to_float(data<uint16_t>()[i]);
-    case DType::kI8: return data<int8_t>()[i];
-    case DType::kU8: case DType::kBool: return data<uint8_t>()[i];
-    case DType::kI32: return data<int32_t>()[i];
-    case DType::kI64: return double(data<int64_t>()[i]);
+    case DType::kF32:
+      return data<float>()[i];
+    case DType::kF16:
+      return half_to_float(data<uint16_t>()[i]);
+    case DType::kI8:
+      return data<int8_t>()[i];
+    case DType::kU8:
+    case DType::kBool:
+      return data<uint8_t>()[i];
+    case DType::kI32:
+      return data<int32_t>()[i];
+    case DType::kI64:
+      return double(data<int64_t>()[i]);
   }
   return 0;
 }
 
 int64_t Tensor::at_i64(int64_t i) const {
   switch (type_.dtype) {
-    case DType::kI64: return data<int64_t>()[i];
-    case DType::kI32: return data<int32_t>()[i];
-    case DType::kI8: return data<int8_t>()[i];
-    case DType::kU8: case DType::kBool: return data<uint8_t>()[i];
+    case DType::kI64:
+      return data<int64_t>()[i];
+    case DType::kI32:
+      return data<int32_t>()[i];
+    case DType::kI8:
+      return data<int8_t>()[i];
+    case DType::kU8:
+    case DType::kBool:
+      return data<uint8_t>()[i];
     default: {
       double v = at_f64(i);
       if (!(v > -9.2e18 && v < 9.2e18)) return v > 0 ? INT64_MAX : INT64_MIN;

@@ -30,8 +30,14 @@ class Tensor {
 
   void* raw() { return data_.get(); }
   const void* raw() const { return data_.get(); }
-  template <typename T> T* data() { return static_cast<T*>(raw()); }
-  template <typename T> const T* data() const { return static_cast<const T*>(raw()); }
+  template <typename T>
+  T* data() {
+    return static_cast<T*>(raw());
+  }
+  template <typename T>
+  const T* data() const {
+    return static_cast<const T*>(raw());
+  }
 
   Tensor clone() const;
   // Same data, new shape with the same element count.

@@ -33,7 +33,8 @@ const Choice& choice() {
 
 void sgemm(const GemmArgs& g) { choice().fn(g); }
 
-std::shared_ptr<const PackedA> sgemm_pack_a(int64_t M, int64_t K, const float* A, int64_t a_rs, int64_t a_cs) {
+std::shared_ptr<const PackedA> sgemm_pack_a(int64_t M, int64_t K, const float* A, int64_t a_rs,
+                                            int64_t a_cs) {
   auto p = std::make_shared<PackedA>();
   p->M = M;
   p->K = K;
@@ -46,7 +47,8 @@ void sgemm_naive(const GemmArgs& g) {
   for (int64_t i = 0; i < g.M; ++i)
     for (int64_t j = 0; j < g.N; ++j) {
       double s = (g.accumulate ? g.C[i * g.ldc + j] : 0.0) + (g.row_bias ? g.row_bias[i] : 0.f);
-      for (int64_t k = 0; k < g.K; ++k) s += double(g.A[i * g.a_rs + k * g.a_cs]) * g.B[k * g.b_rs + j * g.b_cs];
+      for (int64_t k = 0; k < g.K; ++k)
+        s += double(g.A[i * g.a_rs + k * g.a_cs]) * g.B[k * g.b_rs + j * g.b_cs];
       g.C[i * g.ldc + j] = float(s);
     }
 }

@@ -1,7 +1,8 @@
 // Single-precision GEMM: C(m,n) = sum_k A(m,k) * B(k,n), plus C when `accumulate`.
 // A(m,k) = A[m*a_rs + k*a_cs] and B(k,n) = B[k*b_rs + n*b_cs] (any strides, so transposes are free);
-// C is row-major with leading dimension ldc; an optional per-row bias is added as C is stored. Blocked and packed, with a vectorised micro-kernel chosen
-// for the CPU at run time (AVX-512, AVX2+FMA, or portable). Threads over output tiles.
+// C is row-major with leading dimension ldc; an optional per-row bias is added as C is stored. Blocked and
+// packed, with a vectorised micro-kernel chosen for the CPU at run time (AVX-512, AVX2+FMA, or portable).
+// Threads over output tiles.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -24,7 +25,7 @@ struct GemmArgs {
   float* C;
   int64_t ldc;
   bool accumulate;
-  const float* row_bias = nullptr;  // optional: C(m,n) += row_bias[m], applied in the store epilogue
+  const float* row_bias = nullptr;    // optional: C(m,n) += row_bias[m], applied in the store epilogue
   const PackedA* packed_a = nullptr;  // optional: A already packed by sgemm_pack_a (A and its strides unused)
 };
 

@@ -23,10 +23,12 @@ class InferContext {
   const Tensor& require_constant(int i, const char* what) const;
   void require_inputs(int min, int max) const;
 
-  template <typename... A> [[noreturn]] void unsupported(A&&... a) const {
+  template <typename... A>
+  [[noreturn]] void unsupported(A&&... a) const {
     fail(Status::kUnsupported, n_.label(), " (opset ", n_.opset, "): ", std::forward<A>(a)...);
   }
-  template <typename... A> [[noreturn]] void invalid(A&&... a) const {
+  template <typename... A>
+  [[noreturn]] void invalid(A&&... a) const {
     fail(Status::kShapeError, n_.label(), ": ", std::forward<A>(a)...);
   }
 
@@ -37,7 +39,8 @@ class InferContext {
 
 class KernelContext {
  public:
-  KernelContext(const Node& n, std::vector<const Tensor*> in, std::vector<Tensor*> out, std::vector<char> constant = {})
+  KernelContext(const Node& n, std::vector<const Tensor*> in, std::vector<Tensor*> out,
+                std::vector<char> constant = {})
       : n_(n), in_(std::move(in)), out_(std::move(out)), constant_(std::move(constant)) {}
   // True when input i is a graph constant (its data never changes), so derived data may be cached.
   bool is_constant(int i) const { return size_t(i) < constant_.size() && constant_[size_t(i)]; }

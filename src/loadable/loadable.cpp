@@ -19,18 +19,21 @@ constexpr uint8_t kWeightF16 = 1;
 
 flatbuffers::Offset<fb::TensorDesc> write_desc(flatbuffers::FlatBufferBuilder& b, const rt::TensorDesc& d) {
   std::vector<uint32_t> strides(d.stride.begin(), d.stride.end());
-  return fb::CreateTensorDescDirect(b, d.name.c_str(), d.size, d.n, d.c, d.h, d.w, d.data_format, d.data_type, d.data_category,
-                                    d.pixel_format, d.pixel_mapping, &strides, rt::io_format_name(d.format));
+  return fb::CreateTensorDescDirect(b, d.name.c_str(), d.size, d.n, d.c, d.h, d.w, d.data_format, d.data_type,
+                                    d.data_category, d.pixel_format, d.pixel_mapping, &strides,
+                                    rt::io_format_name(d.format));
 }
 
 }  // namespace
 
 std::string write_loadable(const Graph& g, const LoadableOptions& opt) {
   const dla::DlaLimits& lim = dla::limits_for(opt.target);
-  if (opt.int8) fail(Status::kUnsupported, "INT8 loadables need calibration scales, which dlakit does not build yet (FP16 only)");
+  if (opt.int8)
+    fail(Status::kUnsupported,
+         "INT8 loadables need calibration scales, which dlakit does not build yet (FP16 only)");
   if (opt.inputs.size() != g.inputs.size() || opt.outputs.size() != g.outputs.size())
-    fail(Status::kInvalidArgument, "I/O formats: ", opt.inputs.size(), "/", opt.outputs.size(), " given for ", g.inputs.size(), "/",
-         g.outputs.size(), " inputs/outputs");
+    fail(Status::kInvalidArgument, "I/O formats: ", opt.inputs.size(), "/", opt.outputs.size(), " given for ",
+         g.inputs.size(), "/", g.outputs.size(), " inputs/outputs");
   std::vector<int> all(g.nodes.size());
   for (size_t k = 0; k < all.size(); ++k) all[k] = int(k);
   onnx::ModelProto m;
@@ -66,21 +69,26 @@ std::string write_loadable(const Graph& g, const LoadableOptions& opt) {
   const std::string network = m.SerializeAsString();
   std::vector<flatbuffers::Offset<fb::TensorDesc>> ins, outs;
   for (size_t i = 0; i < g.inputs.size(); ++i)
-    ins.push_back(write_desc(b, rt::make_desc(g.value(g.inputs[i]).name, g.value(g.inputs[i]).type.shape, opt.inputs[i], lim.line_stride_align_bytes)));
+    ins.push_back(write_desc(b, rt::make_desc(g.value(g.inputs[i]).name, g.value(g.inputs[i]).type.shape,
+                                              opt.inputs[i], lim.line_stride_align_bytes)));
   for (size_t i = 0; i < g.outputs.size(); ++i) {
-    if (opt.outputs[i].format == rt::IoFormat::kDlaHwc4) fail(Status::kInvalidArgument, "dla_hwc4 is an input-only format");
-    outs.push_back(write_desc(b, rt::make_desc(g.value(g.outputs[i]).name, g.value(g.outputs[i]).type.shape, opt.outputs[i], lim.line_stride_align_bytes)));
+    if (opt.outputs[i].format == rt::IoFormat::kDlaHwc4)
+      fail(Status::kInvalidArgument, "dla_hwc4 is an input-only format");
+    outs.push_back(write_desc(b, rt::make_desc(g.value(g.outputs[i]).name, g.value(g.outputs[i]).type.shape,
+                                               opt.outputs[i], lim.line_stride_align_bytes)));
   }
   std::vector<uint8_t> net(network.begin(), network.end());
-  auto root = fb::CreateLoadableDirect(b, kFormatVersion, "dlakit 0.1", opt.target.c_str(), lim.dla_version.c_str(),
-                                       opt.int8 ? fb::Precision_INT8 : fb::Precision_FP16, opt.dla_core, &ins, &outs, &net, &weights,
-                                       uint32_t(g.nodes.size()), uint64_t(graph_macs(g)));
+  auto root =
+      fb::CreateLoadableDirect(b, kFormatVersion, "dlakit 0.1", opt.target.c_str(), lim.dla_version.c_str(),
+                               opt.int8 ? fb::Precision_INT8 : fb::Precision_FP16, opt.dla_core, &ins, &outs,
+                               &net, &weights, uint32_t(g.nodes.size()), uint64_t(graph_macs(g)));
   fb::FinishLoadableBuffer(b, root);
   return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
 
 Loadable read_loadable(const uint8_t* data, size_t size, const std::string& origin) {
-  if (!data || size < 8) fail(Status::kParseError, origin, ": ", size, " bytes is too short to be a DLA loadable");
+  if (!data || size < 8)
+    fail(Status::kParseError, origin, ": ", size, " bytes is too short to be a DLA loadable");
   if (!fb::LoadableBufferHasIdentifier(data)) {
     std::string id(reinterpret_cast<const char*>(data) + 4, 4);
     for (char& c : id)
@@ -89,10 +97,13 @@ Loadable read_loadable(const uint8_t* data, size_t size, const std::string& orig
          "', expected 'DLAK'); TensorRT engines and NVIDIA loadables are not accepted");
   }
   flatbuffers::Verifier v(data, size);
-  if (!fb::VerifyLoadableBuffer(v)) fail(Status::kParseError, origin, ": the loadable is corrupt or truncated (", size, " bytes failed verification)");
+  if (!fb::VerifyLoadableBuffer(v))
+    fail(Status::kParseError, origin, ": the loadable is corrupt or truncated (", size,
+         " bytes failed verification)");
   const fb::Loadable* l = fb::GetLoadable(data);
   if (l->format_version() != kFormatVersion)
-    fail(Status::kParseError, origin, ": loadable format version ", l->format_version(), "; this dlakit reads version ", kFormatVersion);
+    fail(Status::kParseError, origin, ": loadable format version ", l->format_version(),
+         "; this dlakit reads version ", kFormatVersion);
   auto str = [](const flatbuffers::String* s) { return s ? s->str() : std::string(); };
   Loadable out;
   out.target = str(l->target());
@@ -104,21 +115,28 @@ Loadable read_loadable(const uint8_t* data, size_t size, const std::string& orig
   out.macs = l->macs();
   const dla::DlaLimits& lim = dla::limits_for(out.target.empty() ? "?" : out.target);
   if (out.int8) fail(Status::kUnsupported, origin, ": INT8 loadables are not supported by this dlakit yet");
-  if (!l->network() || !l->inputs() || !l->outputs()) fail(Status::kParseError, origin, ": the loadable has no network or no I/O descriptors");
+  if (!l->network() || !l->inputs() || !l->outputs())
+    fail(Status::kParseError, origin, ": the loadable has no network or no I/O descriptors");
   ImportOptions io;
   if (l->weights())
     for (const fb::Weight* w : *l->weights()) {
-      if (!w->name() || !w->dims() || !w->data()) fail(Status::kParseError, origin, ": a weight entry is incomplete");
-      if (w->dtype() != kWeightF16) fail(Status::kUnsupported, origin, ": weight '", w->name()->str(), "' has dtype code ", int(w->dtype()));
+      if (!w->name() || !w->dims() || !w->data())
+        fail(Status::kParseError, origin, ": a weight entry is incomplete");
+      if (w->dtype() != kWeightF16)
+        fail(Status::kUnsupported, origin, ": weight '", w->name()->str(), "' has dtype code ",
+             int(w->dtype()));
       Shape dims(w->dims()->begin(), w->dims()->end());
       int64_t count = 1;
       for (int64_t d : dims) {
-        if (d < 0 || d > (int64_t(1) << 31)) fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' has dimension ", d);
+        if (d < 0 || d > (int64_t(1) << 31))
+          fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' has dimension ", d);
         count *= d;
-        if (count > (int64_t(1) << 32)) fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' is too large");
+        if (count > (int64_t(1) << 32))
+          fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' is too large");
       }
       if (uint64_t(w->data()->size()) != uint64_t(count) * 2)
-        fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' holds ", w->data()->size(), " bytes, its shape needs ", count * 2);
+        fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' holds ", w->data()->size(),
+             " bytes, its shape needs ", count * 2);
       Tensor t(DType::kF32, dims);
       for (int64_t i = 0; i < count; ++i) {
         uint16_t h;
@@ -129,25 +147,36 @@ Loadable read_loadable(const uint8_t* data, size_t size, const std::string& orig
       io.constant_inputs[w->name()->str()] = std::move(t);
     }
   out.graph = import_onnx_bytes(l->network()->data(), l->network()->size(), io, origin + " (network)");
-  auto read_descs = [&](const flatbuffers::Vector<flatbuffers::Offset<fb::TensorDesc>>* v, const std::vector<int>& ids, bool inputs) {
+  auto read_descs = [&](const flatbuffers::Vector<flatbuffers::Offset<fb::TensorDesc>>* v,
+                        const std::vector<int>& ids, bool inputs) {
     std::vector<rt::TensorDesc> r;
     if (v->size() != ids.size())
-      fail(Status::kParseError, origin, ": ", v->size(), " ", inputs ? "input" : "output", " descriptors for a network with ", ids.size());
+      fail(Status::kParseError, origin, ": ", v->size(), " ", inputs ? "input" : "output",
+           " descriptors for a network with ", ids.size());
     for (size_t i = 0; i < ids.size(); ++i) {
       const fb::TensorDesc* d = v->Get(flatbuffers::uoffset_t(i));
       const Value& val = out.graph.value(ids[i]);
-      if (!d->name() || d->name()->str() != val.name || !d->io_format() || !d->stride() || d->stride()->size() != 8)
-        fail(Status::kParseError, origin, ": descriptor ", i, " does not describe network tensor '", val.name, "'");
+      if (!d->name() || d->name()->str() != val.name || !d->io_format() || !d->stride() ||
+          d->stride()->size() != 8)
+        fail(Status::kParseError, origin, ": descriptor ", i, " does not describe network tensor '", val.name,
+             "'");
       rt::IoSpec spec;
       spec.dtype = d->data_type() == 4 ? DType::kI8 : DType::kF16;
-      spec.format = rt::parse_io_formats(std::string(spec.dtype == DType::kI8 ? "int8:" : "fp16:") + d->io_format()->str(), 1, inputs)[0].format;
+      spec.format =
+          rt::parse_io_formats(
+              std::string(spec.dtype == DType::kI8 ? "int8:" : "fp16:") + d->io_format()->str(), 1, inputs)[0]
+              .format;
       // The descriptor must be exactly what this network tensor and format give: recompute and compare.
       rt::TensorDesc want = rt::make_desc(val.name, val.type.shape, spec, lim.line_stride_align_bytes);
-      bool same = want.size == d->size() && want.n == d->n() && want.c == d->c() && want.h == d->h() && want.w == d->w() &&
-                  want.data_format == d->data_format() && want.data_type == d->data_type() && want.data_category == d->data_category() &&
+      bool same = want.size == d->size() && want.n == d->n() && want.c == d->c() && want.h == d->h() &&
+                  want.w == d->w() && want.data_format == d->data_format() &&
+                  want.data_type == d->data_type() && want.data_category == d->data_category() &&
                   want.pixel_format == d->pixel_format() && want.pixel_mapping == d->pixel_mapping();
-      for (size_t k = 0; k < 8; ++k) same = same && want.stride[k] == d->stride()->Get(flatbuffers::uoffset_t(k));
-      if (!same) fail(Status::kParseError, origin, ": descriptor of '", val.name, "' disagrees with its tensor (size ", d->size(), ", expected ", want.size, ")");
+      for (size_t k = 0; k < 8; ++k)
+        same = same && want.stride[k] == d->stride()->Get(flatbuffers::uoffset_t(k));
+      if (!same)
+        fail(Status::kParseError, origin, ": descriptor of '", val.name, "' disagrees with its tensor (size ",
+             d->size(), ", expected ", want.size, ")");
       r.push_back(want);
     }
     return r;

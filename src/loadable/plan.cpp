@@ -9,7 +9,9 @@
 
 namespace dlakit {
 
-bool is_plan(const uint8_t* data, size_t size) { return data && size >= 8 && fbp::PlanBufferHasIdentifier(data); }
+bool is_plan(const uint8_t* data, size_t size) {
+  return data && size >= 8 && fbp::PlanBufferHasIdentifier(data);
+}
 
 std::string write_plan(const Graph& original, const Placement& p) {
   // cuDLA descriptor names hold 80 characters: internal tensors with longer names get a short unique
@@ -20,7 +22,8 @@ std::string write_plan(const Graph& original, const Placement& p) {
   for (int v : g.outputs) io[size_t(v)] = 1;
   for (size_t v = 0; v < g.values.size(); ++v)
     if (!io[v] && g.values[v].name.size() > 80)
-      g.values[v].name = "t" + std::to_string(v) + "~" + g.values[v].name.substr(g.values[v].name.size() - 60);
+      g.values[v].name =
+          "t" + std::to_string(v) + "~" + g.values[v].name.substr(g.values[v].name.size() - 60);
   flatbuffers::FlatBufferBuilder b(1 << 20);
   std::vector<flatbuffers::Offset<fbp::Segment>> segs;
   auto names = [&](const std::vector<int>& ids) {
@@ -46,7 +49,8 @@ std::string write_plan(const Graph& original, const Placement& p) {
     std::vector<flatbuffers::Offset<flatbuffers::String>> fin, fout;
     for (auto& n : in) fin.push_back(b.CreateString(n));
     for (auto& n : out) fout.push_back(b.CreateString(n));
-    segs.push_back(fbp::CreateSegmentDirect(b, s.device == Device::kDLA ? fbp::Device_DLA : fbp::Device_GPU, &bytes, &fin, &fout));
+    segs.push_back(fbp::CreateSegmentDirect(b, s.device == Device::kDLA ? fbp::Device_DLA : fbp::Device_GPU,
+                                            &bytes, &fin, &fout));
   }
   std::vector<flatbuffers::Offset<flatbuffers::String>> gin, gout;
   for (auto& n : names(g.inputs)) gin.push_back(b.CreateString(n));

@@ -81,7 +81,9 @@ std::string export_onnx(const Graph& g, const std::vector<int>& nodes, const std
     }
     const bool fused = n.has("dlakit_activation");
     for (size_t o = 0; o < n.outputs.size(); ++o)
-      np->add_output(n.outputs[o] < 0 ? "" : (fused && o == 0 ? g.value(n.outputs[0]).name + "/preact" : g.value(n.outputs[o]).name));
+      np->add_output(n.outputs[o] < 0 ? ""
+                                      : (fused && o == 0 ? g.value(n.outputs[0]).name + "/preact"
+                                                         : g.value(n.outputs[o]).name));
     for (auto& [name, a] : n.attrs)
       if (name.rfind("dlakit_", 0) != 0) add_attribute(np, name, a);
     if (fused) {  // the activation as its own node, reading the conv's pre-activation output
@@ -110,11 +112,13 @@ std::string export_onnx(const Graph& g, const std::vector<int>& nodes, const std
   for (int i : inits) fill_tensor(gp->add_initializer(), g.value(i).name, *g.value(i).constant);
   for (int i : inputs) fill_value_info(gp->add_input(), g.value(i));
   for (int o : outputs) {
-    if (g.value(o).constant && !inits.count(o)) fill_tensor(gp->add_initializer(), g.value(o).name, *g.value(o).constant);
+    if (g.value(o).constant && !inits.count(o))
+      fill_tensor(gp->add_initializer(), g.value(o).name, *g.value(o).constant);
     fill_value_info(gp->add_output(), g.value(o));
   }
   std::string bytes;
-  if (!m.SerializeToString(&bytes)) fail(Status::kInternal, "could not serialise ONNX graph '", graph_name, "'");
+  if (!m.SerializeToString(&bytes))
+    fail(Status::kInternal, "could not serialise ONNX graph '", graph_name, "'");
   return bytes;
 }
 

@@ -29,10 +29,11 @@ std::string read_file(const std::string& path) {
 
 void parse_model(onnx::ModelProto& m, const void* data, size_t size, const std::string& origin) {
   if (size == 0) fail(Status::kParseError, origin, ": file is empty");
-  if (size > (size_t(2) << 30)) fail(Status::kUnsupported, origin, ": models over 2 GiB (external data) are not supported");
+  if (size > (size_t(2) << 30))
+    fail(Status::kUnsupported, origin, ": models over 2 GiB (external data) are not supported");
   if (!m.ParseFromArray(data, int(size)))
-    fail(Status::kParseError, origin, ": not a valid ONNX model (protobuf parsing failed after reading ", size,
-         " bytes; the file is truncated, corrupt, or not ONNX)");
+    fail(Status::kParseError, origin, ": not a valid ONNX model (protobuf parsing failed after reading ",
+         size, " bytes; the file is truncated, corrupt, or not ONNX)");
   if (!m.has_graph()) fail(Status::kParseError, origin, ": the model has no graph");
 }
 
@@ -48,14 +49,17 @@ Tensor to_tensor(const onnx::TensorProto& t, const std::string& where) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
     fail(Status::kUnsupported, where, ": tensor '", t.name(), "' uses external data, which is not supported");
   auto dt = dtype_from_onnx(t.data_type());
-  if (!dt) fail(Status::kUnsupported, where, ": tensor '", t.name(), "' has dtype ", onnx_dtype_name(t.data_type()));
+  if (!dt)
+    fail(Status::kUnsupported, where, ": tensor '", t.name(), "' has dtype ", onnx_dtype_name(t.data_type()));
   Shape shape;
   int64_t count = 1;
   for (int64_t d : t.dims()) {
-    if (d < 0 || d > (int64_t(1) << 40)) fail(Status::kParseError, where, ": tensor '", t.name(), "' has dimension ", d);
+    if (d < 0 || d > (int64_t(1) << 40))
+      fail(Status::kParseError, where, ": tensor '", t.name(), "' has dimension ", d);
     shape.push_back(d);
     count *= d;
-    if (count > (int64_t(1) << 34)) fail(Status::kParseError, where, ": tensor '", t.name(), "' is too large");
+    if (count > (int64_t(1) << 34))
+      fail(Status::kParseError, where, ": tensor '", t.name(), "' is too large");
   }
   const size_t es = dtype_size(*dt);
   auto mismatch = [&](size_t got) {
@@ -83,11 +87,21 @@ Tensor to_tensor(const onnx::TensorProto& t, const std::string& where) {
       for (int64_t i = 0; i < count; ++i) {
         const int32_t v = t.int32_data(int(i));
         switch (*dt) {
-          case DType::kI32: out.data<int32_t>()[i] = v; break;
-          case DType::kI8: out.data<int8_t>()[i] = int8_t(v); break;
-          case DType::kU8: case DType::kBool: out.data<uint8_t>()[i] = uint8_t(v); break;
-          case DType::kF16: out.data<uint16_t>()[i] = uint16_t(v); break;
-          default: break;
+          case DType::kI32:
+            out.data<int32_t>()[i] = v;
+            break;
+          case DType::kI8:
+            out.data<int8_t>()[i] = int8_t(v);
+            break;
+          case DType::kU8:
+          case DType::kBool:
+            out.data<uint8_t>()[i] = uint8_t(v);
+            break;
+          case DType::kF16:
+            out.data<uint16_t>()[i] = uint16_t(v);
+            break;
+          default:
+            break;
         }
       }
   }
@@ -97,13 +111,20 @@ Tensor to_tensor(const onnx::TensorProto& t, const std::string& where) {
 Attribute to_attribute(const onnx::AttributeProto& a, const std::string& where) {
   using A = onnx::AttributeProto;
   switch (a.type()) {
-    case A::INT: return int64_t(a.i());
-    case A::FLOAT: return a.f();
-    case A::STRING: return a.s();
-    case A::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-    case A::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
-    case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
-    case A::TENSOR: return to_tensor(a.t(), where);
+    case A::INT:
+      return int64_t(a.i());
+    case A::FLOAT:
+      return a.f();
+    case A::STRING:
+      return a.s();
+    case A::INTS:
+      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case A::FLOATS:
+      return std::vector<float>(a.floats().begin(), a.floats().end());
+    case A::STRINGS:
+      return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    case A::TENSOR:
+      return to_tensor(a.t(), where);
     default:
       fail(Status::kUnsupported, where, ": attribute '", a.name(), "' has type ", int(a.type()),
            " (graphs, sparse tensors and type protos are not supported)");
@@ -140,12 +161,14 @@ class Importer {
       fail(Status::kUnsupported, origin_, ": opset ", g_.opset, "; dlakit imports opsets ", kMinOpset, " to ",
            kMaxOpset, " (convert the model with onnx.version_converter)");
     const auto& gp = m_.graph();
-    for (const auto& init : gp.initializer()) define(init.name(), -1, to_tensor(init, origin_ + " initializer"));
+    for (const auto& init : gp.initializer())
+      define(init.name(), -1, to_tensor(init, origin_ + " initializer"));
     add_inputs(gp);
     add_nodes(gp);
     for (const auto& o : gp.output()) {
       auto it = ids_.find(o.name());
-      if (it == ids_.end()) fail(Status::kParseError, origin_, ": graph output '", o.name(), "' is never produced");
+      if (it == ids_.end())
+        fail(Status::kParseError, origin_, ": graph output '", o.name(), "' is never produced");
       g_.outputs.push_back(it->second);
     }
     check_references();
@@ -194,10 +217,13 @@ class Importer {
         continue;
       }
       if (!in.type().has_tensor_type())
-        fail(Status::kUnsupported, origin_, ": input '", in.name(), "' is not a tensor (sequences and maps are not supported)");
+        fail(Status::kUnsupported, origin_, ": input '", in.name(),
+             "' is not a tensor (sequences and maps are not supported)");
       const auto& tt = in.type().tensor_type();
       auto dt = dtype_from_onnx(tt.elem_type());
-      if (!dt) fail(Status::kUnsupported, origin_, ": input '", in.name(), "' has dtype ", onnx_dtype_name(tt.elem_type()));
+      if (!dt)
+        fail(Status::kUnsupported, origin_, ": input '", in.name(), "' has dtype ",
+             onnx_dtype_name(tt.elem_type()));
       Shape shape;
       bool dyn = false;
       for (const auto& d : tt.shape().dim()) {
@@ -208,12 +234,12 @@ class Importer {
       if (pin != opt_.input_shapes.end()) {
         seen_pins.insert(in.name());
         if (pin->second.size() != shape.size())
-          fail(Status::kInvalidArgument, "--input-shape ", in.name(), ":", shape_str(pin->second), " has rank ",
-               pin->second.size(), " but the model's input has rank ", shape.size());
+          fail(Status::kInvalidArgument, "--input-shape ", in.name(), ":", shape_str(pin->second),
+               " has rank ", pin->second.size(), " but the model's input has rank ", shape.size());
         for (size_t i = 0; i < shape.size(); ++i)
           if (shape[i] >= 0 && shape[i] != pin->second[i])
-            fail(Status::kInvalidArgument, "--input-shape ", in.name(), ":", shape_str(pin->second), " sets dim ", i,
-                 " to ", pin->second[i], " but the model fixes it to ", shape[i]);
+            fail(Status::kInvalidArgument, "--input-shape ", in.name(), ":", shape_str(pin->second),
+                 " sets dim ", i, " to ", pin->second[i], " but the model fixes it to ", shape[i]);
         shape = pin->second;
       } else if (dyn) {
         std::string dims;
@@ -226,19 +252,21 @@ class Importer {
       g_.inputs.push_back(id);
     }
     for (auto& [name, t] : opt_.constant_inputs)
-      if (!seen_pins.count(name)) fail(Status::kInvalidArgument, "constant input '", name, "' is not a model input");
+      if (!seen_pins.count(name))
+        fail(Status::kInvalidArgument, "constant input '", name, "' is not a model input");
     for (auto& [name, s] : opt_.input_shapes)
       if (!seen_pins.count(name)) {
         std::string names;
         for (int id : g_.inputs) names += (names.empty() ? "" : ", ") + g_.value(id).name;
-        fail(Status::kInvalidArgument, "--input-shape names '", name, "', which is not a model input (inputs: ", names, ")");
+        fail(Status::kInvalidArgument, "--input-shape names '", name,
+             "', which is not a model input (inputs: ", names, ")");
       }
     if (!dynamic.empty()) {
       std::string list, example;
       for (auto& d : dynamic) list += "\n  " + d;
-      fail(Status::kInvalidArgument, origin_, ": ", dynamic.size(), " input(s) have dynamic dimensions:", list,
-           "\nPin them with --input-shape, e.g. --input-shape ", dynamic[0].substr(0, dynamic[0].find(' ')),
-           ":1x3x640x640");
+      fail(Status::kInvalidArgument, origin_, ": ", dynamic.size(),
+           " input(s) have dynamic dimensions:", list, "\nPin them with --input-shape, e.g. --input-shape ",
+           dynamic[0].substr(0, dynamic[0].find(' ')), ":1x3x640x640");
     }
   }
 
@@ -251,8 +279,8 @@ class Importer {
       auto op = op_from_name(np.op_type());
       const bool std_domain = np.domain().empty() || np.domain() == "ai.onnx";
       if (!op || !std_domain) {
-        unsupported.push_back(cat(name, " (", np.domain().empty() ? "" : np.domain() + ".", np.op_type(), ", opset ",
-                                  g_.opset, "): op not in dlakit's op list"));
+        unsupported.push_back(cat(name, " (", np.domain().empty() ? "" : np.domain() + ".", np.op_type(),
+                                  ", opset ", g_.opset, "): op not in dlakit's op list"));
         continue;
       }
       Node n;
@@ -320,7 +348,8 @@ class Importer {
       try {
         std::vector<TensorType> types = op_impl(n.op).infer(InferContext(g_, n));
         if (types.size() < n.outputs.size())
-          fail(Status::kParseError, n.label(), " has ", n.outputs.size(), " outputs; the op defines ", types.size());
+          fail(Status::kParseError, n.label(), " has ", n.outputs.size(), " outputs; the op defines ",
+               types.size());
         for (size_t o = 0; o < n.outputs.size(); ++o)
           if (n.outputs[o] >= 0) g_.value(n.outputs[o]).type = types[o];
         // Shape of a statically shaped tensor is a constant, whatever computes the tensor.
@@ -351,8 +380,7 @@ class Importer {
     if (!errors.empty()) {
       std::string list;
       for (auto& e : errors) list += "\n  " + e;
-      fail(Status::kUnsupported, origin_, ": ", errors.size(),
-           " node(s) could not be imported:", list);
+      fail(Status::kUnsupported, origin_, ": ", errors.size(), " node(s) could not be imported:", list);
     }
     std::vector<Node> kept;
     for (size_t k = 0; k < g_.nodes.size(); ++k)
@@ -396,7 +424,8 @@ OnnxSignature read_onnx_signature(const std::string& path) {
   for (const auto& i : m.graph().input())
     if (!inits.count(i.name())) s.inputs.push_back(io_of(i));
   for (const auto& o : m.graph().output()) s.outputs.push_back(io_of(o));
-  for (const auto& n : m.graph().node()) ++s.op_histogram[(n.domain().empty() ? "" : n.domain() + ".") + n.op_type()];
+  for (const auto& n : m.graph().node())
+    ++s.op_histogram[(n.domain().empty() ? "" : n.domain() + ".") + n.op_type()];
   s.node_count = m.graph().node_size();
   return s;
 }
@@ -417,7 +446,8 @@ std::map<std::string, Shape> parse_input_shapes(const std::string& spec) {
       char* end = nullptr;
       long long v = std::strtoll(d.c_str(), &end, 10);
       if (d.empty() || *end || v < 1 || v > (1LL << 31))
-        fail(Status::kInvalidArgument, "--input-shape entry '", item, "': dimension '", d, "' is not a positive integer");
+        fail(Status::kInvalidArgument, "--input-shape entry '", item, "': dimension '", d,
+             "' is not a positive integer");
       s.push_back(v);
     }
     out[item.substr(0, colon)] = s;

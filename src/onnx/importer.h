@@ -10,8 +10,8 @@
 namespace dlakit {
 
 struct ImportOptions {
-  std::map<std::string, Shape> input_shapes;  // pins dynamic input dims: name -> full shape
-  bool fold_constants = true;                  // Q/DQ nodes are never folded (their scales matter)
+  std::map<std::string, Shape> input_shapes;      // pins dynamic input dims: name -> full shape
+  bool fold_constants = true;                     // Q/DQ nodes are never folded (their scales matter)
   std::map<std::string, Tensor> constant_inputs;  // graph inputs bound to values at import (become constants)
 };
 
@@ -31,7 +31,8 @@ struct OnnxSignature {
 };
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& opt = {});
-Graph import_onnx_bytes(const void* data, size_t size, const ImportOptions& opt = {}, const std::string& origin = "<memory>");
+Graph import_onnx_bytes(const void* data, size_t size, const ImportOptions& opt = {},
+                        const std::string& origin = "<memory>");
 OnnxSignature read_onnx_signature(const std::string& path);
 
 // Parses "x:1x3x224x224[,y:1x10]" into the map; an error names the bad entry.

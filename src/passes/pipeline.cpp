@@ -23,9 +23,11 @@ const std::vector<PassInfo>& dla_pipeline() {
   static const std::vector<PassInfo> p = {
       {"remove-identity", "drop Identity and inference-mode Dropout", passes::remove_identity},
       {"fold-constants", "evaluate nodes whose inputs are all constant", passes::fold_constants},
-      {"fold-batchnorm", "fold BatchNormalization into the preceding Conv/ConvTranspose", passes::fold_batchnorm},
+      {"fold-batchnorm", "fold BatchNormalization into the preceding Conv/ConvTranspose",
+       passes::fold_batchnorm},
       {"fold-pad", "fold a zero Pad into the next Conv's padding", passes::fold_pad},
-      {"decompose", "HardSigmoid/HardSwish -> Mul/Add + clipped ReLU (DLA Scale + Activation)", passes::decompose},
+      {"decompose", "HardSigmoid/HardSwish -> Mul/Add + clipped ReLU (DLA Scale + Activation)",
+       passes::decompose},
       {"fuse-activation", "fuse Relu/Clip/LeakyRelu into the preceding Conv", passes::fuse_activation},
       {"dead-code", "remove nodes that reach no output", passes::eliminate_dead_code},
   };

@@ -29,9 +29,11 @@ void fold_batchnorm(Graph& g, std::vector<Remark>& r) {
     const int x = bn.inputs[0];
     const int pi = g.value(x).producer;
     auto decline = [&](const std::string& why) {
-      r.push_back({"fold-batchnorm", bn.name, false, "not folded: " + why + " (it maps to a DLA Scale layer instead)"});
+      r.push_back({"fold-batchnorm", bn.name, false,
+                   "not folded: " + why + " (it maps to a DLA Scale layer instead)"});
     };
-    if (pi < 0 || (g.nodes[size_t(pi)].op != OpKind::Conv && g.nodes[size_t(pi)].op != OpKind::ConvTranspose)) {
+    if (pi < 0 ||
+        (g.nodes[size_t(pi)].op != OpKind::Conv && g.nodes[size_t(pi)].op != OpKind::ConvTranspose)) {
       decline("its input comes from " + describe_producer(g, x) + ", not a Conv");
       continue;
     }
@@ -86,7 +88,9 @@ void fold_pad(Graph& g, std::vector<Remark>& r) {
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& pad = g.nodes[k];
     if (pad.op != OpKind::Pad) continue;
-    auto decline = [&](const std::string& why) { r.push_back({"fold-pad", pad.name, false, "not folded: " + why}); };
+    auto decline = [&](const std::string& why) {
+      r.push_back({"fold-pad", pad.name, false, "not folded: " + why});
+    };
     if (pad.attr_str("mode", "constant") != "constant") {
       decline("mode is " + pad.attr_str("mode", "constant") + ", not constant");
       continue;
@@ -133,8 +137,8 @@ void fold_pad(Graph& g, std::vector<Remark>& r) {
       const int64_t kern = w[size_t(2 + i % 2)];
       if (np[i] < 0 || np[i] >= kern || np[i] > 31) {
         ok = false;
-        why = "the combined padding " + std::to_string(np[i]) + " would not be below the kernel size " + std::to_string(kern) +
-              " (a DLA requirement)";
+        why = "the combined padding " + std::to_string(np[i]) + " would not be below the kernel size " +
+              std::to_string(kern) + " (a DLA requirement)";
       }
     }
     if (!ok) {
@@ -152,8 +156,11 @@ void fold_pad(Graph& g, std::vector<Remark>& r) {
 namespace {
 
 // y = Clip(x * alpha + beta, 0, 1), emitted as three DLA-friendly nodes.
-int emit_hardsigmoid(Graph& g, std::vector<Node>& out, const std::string& base, int x, float alpha, float beta, int opset) {
-  auto value_like = [&](const std::string& suffix) { return g.add_value(fresh_name(g, base + suffix), g.value(x).type); };
+int emit_hardsigmoid(Graph& g, std::vector<Node>& out, const std::string& base, int x, float alpha,
+                     float beta, int opset) {
+  auto value_like = [&](const std::string& suffix) {
+    return g.add_value(fresh_name(g, base + suffix), g.value(x).type);
+  };
   auto node = [&](OpKind op, const std::string& suffix, std::vector<int> ins, int o) {
     Node n;
     n.op = op;
@@ -194,10 +201,12 @@ void decompose(Graph& g, std::vector<Remark>& r) {
     }
     const int x = n.inputs[0], y = n.outputs[0];
     if (n.op == OpKind::HardSigmoid) {
-      const int hs = emit_hardsigmoid(g, result, n.name, x, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f), n.opset);
+      const int hs = emit_hardsigmoid(g, result, n.name, x, n.attr_float("alpha", 0.2f),
+                                      n.attr_float("beta", 0.5f), n.opset);
       result.back().outputs[0] = y;  // the Clip writes the original output
       (void)hs;
-      r.push_back({"decompose", n.name, true, "HardSigmoid -> Mul, Add, Clip(0,1) (DLA Scale + clipped ReLU)"});
+      r.push_back(
+          {"decompose", n.name, true, "HardSigmoid -> Mul, Add, Clip(0,1) (DLA Scale + clipped ReLU)"});
     } else {
       const int hs = emit_hardsigmoid(g, result, n.name, x, 1.f / 6.f, 0.5f, n.opset);
       Node mul;
@@ -249,7 +258,8 @@ void fuse_activation(Graph& g, std::vector<Remark>& r) {
     if (!params.empty()) conv.attrs["dlakit_activation_params"] = params;
     conv.outputs[0] = act.outputs[0];
     drop.insert(int(k));
-    r.push_back({"fuse-activation", act.name, true, std::string(op_name(act.op)) + " fused into " + conv.label()});
+    r.push_back(
+        {"fuse-activation", act.name, true, std::string(op_name(act.op)) + " fused into " + conv.label()});
   }
   remove_nodes(g, drop);
 }

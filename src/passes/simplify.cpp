@@ -23,7 +23,8 @@ void remove_identity(Graph& g, std::vector<Remark>& r) {
       // Let the producer write the graph output directly, unless another reader needs the old name.
       Node& p = g.nodes[size_t(g.value(in).producer)];
       if (consumers(g, in).size() > 1 || is_graph_output(g, in)) {
-        r.push_back({"remove-identity", n.name, false, "its input has other readers and its output is a graph output"});
+        r.push_back({"remove-identity", n.name, false,
+                     "its input has other readers and its output is a graph output"});
         continue;
       }
       for (int& o : p.outputs)

@@ -98,13 +98,15 @@ void build_segments(const Graph& g, Placement& p) {
       if (L.device != s.device) {
         std::string why = g.nodes[k].label() + " runs on " + device_name(L.device);
         if (L.device == Device::kGPU && !L.cap.reasons.empty())
-          why += " (" + std::string(dla::reason_code_name(L.cap.reasons[0].code)) + ": " + L.cap.reasons[0].field + " = " +
-                 L.cap.reasons[0].actual + ", limit " + L.cap.reasons[0].limit + ")";
+          why += " (" + std::string(dla::reason_code_name(L.cap.reasons[0].code)) + ": " +
+                 L.cap.reasons[0].field + " = " + L.cap.reasons[0].actual + ", limit " +
+                 L.cap.reasons[0].limit + ")";
         else if (L.device == Device::kGPU)
           why += " (" + L.decision + ")";
         s.ends_because = why;
       } else {
-        s.ends_because = g.nodes[k].label() + " could not join: it also reads a value computed outside this segment that "
+        s.ends_because = g.nodes[k].label() +
+                         " could not join: it also reads a value computed outside this segment that "
                          "depends on it (merging would create a cycle)";
       }
       break;
@@ -136,7 +138,8 @@ std::vector<std::pair<std::string, Device>> parse_device_overrides(const std::st
     const size_t c = item.rfind(':');
     const std::string dev = c == std::string::npos ? "" : item.substr(c + 1);
     if (c == std::string::npos || c == 0 || (dev != "GPU" && dev != "DLA" && dev != "gpu" && dev != "dla"))
-      fail(Status::kInvalidArgument, "device override '", item, "' should be NAME:GPU or NAME:DLA (NAME may use * and ?)");
+      fail(Status::kInvalidArgument, "device override '", item,
+           "' should be NAME:GPU or NAME:DLA (NAME may use * and ?)");
     r.push_back({item.substr(0, c), dev == "GPU" || dev == "gpu" ? Device::kGPU : Device::kDLA});
   }
   return r;
@@ -169,21 +172,25 @@ Placement place(const Graph& g, const PlacementOptions& opt) {
     LayerPlacement& L = p.layers[k];
     L.macs = node_macs(g, n);
     L.precision = opt.precision;
-    if (auto* pr = match(opt.layer_precisions, n.name)) L.precision = *pr;
-    else if (auto* po = match(opt.op_precisions, std::string(op_name(n.op)))) L.precision = *po;
+    if (auto* pr = match(opt.layer_precisions, n.name))
+      L.precision = *pr;
+    else if (auto* po = match(opt.op_precisions, std::string(op_name(n.op))))
+      L.precision = *po;
     L.cap = dla::check_node(g, n, lim, L.precision);
     const Device* forced = match(opt.layer_devices, n.name);
     if (!forced) forced = match(opt.op_devices, std::string(op_name(n.op)));
     if (forced && *forced == Device::kGPU) {
       L.device = Device::kGPU;
       L.decision = "override: --layerDeviceTypes put it on the GPU";
-      L.cap.add(dla::ReasonCode::UserOverride, "device", "GPU", "-", "remove the override to let dlakit place it");
+      L.cap.add(dla::ReasonCode::UserOverride, "device", "GPU", "-",
+                "remove the override to let dlakit place it");
     } else if (L.cap.ok()) {
       L.device = Device::kDLA;
       L.decision = forced ? "override: DLA (and supported)" : "supported";
     } else {
       L.device = Device::kGPU;
-      L.decision = forced ? "override asked for DLA, but the layer is not supported there" : "not supported on the DLA";
+      L.decision = forced ? "override asked for DLA, but the layer is not supported there"
+                          : "not supported on the DLA";
     }
   }
   // Tiny islands (fallback mode only): re-partition until stable.
@@ -195,15 +202,18 @@ Placement place(const Graph& g, const PlacementOptions& opt) {
       int dla_segments = 0;
       for (auto& s : p.segments) dla_segments += s.device == Device::kDLA;
       for (const Segment& s : p.segments) {
-        if (s.device != Device::kDLA || dla_segments <= 1 || int(s.nodes.size()) >= opt.min_island_layers) continue;
+        if (s.device != Device::kDLA || dla_segments <= 1 || int(s.nodes.size()) >= opt.min_island_layers)
+          continue;
         const double share = p.total_macs ? double(s.macs) / double(p.total_macs) : 0.0;
         if (share >= opt.min_island_mac_share) continue;
         for (int k : s.nodes) {
           if (match(opt.layer_devices, g.nodes[size_t(k)].name)) continue;  // the user asked for it
           p.layers[size_t(k)].device = Device::kGPU;
           char buf[160];
-          std::snprintf(buf, sizeof buf, "tiny DLA island (%zu layer(s), %.2f%% of MACs): a DLA round trip costs more than it saves",
-                        s.nodes.size(), 100.0 * share);
+          std::snprintf(
+              buf, sizeof buf,
+              "tiny DLA island (%zu layer(s), %.2f%% of MACs): a DLA round trip costs more than it saves",
+              s.nodes.size(), 100.0 * share);
           p.layers[size_t(k)].decision = buf;
           moved = true;
         }
@@ -238,29 +248,41 @@ Placement place(const Graph& g, const PlacementOptions& opt) {
   for (auto& s : p.segments) p.dla_loadables += s.device == Device::kDLA;
   p.transitions = count_transitions(g, p);
   p.standalone_possible = p.dla_loadables == 1 && p.dla_layers == p.total_layers;
-  const double share = p.total_macs ? double(p.dla_macs) / double(p.total_macs) : double(p.dla_layers) / std::max(p.total_layers, 1);
+  const double share = p.total_macs ? double(p.dla_macs) / double(p.total_macs)
+                                    : double(p.dla_layers) / std::max(p.total_layers, 1);
   char buf[400];
   if (p.standalone_possible)
-    std::snprintf(buf, sizeof buf, "standalone: the whole network is one DLA graph; build it with --buildDLAStandalone and run it with cuDLA");
+    std::snprintf(buf, sizeof buf,
+                  "standalone: the whole network is one DLA graph; build it with --buildDLAStandalone and "
+                  "run it with cuDLA");
   else if (share >= 0.9 && p.transitions > 6) {
     // Most work fits, but the graph ping-pongs: name the op type that breaks it most often.
     std::map<std::string, int> breakers;
     for (size_t k = 0; k < g.nodes.size(); ++k)
       if (p.layers[k].device == Device::kGPU && !no_op(g.nodes[k])) ++breakers[op_name(g.nodes[k].op)];
-    auto top = std::max_element(breakers.begin(), breakers.end(), [](auto& a, auto& b) { return a.second < b.second; });
-    std::snprintf(buf, sizeof buf,
-                  "fragmented hybrid: %.1f%% of the MACs fit the DLA, but %d DLA loadables and %d DLA<->GPU transitions will eat the "
-                  "gain; fix the %d GPU %s layer(s) first (see their reasons), then build with --allowGPUFallback",
-                  100 * share, p.dla_loadables, p.transitions, top == breakers.end() ? 0 : top->second,
-                  top == breakers.end() ? "" : top->first.c_str());
+    auto top = std::max_element(breakers.begin(), breakers.end(),
+                                [](auto& a, auto& b) { return a.second < b.second; });
+    std::snprintf(
+        buf, sizeof buf,
+        "fragmented hybrid: %.1f%% of the MACs fit the DLA, but %d DLA loadables and %d DLA<->GPU "
+        "transitions will eat the "
+        "gain; fix the %d GPU %s layer(s) first (see their reasons), then build with --allowGPUFallback",
+        100 * share, p.dla_loadables, p.transitions, top == breakers.end() ? 0 : top->second,
+        top == breakers.end() ? "" : top->first.c_str());
   } else if (share >= 0.9)
-    std::snprintf(buf, sizeof buf, "hybrid: %.1f%% of the MACs run on the DLA; build with --allowGPUFallback (%d DLA loadable(s), %d DLA<->GPU transitions)",
+    std::snprintf(buf, sizeof buf,
+                  "hybrid: %.1f%% of the MACs run on the DLA; build with --allowGPUFallback (%d DLA "
+                  "loadable(s), %d DLA<->GPU transitions)",
                   100 * share, p.dla_loadables, p.transitions);
   else if (share >= 0.8)
-    std::snprintf(buf, sizeof buf, "borderline: %.1f%% of the MACs on the DLA; fix the GPU layers listed above to reach 90%%, or measure both placements",
+    std::snprintf(buf, sizeof buf,
+                  "borderline: %.1f%% of the MACs on the DLA; fix the GPU layers listed above to reach 90%%, "
+                  "or measure both placements",
                   100 * share);
   else
-    std::snprintf(buf, sizeof buf, "GPU: only %.1f%% of the MACs can run on the DLA; keep this model on the GPU and give the DLA another stream",
+    std::snprintf(buf, sizeof buf,
+                  "GPU: only %.1f%% of the MACs can run on the DLA; keep this model on the GPU and give the "
+                  "DLA another stream",
                   100 * share);
   p.recommendation = buf;
   if (opt.standalone && !p.standalone_possible) {
@@ -272,13 +294,14 @@ Placement place(const Graph& g, const PlacementOptions& opt) {
       ++count;
       list += "\n  " + g.nodes[k].label();
       for (auto& r : L.cap.reasons)
-        list += "\n    - " + std::string(dla::reason_code_name(r.code)) + ": " + r.field + " = " + r.actual + " (limit " + r.limit +
-                "); fix: " + r.fix;
+        list += "\n    - " + std::string(dla::reason_code_name(r.code)) + ": " + r.field + " = " + r.actual +
+                " (limit " + r.limit + "); fix: " + r.fix;
     }
     if (count == 0)
-      list = "\n  every layer is supported, but they form " + std::to_string(p.dla_loadables) + " DLA graphs (a cycle through a no-op)";
-    fail(Status::kUnsupported, "--buildDLAStandalone: the network cannot be one DLA graph on ", opt.target, "; ", count,
-         " layer(s) cannot run on the DLA:", list);
+      list = "\n  every layer is supported, but they form " + std::to_string(p.dla_loadables) +
+             " DLA graphs (a cycle through a no-op)";
+    fail(Status::kUnsupported, "--buildDLAStandalone: the network cannot be one DLA graph on ", opt.target,
+         "; ", count, " layer(s) cannot run on the DLA:", list);
   }
   return p;
 }

@@ -17,7 +17,7 @@ const char* device_name(Device d);
 
 struct PlacementOptions {
   std::string target = "orin";
-  bool standalone = false;                          // the whole network must be one DLA graph
+  bool standalone = false;                           // the whole network must be one DLA graph
   dla::Precision precision = dla::Precision::kFP16;  // default DLA precision (--int8 gives INT8)
   int dla_core = 0;
   // Overrides, first match wins: (glob over layer names, value); op-type overrides use the op name.
@@ -41,10 +41,10 @@ struct LayerPlacement {
 struct Segment {
   int id = 0;
   Device device = Device::kGPU;
-  std::vector<int> nodes;             // node indices, topological
-  std::vector<int> inputs, outputs;   // value ids crossing the segment boundary (or graph I/O)
+  std::vector<int> nodes;            // node indices, topological
+  std::vector<int> inputs, outputs;  // value ids crossing the segment boundary (or graph I/O)
   int64_t macs = 0;
-  std::string ends_because;           // why the segment stops where it does
+  std::string ends_because;  // why the segment stops where it does
 };
 
 struct Placement {
@@ -52,7 +52,7 @@ struct Placement {
   PlacementOptions options;
   std::vector<LayerPlacement> layers;  // parallel to graph.nodes
   std::vector<Segment> segments;
-  std::vector<Remark> remarks;         // from the passes
+  std::vector<Remark> remarks;  // from the passes
   int dla_layers = 0, total_layers = 0, transitions = 0, dla_loadables = 0;
   int64_t dla_macs = 0, total_macs = 0;
   bool standalone_possible = false;

@@ -29,13 +29,16 @@ std::string layer_name(const Node& n) {
 std::string placement_text(const Graph& g, const Placement& p) {
   std::ostringstream os;
   os << "target: " << p.target << " (DLA " << dla::limits_for(p.target).dla_version << "), mode: " << p.mode
-     << ", default precision: " << dla::precision_name(p.options.precision) << ", DLA core " << p.options.dla_core << "\n\n";
-  os << pad("#", 5) << pad("layer", 38) << pad("op", 16) << pad("output", 18) << pad("device", 7) << pad("prec", 6) << "why\n";
+     << ", default precision: " << dla::precision_name(p.options.precision) << ", DLA core "
+     << p.options.dla_core << "\n\n";
+  os << pad("#", 5) << pad("layer", 38) << pad("op", 16) << pad("output", 18) << pad("device", 7)
+     << pad("prec", 6) << "why\n";
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     const LayerPlacement& L = p.layers[k];
     os << pad(std::to_string(k), 5) << pad(n.name, 38) << pad(layer_name(n), 16) << pad(out_shape(g, n), 18)
-       << pad(device_name(L.device), 7) << pad(L.device == Device::kDLA ? dla::precision_name(L.precision) : "fp32", 6);
+       << pad(device_name(L.device), 7)
+       << pad(L.device == Device::kDLA ? dla::precision_name(L.precision) : "fp32", 6);
     if (L.device == Device::kDLA) {
       os << "-> " << L.cap.dla_layer;
       for (auto& note : L.cap.notes) os << "; note: " << note;
@@ -44,8 +47,9 @@ std::string placement_text(const Graph& g, const Placement& p) {
     }
     os << L.decision << "\n";
     for (auto& r : L.cap.reasons)
-      os << pad("", 10) << "- " << dla::reason_code_name(r.code) << ": " << r.field << " = " << r.actual << " (limit " << r.limit
-         << ")\n" << pad("", 12) << "fix: " << r.fix << "\n";
+      os << pad("", 10) << "- " << dla::reason_code_name(r.code) << ": " << r.field << " = " << r.actual
+         << " (limit " << r.limit << ")\n"
+         << pad("", 12) << "fix: " << r.fix << "\n";
   }
   os << "\nsegments:\n";
   for (const Segment& s : p.segments) {
@@ -57,12 +61,14 @@ std::string placement_text(const Graph& g, const Placement& p) {
     os << buf << "\n      ends because " << s.ends_because << "\n";
   }
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "\nsummary: %d/%d layers on the DLA (%.1f%%), %.3f/%.3f GMACs on the DLA (%.1f%%), %d DLA loadable(s), "
-                "%d DLA<->GPU transition(s)\nstandalone build possible: %s\nrecommendation: %s\n",
-                p.dla_layers, p.total_layers, p.total_layers ? 100.0 * p.dla_layers / p.total_layers : 0.0, double(p.dla_macs) / 1e9,
-                double(p.total_macs) / 1e9, p.total_macs ? 100.0 * double(p.dla_macs) / double(p.total_macs) : 0.0, p.dla_loadables,
-                p.transitions, p.standalone_possible ? "yes" : "no", p.recommendation.c_str());
+  std::snprintf(
+      buf, sizeof buf,
+      "\nsummary: %d/%d layers on the DLA (%.1f%%), %.3f/%.3f GMACs on the DLA (%.1f%%), %d DLA loadable(s), "
+      "%d DLA<->GPU transition(s)\nstandalone build possible: %s\nrecommendation: %s\n",
+      p.dla_layers, p.total_layers, p.total_layers ? 100.0 * p.dla_layers / p.total_layers : 0.0,
+      double(p.dla_macs) / 1e9, double(p.total_macs) / 1e9,
+      p.total_macs ? 100.0 * double(p.dla_macs) / double(p.total_macs) : 0.0, p.dla_loadables, p.transitions,
+      p.standalone_possible ? "yes" : "no", p.recommendation.c_str());
   os << buf;
   return os.str();
 }
@@ -81,30 +87,49 @@ nlohmann::json placement_json(const Graph& g, const Placement& p) {
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& n = g.nodes[k];
     const LayerPlacement& L = p.layers[k];
-    json l{{"index", k}, {"name", n.name}, {"op", op_name(n.op)}, {"output_shape", out_shape(g, n)},
-           {"device", device_name(L.device)}, {"precision", L.device == Device::kDLA ? dla::precision_name(L.precision) : "fp32"},
-           {"dla_layer", L.cap.dla_layer}, {"decision", L.decision}, {"segment", L.segment}, {"macs", L.macs}};
+    json l{{"index", k},
+           {"name", n.name},
+           {"op", op_name(n.op)},
+           {"output_shape", out_shape(g, n)},
+           {"device", device_name(L.device)},
+           {"precision", L.device == Device::kDLA ? dla::precision_name(L.precision) : "fp32"},
+           {"dla_layer", L.cap.dla_layer},
+           {"decision", L.decision},
+           {"segment", L.segment},
+           {"macs", L.macs}};
     if (n.has("dlakit_activation")) l["fused_activation"] = n.attr_str("dlakit_activation", "");
     l["reasons"] = json::array();
     for (auto& r : L.cap.reasons)
-      l["reasons"].push_back({{"code", dla::reason_code_name(r.code)}, {"field", r.field}, {"actual", r.actual}, {"limit", r.limit}, {"fix", r.fix}});
+      l["reasons"].push_back({{"code", dla::reason_code_name(r.code)},
+                              {"field", r.field},
+                              {"actual", r.actual},
+                              {"limit", r.limit},
+                              {"fix", r.fix}});
     l["notes"] = L.cap.notes;
     j["layers"].push_back(l);
   }
   j["segments"] = json::array();
   for (const Segment& s : p.segments) {
-    json seg{{"id", s.id}, {"device", device_name(s.device)}, {"macs", s.macs}, {"ends_because", s.ends_because}};
+    json seg{
+        {"id", s.id}, {"device", device_name(s.device)}, {"macs", s.macs}, {"ends_because", s.ends_because}};
     for (int k : s.nodes) seg["layers"].push_back(g.nodes[size_t(k)].name);
     for (int v : s.inputs) seg["inputs"].push_back(g.value(v).name);
     for (int v : s.outputs) seg["outputs"].push_back(g.value(v).name);
     j["segments"].push_back(seg);
   }
-  j["summary"] = {{"dla_layers", p.dla_layers}, {"total_layers", p.total_layers}, {"dla_macs", p.dla_macs}, {"total_macs", p.total_macs},
+  j["summary"] = {{"dla_layers", p.dla_layers},
+                  {"total_layers", p.total_layers},
+                  {"dla_macs", p.dla_macs},
+                  {"total_macs", p.total_macs},
                   {"dla_mac_share", p.total_macs ? double(p.dla_macs) / double(p.total_macs) : 0.0},
-                  {"dla_loadables", p.dla_loadables}, {"transitions", p.transitions},
-                  {"standalone_possible", p.standalone_possible}, {"recommendation", p.recommendation}};
+                  {"dla_loadables", p.dla_loadables},
+                  {"transitions", p.transitions},
+                  {"standalone_possible", p.standalone_possible},
+                  {"recommendation", p.recommendation}};
   j["remarks"] = json::array();
-  for (auto& r : p.remarks) j["remarks"].push_back({{"pass", r.pass}, {"node", r.node}, {"applied", r.applied}, {"message", r.message}});
+  for (auto& r : p.remarks)
+    j["remarks"].push_back(
+        {{"pass", r.pass}, {"node", r.node}, {"applied", r.applied}, {"message", r.message}});
   return j;
 }
 
@@ -119,25 +144,33 @@ std::string explain_node(const Graph& g, const Placement& p, const std::string& 
     os << n.label() << "  (layer #" << k << ", opset " << n.opset << ")\n";
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (n.inputs[i] >= 0)
-        os << "  input[" << i << "]  " << g.value(n.inputs[i]).name << "  " << type_str(g.value(n.inputs[i]).type)
-           << (g.value(n.inputs[i]).constant ? "  (constant)" : "") << "\n";
+        os << "  input[" << i << "]  " << g.value(n.inputs[i]).name << "  "
+           << type_str(g.value(n.inputs[i]).type) << (g.value(n.inputs[i]).constant ? "  (constant)" : "")
+           << "\n";
     for (size_t i = 0; i < n.outputs.size(); ++i)
-      if (n.outputs[i] >= 0) os << "  output[" << i << "] " << g.value(n.outputs[i]).name << "  " << type_str(g.value(n.outputs[i]).type) << "\n";
-    os << "  DLA layer: " << (L.cap.dla_layer.empty() ? "(none)" : L.cap.dla_layer) << "\n  device: " << device_name(L.device)
-       << " (" << L.decision << "), segment " << L.segment << ", precision "
-       << (L.device == Device::kDLA ? dla::precision_name(L.precision) : "fp32") << ", " << L.macs << " MACs\n";
+      if (n.outputs[i] >= 0)
+        os << "  output[" << i << "] " << g.value(n.outputs[i]).name << "  "
+           << type_str(g.value(n.outputs[i]).type) << "\n";
+    os << "  DLA layer: " << (L.cap.dla_layer.empty() ? "(none)" : L.cap.dla_layer)
+       << "\n  device: " << device_name(L.device) << " (" << L.decision << "), segment " << L.segment
+       << ", precision " << (L.device == Device::kDLA ? dla::precision_name(L.precision) : "fp32") << ", "
+       << L.macs << " MACs\n";
     if (L.cap.reasons.empty()) os << "  reasons: none, the " << p.target << " DLA can run it\n";
     for (auto& r : L.cap.reasons)
-      os << "  reason " << dla::reason_code_name(r.code) << " (" << dla::reason_code_text(r.code) << ")\n    field:  " << r.field
-         << "\n    actual: " << r.actual << "\n    limit:  " << r.limit << "\n    fix:    " << r.fix << "\n";
+      os << "  reason " << dla::reason_code_name(r.code) << " (" << dla::reason_code_text(r.code)
+         << ")\n    field:  " << r.field << "\n    actual: " << r.actual << "\n    limit:  " << r.limit
+         << "\n    fix:    " << r.fix << "\n";
     for (auto& note : L.cap.notes) os << "  note: " << note << "\n";
   }
   for (auto& r : p.remarks)
-    if (r.node == name) os << "  pass " << r.pass << ": " << (r.applied ? "" : "declined: ") << r.message << "\n";
+    if (r.node == name)
+      os << "  pass " << r.pass << ": " << (r.applied ? "" : "declined: ") << r.message << "\n";
   if (!found) {
     bool removed = false;
     for (auto& r : p.remarks) removed = removed || r.node == name;
-    if (!removed) fail(Status::kInvalidArgument, "--explain: no layer named '", name, "' (see the names in dlakit inspect)");
+    if (!removed)
+      fail(Status::kInvalidArgument, "--explain: no layer named '", name,
+           "' (see the names in dlakit inspect)");
     os.str(name + " is no longer a layer: a pass removed or merged it\n" + os.str());
   }
   return os.str();

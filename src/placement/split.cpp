@@ -46,7 +46,10 @@ namespace {
 
 nlohmann::json io_json(const Graph& g, const std::vector<int>& ids) {
   nlohmann::json a = nlohmann::json::array();
-  for (int v : ids) a.push_back({{"name", g.value(v).name}, {"dtype", dtype_name(g.value(v).type.dtype)}, {"shape", g.value(v).type.shape}});
+  for (int v : ids)
+    a.push_back({{"name", g.value(v).name},
+                 {"dtype", dtype_name(g.value(v).type.dtype)},
+                 {"shape", g.value(v).type.shape}});
   return a;
 }
 
@@ -55,13 +58,16 @@ std::string trtexec_line(const Placement& p, const Segment& s, const std::string
   if (s.device == Device::kGPU)
     return "trtexec --onnx=" + file + " --fp16 --saveEngine=segment_" + std::to_string(k) + "_gpu.plan";
   const std::string fmt = int8 ? "int8:chw32" : "fp16:chw16";
-  return "trtexec --onnx=" + file + " --useDLACore=" + std::to_string(p.options.dla_core) + (int8 ? " --int8 --calib=calibration.cache" : " --fp16") +
-         " --buildDLAStandalone --inputIOFormats=" + fmt + " --outputIOFormats=" + fmt + " --saveEngine=segment_" + std::to_string(k) + ".dla";
+  return "trtexec --onnx=" + file + " --useDLACore=" + std::to_string(p.options.dla_core) +
+         (int8 ? " --int8 --calib=calibration.cache" : " --fp16") +
+         " --buildDLAStandalone --inputIOFormats=" + fmt + " --outputIOFormats=" + fmt +
+         " --saveEngine=segment_" + std::to_string(k) + ".dla";
 }
 
 }  // namespace
 
-nlohmann::json write_split(const Graph& g, const Placement& p, const std::string& dir, const std::string& model_path) {
+nlohmann::json write_split(const Graph& g, const Placement& p, const std::string& dir,
+                           const std::string& model_path) {
   fs::create_directories(dir);
   nlohmann::json m;
   m["model"] = model_path;
@@ -71,31 +77,41 @@ nlohmann::json write_split(const Graph& g, const Placement& p, const std::string
   m["outputs"] = io_json(g, g.outputs);
   m["segments"] = nlohmann::json::array();
   std::ofstream sh(fs::path(dir) / "build_on_jetson.sh");
-  sh << "#!/usr/bin/env bash\n# Written by dlakit split: builds every segment with TensorRT on the board.\nset -euo pipefail\n"
+  sh << "#!/usr/bin/env bash\n# Written by dlakit split: builds every segment with TensorRT on the "
+        "board.\nset -euo pipefail\n"
      << "cd \"$(dirname \"$0\")\"\n";
   int k = 0;
   std::string gpu_layers;
   for (size_t n = 0; n < g.nodes.size(); ++n)
-    if (p.layers[n].device == Device::kGPU) gpu_layers += (gpu_layers.empty() ? "" : ",") + g.nodes[n].name + ":GPU";
+    if (p.layers[n].device == Device::kGPU)
+      gpu_layers += (gpu_layers.empty() ? "" : ",") + g.nodes[n].name + ":GPU";
   for (int id : segment_order(g, p)) {
     const Segment& s = p.segments[size_t(id)];
-    const std::string file = "segment_" + std::to_string(k) + (s.device == Device::kDLA ? "_dla" : "_gpu") + ".onnx";
+    const std::string file =
+        "segment_" + std::to_string(k) + (s.device == Device::kDLA ? "_dla" : "_gpu") + ".onnx";
     const std::string bytes = export_onnx(g, s.nodes, s.inputs, s.outputs, file);
     std::ofstream f(fs::path(dir) / file, std::ios::binary);
     f.write(bytes.data(), std::streamsize(bytes.size()));
     if (!f) fail(Status::kIoError, "cannot write ", (fs::path(dir) / file).string());
     const std::string cmd = trtexec_line(p, s, file, k);
     sh << cmd << "\n";
-    m["segments"].push_back({{"index", k}, {"id", s.id}, {"device", device_name(s.device)}, {"file", file},
-                             {"layers", s.nodes.size()}, {"macs", s.macs}, {"inputs", io_json(g, s.inputs)},
-                             {"outputs", io_json(g, s.outputs)}, {"trtexec", cmd}});
+    m["segments"].push_back({{"index", k},
+                             {"id", s.id},
+                             {"device", device_name(s.device)},
+                             {"file", file},
+                             {"layers", s.nodes.size()},
+                             {"macs", s.macs},
+                             {"inputs", io_json(g, s.inputs)},
+                             {"outputs", io_json(g, s.outputs)},
+                             {"trtexec", cmd}});
     ++k;
   }
-  const std::string hybrid = "trtexec --onnx=" + fs::path(model_path).filename().string() + " --useDLACore=" +
-                             std::to_string(p.options.dla_core) +
-                             (p.options.precision == dla::Precision::kINT8 ? " --int8 --calib=calibration.cache" : " --fp16") +
-                             " --allowGPUFallback" + (gpu_layers.empty() ? "" : " --layerDeviceTypes=" + gpu_layers) +
-                             " --saveEngine=hybrid.plan";
+  const std::string hybrid =
+      "trtexec --onnx=" + fs::path(model_path).filename().string() +
+      " --useDLACore=" + std::to_string(p.options.dla_core) +
+      (p.options.precision == dla::Precision::kINT8 ? " --int8 --calib=calibration.cache" : " --fp16") +
+      " --allowGPUFallback" + (gpu_layers.empty() ? "" : " --layerDeviceTypes=" + gpu_layers) +
+      " --saveEngine=hybrid.plan";
   m["hybrid_trtexec"] = hybrid;
   sh << "# or the whole model as one hybrid engine (the same placement):\n# " << hybrid << "\n";
   std::ofstream mf(fs::path(dir) / "manifest.json");
@@ -115,7 +131,8 @@ TensorMap run_split(const std::string& dir, const TensorMap& inputs) {
     for (auto& [name, t] : ReferenceEngine(g).run(feeds)) values[name] = t;
   }
   TensorMap out;
-  for (const auto& o : m["outputs"]) out[o["name"].get<std::string>()] = values.at(o["name"].get<std::string>());
+  for (const auto& o : m["outputs"])
+    out[o["name"].get<std::string>()] = values.at(o["name"].get<std::string>());
   return out;
 }
 

@@ -14,7 +14,8 @@ namespace dlakit {
 std::vector<int> segment_order(const Graph& g, const Placement& p);
 
 // Writes DIR/segment_<k>_<dla|gpu>.onnx, DIR/manifest.json and DIR/build_on_jetson.sh; returns the manifest.
-nlohmann::json write_split(const Graph& g, const Placement& p, const std::string& dir, const std::string& model_path);
+nlohmann::json write_split(const Graph& g, const Placement& p, const std::string& dir,
+                           const std::string& model_path);
 
 // Runs a split directory's segments one after another on the reference engine (the manifest's order).
 TensorMap run_split(const std::string& dir, const TensorMap& inputs);

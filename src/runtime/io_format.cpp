@@ -21,8 +21,10 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 uint64_t offset(const TensorDesc& d, uint64_t n, uint64_t c, uint64_t h, uint64_t w) {
   const uint64_t es = d.stride[0];
   switch (d.format) {
-    case IoFormat::kDlaLinear: return n * d.stride[3] + c * d.stride[2] + h * d.stride[1] + w * es;
-    case IoFormat::kChw16: case IoFormat::kChw32: {
+    case IoFormat::kDlaLinear:
+      return n * d.stride[3] + c * d.stride[2] + h * d.stride[1] + w * es;
+    case IoFormat::kChw16:
+    case IoFormat::kChw32: {
       const uint64_t v = d.format == IoFormat::kChw16 ? 16 : 32;
       return n * d.stride[3] + (c / v) * d.stride[2] + h * d.stride[1] + (w * v + c % v) * es;
     }
@@ -38,10 +40,14 @@ uint64_t offset(const TensorDesc& d, uint64_t n, uint64_t c, uint64_t h, uint64_
 
 const char* io_format_name(IoFormat f) {
   switch (f) {
-    case IoFormat::kDlaLinear: return "dla_linear";
-    case IoFormat::kChw16: return "chw16";
-    case IoFormat::kChw32: return "chw32";
-    case IoFormat::kDlaHwc4: return "dla_hwc4";
+    case IoFormat::kDlaLinear:
+      return "dla_linear";
+    case IoFormat::kChw16:
+      return "chw16";
+    case IoFormat::kChw32:
+      return "chw32";
+    case IoFormat::kDlaHwc4:
+      return "dla_hwc4";
   }
   return "?";
 }
@@ -53,17 +59,27 @@ std::vector<IoSpec> parse_io_formats(const std::string& spec, size_t count, bool
   std::string item;
   while (std::getline(ss, item, ',')) {
     const size_t c = item.find(':');
-    if (c == std::string::npos) fail(Status::kInvalidArgument, flag, " entry '", item, "' should be type:format, e.g. fp16:chw16");
+    if (c == std::string::npos)
+      fail(Status::kInvalidArgument, flag, " entry '", item, "' should be type:format, e.g. fp16:chw16");
     const std::string type = item.substr(0, c), fmt = item.substr(c + 1);
     IoSpec s;
-    if (type == "fp16") s.dtype = DType::kF16;
-    else if (type == "int8") s.dtype = DType::kI8;
-    else fail(Status::kInvalidArgument, flag, " type '", type, "': DLA I/O is fp16 or int8");
-    if (fmt == "dla_linear" || fmt == "chw") s.format = IoFormat::kDlaLinear;
-    else if (fmt == "chw16") s.format = IoFormat::kChw16;
-    else if (fmt == "chw32") s.format = IoFormat::kChw32;
-    else if (fmt == "dla_hwc4" || fmt == "chw4") s.format = IoFormat::kDlaHwc4;
-    else fail(Status::kInvalidArgument, flag, " format '", fmt, "' (DLA formats: dla_linear, chw16, chw32, dla_hwc4)");
+    if (type == "fp16")
+      s.dtype = DType::kF16;
+    else if (type == "int8")
+      s.dtype = DType::kI8;
+    else
+      fail(Status::kInvalidArgument, flag, " type '", type, "': DLA I/O is fp16 or int8");
+    if (fmt == "dla_linear" || fmt == "chw")
+      s.format = IoFormat::kDlaLinear;
+    else if (fmt == "chw16")
+      s.format = IoFormat::kChw16;
+    else if (fmt == "chw32")
+      s.format = IoFormat::kChw32;
+    else if (fmt == "dla_hwc4" || fmt == "chw4")
+      s.format = IoFormat::kDlaHwc4;
+    else
+      fail(Status::kInvalidArgument, flag, " format '", fmt,
+           "' (DLA formats: dla_linear, chw16, chw32, dla_hwc4)");
     if (s.format == IoFormat::kChw16 && s.dtype != DType::kF16)
       fail(Status::kInvalidArgument, flag, " '", item, "': chw16 is the fp16 format (int8 uses chw32)");
     if (s.format == IoFormat::kChw32 && s.dtype != DType::kI8)
@@ -75,15 +91,18 @@ std::vector<IoSpec> parse_io_formats(const std::string& spec, size_t count, bool
   if (out.empty()) out.push_back({DType::kF16, IoFormat::kChw16});
   if (out.size() == 1) out.resize(count, out[0]);
   if (out.size() != count)
-    fail(Status::kInvalidArgument, flag, " gives ", out.size(), " formats for ", count, " tensors (give one, or one per tensor)");
+    fail(Status::kInvalidArgument, flag, " gives ", out.size(), " formats for ", count,
+         " tensors (give one, or one per tensor)");
   return out;
 }
 
 TensorDesc make_desc(const std::string& name, const Shape& shape, const IoSpec& spec, int line_align) {
   if (shape.size() > 4 || shape.empty())
-    fail(Status::kShapeError, "tensor '", name, "' of shape ", shape_str(shape), ": DLA I/O tensors have rank 1..4");
+    fail(Status::kShapeError, "tensor '", name, "' of shape ", shape_str(shape),
+         ": DLA I/O tensors have rank 1..4");
   if (name.size() > 80)
-    fail(Status::kInvalidArgument, "tensor name '", name.substr(0, 40), "...' is ", name.size(), " characters; cuDLA allows 80");
+    fail(Status::kInvalidArgument, "tensor name '", name.substr(0, 40), "...' is ", name.size(),
+         " characters; cuDLA allows 80");
   TensorDesc d;
   d.name = name;
   d.format = spec.format;
@@ -109,7 +128,8 @@ TensorDesc make_desc(const std::string& name, const Shape& shape, const IoSpec& 
       d.stride[3] = uint32_t(uint64_t(d.stride[2]) * d.c);
       break;
     }
-    case IoFormat::kChw16: case IoFormat::kChw32: {
+    case IoFormat::kChw16:
+    case IoFormat::kChw32: {
       const uint64_t v = spec.format == IoFormat::kChw16 ? 16 : 32;
       d.data_format = kFmtNCxHWx;
       d.stride[1] = uint32_t(d.w * v * es);  // 32-byte atoms per pixel: naturally aligned
@@ -119,11 +139,13 @@ TensorDesc make_desc(const std::string& name, const Shape& shape, const IoSpec& 
     }
     case IoFormat::kDlaHwc4: {
       if (d.c != 1 && d.c != 3 && d.c != 4)
-        fail(Status::kInvalidArgument, "dla_hwc4 input '", name, "' has ", d.c, " channels; the format takes 1, 3 or 4");
+        fail(Status::kInvalidArgument, "dla_hwc4 input '", name, "' has ", d.c,
+             " channels; the format takes 1, 3 or 4");
       const uint64_t cp = d.c == 1 ? 1 : 4;
       d.data_format = kFmtNHWC;
       d.data_category = kCatImage;
-      d.pixel_format = spec.dtype == DType::kF16 ? (cp == 1 ? kPixR16F : kPixA16B16G16R16F) : (cp == 1 ? kPixR8 : kPixR8G8B8A8);
+      d.pixel_format = spec.dtype == DType::kF16 ? (cp == 1 ? kPixR16F : kPixA16B16G16R16F)
+                                                 : (cp == 1 ? kPixR8 : kPixR8G8B8A8);
       d.stride[1] = uint32_t(round_up(d.w * cp * es, uint64_t(line_align)));
       d.stride[2] = uint32_t(uint64_t(d.stride[1]) * d.h);
       d.stride[3] = d.stride[2];
@@ -131,14 +153,17 @@ TensorDesc make_desc(const std::string& name, const Shape& shape, const IoSpec& 
     }
   }
   d.size = d.n * d.stride[3];
-  if (d.size > (uint64_t(1) << 32)) fail(Status::kShapeError, "tensor '", name, "' needs ", d.size, " bytes; DLA buffers are < 4 GiB");
+  if (d.size > (uint64_t(1) << 32))
+    fail(Status::kShapeError, "tensor '", name, "' needs ", d.size, " bytes; DLA buffers are < 4 GiB");
   return d;
 }
 
 void pack(const Tensor& x, const TensorDesc& d, void* buffer) {
-  DLAKIT_CHECK(x.dtype() == DType::kF32 && x.shape() == d.network_shape, Status::kInvalidArgument, "pack: tensor ",
-               type_str(x.type()), " does not match descriptor '", d.name, "' (f32[", shape_str(d.network_shape), "])");
-  DLAKIT_CHECK(d.dtype == DType::kF16, Status::kUnsupported, "pack: INT8 tensors need quantization scales (not built yet)");
+  DLAKIT_CHECK(x.dtype() == DType::kF32 && x.shape() == d.network_shape, Status::kInvalidArgument,
+               "pack: tensor ", type_str(x.type()), " does not match descriptor '", d.name, "' (f32[",
+               shape_str(d.network_shape), "])");
+  DLAKIT_CHECK(d.dtype == DType::kF16, Status::kUnsupported,
+               "pack: INT8 tensors need quantization scales (not built yet)");
   uint8_t* b = static_cast<uint8_t*>(buffer);
   std::memset(b, 0, d.size);
   const float* p = x.data<float>();
@@ -152,7 +177,8 @@ void pack(const Tensor& x, const TensorDesc& d, void* buffer) {
 }
 
 Tensor unpack(const void* buffer, const TensorDesc& d) {
-  DLAKIT_CHECK(d.dtype == DType::kF16, Status::kUnsupported, "unpack: INT8 tensors need quantization scales (not built yet)");
+  DLAKIT_CHECK(d.dtype == DType::kF16, Status::kUnsupported,
+               "unpack: INT8 tensors need quantization scales (not built yet)");
   Tensor x(DType::kF32, d.network_shape);
   const uint8_t* b = static_cast<const uint8_t*>(buffer);
   float* p = x.data<float>();

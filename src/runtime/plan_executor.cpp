@@ -14,7 +14,7 @@ struct PlanExecutor::Stage {
   std::unique_ptr<Device> device;  // DLA
   Task task;
   std::vector<void*> buffers;
-  Graph graph;                     // GPU
+  Graph graph;  // GPU
   std::unique_ptr<ReferenceEngine> engine;
   ~Stage() {
     if (device) device->synchronize();
@@ -23,16 +23,21 @@ struct PlanExecutor::Stage {
 };
 
 PlanExecutor::PlanExecutor(const uint8_t* data, size_t size, int dla_core) {
-  if (!is_plan(data, size)) fail(Status::kParseError, "not a dlakit hybrid plan (file identifier is not 'DLKP')");
+  if (!is_plan(data, size))
+    fail(Status::kParseError, "not a dlakit hybrid plan (file identifier is not 'DLKP')");
   flatbuffers::Verifier v(data, size);
-  if (!fbp::VerifyPlanBuffer(v)) fail(Status::kParseError, "the plan is corrupt or truncated (", size, " bytes failed verification)");
+  if (!fbp::VerifyPlanBuffer(v))
+    fail(Status::kParseError, "the plan is corrupt or truncated (", size, " bytes failed verification)");
   const fbp::Plan* p = fbp::GetPlan(data);
-  if (p->format_version() != 1) fail(Status::kParseError, "plan format version ", p->format_version(), "; this dlakit reads 1");
-  if (!p->segments() || !p->inputs() || !p->outputs()) fail(Status::kParseError, "the plan has no segments or I/O");
+  if (p->format_version() != 1)
+    fail(Status::kParseError, "plan format version ", p->format_version(), "; this dlakit reads 1");
+  if (!p->segments() || !p->inputs() || !p->outputs())
+    fail(Status::kParseError, "the plan has no segments or I/O");
   for (auto* s : *p->inputs()) inputs_.push_back(s->str());
   for (auto* s : *p->outputs()) outputs_.push_back(s->str());
   for (const fbp::Segment* s : *p->segments()) {
-    if (!s->payload() || !s->inputs() || !s->outputs()) fail(Status::kParseError, "a plan segment is incomplete");
+    if (!s->payload() || !s->inputs() || !s->outputs())
+      fail(Status::kParseError, "a plan segment is incomplete");
     auto st = std::make_unique<Stage>();
     for (auto* n : *s->inputs()) st->inputs.push_back(n->str());
     for (auto* n : *s->outputs()) st->outputs.push_back(n->str());
@@ -52,7 +57,8 @@ PlanExecutor::PlanExecutor(const uint8_t* data, size_t size, int dla_core) {
       for (const auto& d : m.inputs()) st->task.inputs.push_back(alloc(d));
       for (const auto& d : m.outputs()) st->task.outputs.push_back(alloc(d));
     } else {
-      st->graph = import_onnx_bytes(s->payload()->data(), s->payload()->size(), {}, "plan GPU segment " + std::to_string(stages_.size()));
+      st->graph = import_onnx_bytes(s->payload()->data(), s->payload()->size(), {},
+                                    "plan GPU segment " + std::to_string(stages_.size()));
       st->engine = std::make_unique<ReferenceEngine>(st->graph);
     }
     stages_.push_back(std::move(st));
@@ -84,13 +90,15 @@ TensorMap PlanExecutor::run(const TensorMap& inputs) {
   TensorMap values = inputs;
   auto get = [&](const std::string& name) -> const Tensor& {
     auto it = values.find(name);
-    if (it == values.end()) fail(Status::kInvalidArgument, "plan: tensor '", name, "' is neither an input nor produced earlier");
+    if (it == values.end())
+      fail(Status::kInvalidArgument, "plan: tensor '", name, "' is neither an input nor produced earlier");
     return it->second;
   };
   for (auto& st : stages_) {
     if (st->dla) {
       const Module& m = st->device->module();
-      for (size_t i = 0; i < m.inputs().size(); ++i) pack(get(m.inputs()[i].name), m.inputs()[i], st->buffers[i]);
+      for (size_t i = 0; i < m.inputs().size(); ++i)
+        pack(get(m.inputs()[i].name), m.inputs()[i], st->buffers[i]);
       st->device->submit(st->task, nullptr);
       const cudlaStatus err = st->device->take_last_error();
       if (err != cudlaSuccess) throw RuntimeError(err, "DLA segment failed");

@@ -8,30 +8,54 @@ namespace dlakit::rt {
 
 const char* status_name(cudlaStatus s) {
   switch (s) {
-    case cudlaSuccess: return "cudlaSuccess";
-    case cudlaErrorInvalidParam: return "cudlaErrorInvalidParam";
-    case cudlaErrorOutOfResources: return "cudlaErrorOutOfResources";
-    case cudlaErrorCreationFailed: return "cudlaErrorCreationFailed";
-    case cudlaErrorInvalidAddress: return "cudlaErrorInvalidAddress";
-    case cudlaErrorOs: return "cudlaErrorOs";
-    case cudlaErrorCuda: return "cudlaErrorCuda";
-    case cudlaErrorUmd: return "cudlaErrorUmd";
-    case cudlaErrorInvalidDevice: return "cudlaErrorInvalidDevice";
-    case cudlaErrorInvalidAttribute: return "cudlaErrorInvalidAttribute";
-    case cudlaErrorIncompatibleDlaSWVersion: return "cudlaErrorIncompatibleDlaSWVersion";
-    case cudlaErrorMemoryRegistered: return "cudlaErrorMemoryRegistered";
-    case cudlaErrorInvalidModule: return "cudlaErrorInvalidModule";
-    case cudlaErrorUnsupportedOperation: return "cudlaErrorUnsupportedOperation";
-    case cudlaErrorNvSci: return "cudlaErrorNvSci";
-    case cudlaErrorDriverNotFound: return "cudlaErrorDriverNotFound";
-    case cudlaErrorDlaErrInvalidInput: return "cudlaErrorDlaErrInvalidInput";
-    case cudlaErrorDlaErrInvalidPreAction: return "cudlaErrorDlaErrInvalidPreAction";
-    case cudlaErrorDlaErrNoMem: return "cudlaErrorDlaErrNoMem";
-    case cudlaErrorDlaErrProcessorBusy: return "cudlaErrorDlaErrProcessorBusy";
-    case cudlaErrorDlaErrTaskStatusMismatch: return "cudlaErrorDlaErrTaskStatusMismatch";
-    case cudlaErrorDlaErrEngineTimeout: return "cudlaErrorDlaErrEngineTimeout";
-    case cudlaErrorDlaErrDataMismatch: return "cudlaErrorDlaErrDataMismatch";
-    case cudlaErrorUnknown: return "cudlaErrorUnknown";
+    case cudlaSuccess:
+      return "cudlaSuccess";
+    case cudlaErrorInvalidParam:
+      return "cudlaErrorInvalidParam";
+    case cudlaErrorOutOfResources:
+      return "cudlaErrorOutOfResources";
+    case cudlaErrorCreationFailed:
+      return "cudlaErrorCreationFailed";
+    case cudlaErrorInvalidAddress:
+      return "cudlaErrorInvalidAddress";
+    case cudlaErrorOs:
+      return "cudlaErrorOs";
+    case cudlaErrorCuda:
+      return "cudlaErrorCuda";
+    case cudlaErrorUmd:
+      return "cudlaErrorUmd";
+    case cudlaErrorInvalidDevice:
+      return "cudlaErrorInvalidDevice";
+    case cudlaErrorInvalidAttribute:
+      return "cudlaErrorInvalidAttribute";
+    case cudlaErrorIncompatibleDlaSWVersion:
+      return "cudlaErrorIncompatibleDlaSWVersion";
+    case cudlaErrorMemoryRegistered:
+      return "cudlaErrorMemoryRegistered";
+    case cudlaErrorInvalidModule:
+      return "cudlaErrorInvalidModule";
+    case cudlaErrorUnsupportedOperation:
+      return "cudlaErrorUnsupportedOperation";
+    case cudlaErrorNvSci:
+      return "cudlaErrorNvSci";
+    case cudlaErrorDriverNotFound:
+      return "cudlaErrorDriverNotFound";
+    case cudlaErrorDlaErrInvalidInput:
+      return "cudlaErrorDlaErrInvalidInput";
+    case cudlaErrorDlaErrInvalidPreAction:
+      return "cudlaErrorDlaErrInvalidPreAction";
+    case cudlaErrorDlaErrNoMem:
+      return "cudlaErrorDlaErrNoMem";
+    case cudlaErrorDlaErrProcessorBusy:
+      return "cudlaErrorDlaErrProcessorBusy";
+    case cudlaErrorDlaErrTaskStatusMismatch:
+      return "cudlaErrorDlaErrTaskStatusMismatch";
+    case cudlaErrorDlaErrEngineTimeout:
+      return "cudlaErrorDlaErrEngineTimeout";
+    case cudlaErrorDlaErrDataMismatch:
+      return "cudlaErrorDlaErrDataMismatch";
+    case cudlaErrorUnknown:
+      return "cudlaErrorUnknown";
   }
   return "cudlaError(unrecognised)";
 }
@@ -54,7 +78,8 @@ void Module::execute(const std::vector<const void*>& in, const std::vector<void*
   for (size_t i = 0; i < l_.outputs.size(); ++i) pack(res.at(l_.outputs[i].name), l_.outputs[i], out[i]);
 }
 
-std::vector<std::pair<std::string, double>> Module::profile(const std::vector<const void*>& in, const std::vector<void*>& out) const {
+std::vector<std::pair<std::string, double>> Module::profile(const std::vector<const void*>& in,
+                                                            const std::vector<void*>& out) const {
   ReferenceEngine e(l_.graph);
   e.set_fp16_storage(true);
   e.set_profiling(true);
@@ -124,14 +149,18 @@ void Core::loop() {
 
 // ---- Device
 Device::Device(int core) : core_(core) {
-  if (core != 0 && core != 1) throw RuntimeError(cudlaErrorInvalidDevice, "DLA core " + std::to_string(core) + " does not exist (0 or 1)");
+  if (core != 0 && core != 1)
+    throw RuntimeError(cudlaErrorInvalidDevice,
+                       "DLA core " + std::to_string(core) + " does not exist (0 or 1)");
 }
 
 Device::~Device() { synchronize(); }
 
 void Device::load(const uint8_t* data, size_t size) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (module_) throw RuntimeError(cudlaErrorUnsupportedOperation, "this device handle already has a module (one per handle)");
+  if (module_)
+    throw RuntimeError(cudlaErrorUnsupportedOperation,
+                       "this device handle already has a module (one per handle)");
   module_ = std::make_unique<Module>(data, size);
 }
 
@@ -149,14 +178,17 @@ void Device::unload() {
 uint64_t* Device::register_memory(const void* ptr, size_t size) {
   const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
   if (!ptr || size == 0) throw RuntimeError(cudlaErrorInvalidAddress, "null pointer or zero size");
-  if (p & 31u) throw RuntimeError(cudlaErrorInvalidAddress, "address is not 32-byte aligned (the DLA requires it)");
+  if (p & 31u)
+    throw RuntimeError(cudlaErrorInvalidAddress, "address is not 32-byte aligned (the DLA requires it)");
   std::lock_guard<std::mutex> lk(mu_);
   auto it = registered_.upper_bound(p);
   if (it != registered_.begin()) {
     auto prev = std::prev(it);
-    if (prev->first + prev->second > p) throw RuntimeError(cudlaErrorMemoryRegistered, "memory is already registered");
+    if (prev->first + prev->second > p)
+      throw RuntimeError(cudlaErrorMemoryRegistered, "memory is already registered");
   }
-  if (it != registered_.end() && it->first < p + size) throw RuntimeError(cudlaErrorMemoryRegistered, "memory overlaps a registered buffer");
+  if (it != registered_.end() && it->first < p + size)
+    throw RuntimeError(cudlaErrorMemoryRegistered, "memory overlaps a registered buffer");
   registered_[p] = size;
   return reinterpret_cast<uint64_t*>(p);
 }
@@ -179,17 +211,21 @@ bool Device::is_registered(const void* ptr, size_t size) const {
 void Device::submit(const Task& t, void* stream, bool noop) {
   const Module& m = module();
   if (t.inputs.size() != m.inputs().size() || t.outputs.size() != m.outputs().size())
-    throw RuntimeError(cudlaErrorInvalidParam, "task has " + std::to_string(t.inputs.size()) + " inputs / " + std::to_string(t.outputs.size()) +
-                                                   " outputs; the module has " + std::to_string(m.inputs().size()) + " / " +
-                                                   std::to_string(m.outputs().size()));
+    throw RuntimeError(cudlaErrorInvalidParam,
+                       "task has " + std::to_string(t.inputs.size()) + " inputs / " +
+                           std::to_string(t.outputs.size()) + " outputs; the module has " +
+                           std::to_string(m.inputs().size()) + " / " + std::to_string(m.outputs().size()));
   for (size_t i = 0; i < t.inputs.size(); ++i)
     if (!t.inputs[i] || !is_registered(t.inputs[i], m.inputs()[i].size))
-      throw RuntimeError(cudlaErrorInvalidAddress, "input " + std::to_string(i) + " ('" + m.inputs()[i].name + "', " +
-                                                       std::to_string(m.inputs()[i].size) + " bytes) is not a registered buffer of that size");
+      throw RuntimeError(cudlaErrorInvalidAddress, "input " + std::to_string(i) + " ('" + m.inputs()[i].name +
+                                                       "', " + std::to_string(m.inputs()[i].size) +
+                                                       " bytes) is not a registered buffer of that size");
   for (size_t i = 0; i < t.outputs.size(); ++i)
     if (!t.outputs[i] || !is_registered(t.outputs[i], m.outputs()[i].size))
-      throw RuntimeError(cudlaErrorInvalidAddress, "output " + std::to_string(i) + " ('" + m.outputs()[i].name + "', " +
-                                                       std::to_string(m.outputs()[i].size) + " bytes) is not a registered buffer of that size");
+      throw RuntimeError(cudlaErrorInvalidAddress, "output " + std::to_string(i) + " ('" +
+                                                       m.outputs()[i].name + "', " +
+                                                       std::to_string(m.outputs()[i].size) +
+                                                       " bytes) is not a registered buffer of that size");
   if (noop) return;
   std::vector<const void*> in(t.inputs.begin(), t.inputs.end());
   std::vector<void*> out(t.outputs.begin(), t.outputs.end());
@@ -198,7 +234,8 @@ void Device::submit(const Task& t, void* stream, bool noop) {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       m.execute(in, out);
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (ms > double(timeout)) record_failure(cudlaErrorDlaErrEngineTimeout);
     } catch (...) {
       record_failure(cudlaErrorDlaErrInvalidInput);
@@ -224,7 +261,9 @@ void Device::synchronize() {
 }
 
 void Device::set_timeout_ms(uint32_t ms) {
-  if (ms == 0 || ms > 1000u * 1000u) throw RuntimeError(cudlaErrorInvalidParam, "task timeout must be 1..1000000 ms, got " + std::to_string(ms));
+  if (ms == 0 || ms > 1000u * 1000u)
+    throw RuntimeError(cudlaErrorInvalidParam,
+                       "task timeout must be 1..1000000 ms, got " + std::to_string(ms));
   timeout_ms_ = ms;
 }
 

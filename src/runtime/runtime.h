@@ -11,12 +11,12 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <utility>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cudla.h"
@@ -40,7 +40,8 @@ class RuntimeError : public std::runtime_error {
 // A loaded DLA graph: verified loadable + an executor with DLA FP16 numerics. Thread-safe to execute.
 class Module {
  public:
-  Module(const uint8_t* data, size_t size);  // RuntimeError(cudlaErrorUmd) for a bad loadable, like the real UMD
+  Module(const uint8_t* data,
+         size_t size);             // RuntimeError(cudlaErrorUmd) for a bad loadable, like the real UMD
   Module(const Module&) = delete;  // the executor refers to this object's graph
   Module& operator=(const Module&) = delete;
   const std::vector<TensorDesc>& inputs() const { return l_.inputs; }
@@ -49,7 +50,8 @@ class Module {
   // Runs on buffers laid out per the descriptors (each at least desc.size bytes).
   void execute(const std::vector<const void*>& in, const std::vector<void*>& out) const;
   // Milliseconds per layer of one run on the given buffers (a separate, profiling executor).
-  std::vector<std::pair<std::string, double>> profile(const std::vector<const void*>& in, const std::vector<void*>& out) const;
+  std::vector<std::pair<std::string, double>> profile(const std::vector<const void*>& in,
+                                                      const std::vector<void*>& out) const;
 
  private:
   Loadable l_;
@@ -61,7 +63,7 @@ class Core {
  public:
   static Core& get(int index);  // 0 or 1
   void enqueue(std::function<void()> job);
-  void wait(uint64_t ticket);   // until job `ticket` (from last_ticket) has run
+  void wait(uint64_t ticket);  // until job `ticket` (from last_ticket) has run
   uint64_t last_ticket();
   ~Core();
 

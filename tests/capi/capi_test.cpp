@@ -50,7 +50,10 @@ std::string tiny_loadable() {
 
 struct Buffer {  // 64-byte aligned host memory
   void* p = nullptr;
-  explicit Buffer(size_t n) { EXPECT_EQ(0, posix_memalign(&p, 64, n)); std::memset(p, 0, n); }
+  explicit Buffer(size_t n) {
+    EXPECT_EQ(0, posix_memalign(&p, 64, n));
+    std::memset(p, 0, n);
+  }
   ~Buffer() { std::free(p); }
   uint64_t* u64() const { return static_cast<uint64_t*>(p); }
 };
@@ -141,11 +144,13 @@ TEST(CudlaAbi, DeviceMemoryModuleAndTaskRules) {
   EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), nullptr, 0), cudlaErrorInvalidParam);
   EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m, 3), cudlaErrorInvalidParam);
   EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes("this is a TensorRT engine"), 25, &m, 0), cudlaErrorUmd);
-  EXPECT_NE(std::string(dlakitCudlaLastMessage()).find("not a dlakit DLA loadable"), std::string::npos) << dlakitCudlaLastMessage();
+  EXPECT_NE(std::string(dlakitCudlaLastMessage()).find("not a dlakit DLA loadable"), std::string::npos)
+      << dlakitCudlaLastMessage();
   EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size() / 2, &m, 0), cudlaErrorUmd);  // truncated
   ASSERT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m, 0), cudlaSuccess);
   cudlaModule m2 = nullptr;
-  EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m2, 0), cudlaErrorUnsupportedOperation);  // one per handle
+  EXPECT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m2, 0),
+            cudlaErrorUnsupportedOperation);  // one per handle
   // attributes
   cudlaModuleAttribute a;
   ASSERT_EQ(cudlaModuleGetAttributes(m, CUDLA_NUM_INPUT_TENSORS, &a), cudlaSuccess);
@@ -153,7 +158,8 @@ TEST(CudlaAbi, DeviceMemoryModuleAndTaskRules) {
   EXPECT_EQ(cudlaModuleGetAttributes(m, CUDLA_NUM_INPUT_TENSORS, nullptr), cudlaErrorInvalidParam);
   a.inputTensorDesc = nullptr;
   EXPECT_EQ(cudlaModuleGetAttributes(m, CUDLA_INPUT_TENSOR_DESCRIPTORS, &a), cudlaErrorInvalidParam);
-  EXPECT_EQ(cudlaModuleGetAttributes(m, bad_enum<cudlaModuleAttributeType>(42), &a), cudlaErrorInvalidAttribute);
+  EXPECT_EQ(cudlaModuleGetAttributes(m, bad_enum<cudlaModuleAttributeType>(42), &a),
+            cudlaErrorInvalidAttribute);
   cudlaModuleTensorDescriptor in{}, out{};
   a.inputTensorDesc = &in;
   ASSERT_EQ(cudlaModuleGetAttributes(m, CUDLA_INPUT_TENSOR_DESCRIPTORS, &a), cudlaSuccess);
@@ -167,7 +173,8 @@ TEST(CudlaAbi, DeviceMemoryModuleAndTaskRules) {
   // memory registration: alignment, double registration, unknown addresses
   Buffer ib(in.size + 64), ob(out.size);
   uint64_t *ip = nullptr, *op = nullptr, *tmp = nullptr;
-  EXPECT_EQ(cudlaMemRegister(d, reinterpret_cast<uint64_t*>(static_cast<char*>(ib.p) + 8), 64, &tmp, 0), cudlaErrorInvalidAddress);
+  EXPECT_EQ(cudlaMemRegister(d, reinterpret_cast<uint64_t*>(static_cast<char*>(ib.p) + 8), 64, &tmp, 0),
+            cudlaErrorInvalidAddress);
   EXPECT_EQ(cudlaMemRegister(d, ib.u64(), 0, &tmp, 0), cudlaErrorInvalidAddress);
   EXPECT_EQ(cudlaMemRegister(d, ib.u64(), 64, nullptr, 0), cudlaErrorInvalidParam);
   EXPECT_EQ(cudlaMemRegister(d, ib.u64(), 64, &tmp, 99), cudlaErrorInvalidParam);
@@ -182,7 +189,8 @@ TEST(CudlaAbi, DeviceMemoryModuleAndTaskRules) {
   t.outputTensor = &unregistered;
   t.numOutputTensors = 1;
   EXPECT_EQ(cudlaSubmitTask(d, &t, 1, nullptr, 0), cudlaErrorInvalidAddress);
-  EXPECT_NE(std::string(dlakitCudlaLastMessage()).find("output 0"), std::string::npos) << dlakitCudlaLastMessage();
+  EXPECT_NE(std::string(dlakitCudlaLastMessage()).find("output 0"), std::string::npos)
+      << dlakitCudlaLastMessage();
   ASSERT_EQ(cudlaMemRegister(d, ob.u64(), out.size, &op, 0), cudlaSuccess);
   t.outputTensor = &op;
   EXPECT_EQ(cudlaSubmitTask(d, nullptr, 1, nullptr, 0), cudlaErrorInvalidParam);
@@ -200,7 +208,8 @@ TEST(CudlaAbi, DeviceMemoryModuleAndTaskRules) {
   wrong = t;
   wrong.inputTensor = nullptr;
   EXPECT_EQ(cudlaSubmitTask(d, &wrong, 1, nullptr, 0), cudlaErrorUnsupportedOperation);
-  EXPECT_EQ(cudlaSubmitTask(d, &t, 1, nullptr, CUDLA_SUBMIT_DIAGNOSTICS_TASK), cudlaErrorUnsupportedOperation);
+  EXPECT_EQ(cudlaSubmitTask(d, &t, 1, nullptr, CUDLA_SUBMIT_DIAGNOSTICS_TASK),
+            cudlaErrorUnsupportedOperation);
   EXPECT_EQ(cudlaSubmitTask(d, &t, 1, nullptr, CUDLA_SUBMIT_NOOP), cudlaSuccess);
   // a real submission: output equals the runtime's own execution of the module
   std::mt19937 gen(3);
@@ -238,7 +247,8 @@ TEST(CudlaAbi, TwoCoresFromTwoThreadsAtOnce) {
   auto worker = [&](uint64_t core, int* failures) {
     cudlaDevHandle d = nullptr;
     cudlaModule m = nullptr;
-    if (cudlaCreateDevice(core, &d, CUDLA_CUDA_DLA) || cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m, 0)) {
+    if (cudlaCreateDevice(core, &d, CUDLA_CUDA_DLA) ||
+        cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m, 0)) {
       ++*failures;
       return;
     }
@@ -260,7 +270,9 @@ TEST(CudlaAbi, TwoCoresFromTwoThreadsAtOnce) {
       tasks[size_t(k)] = cudlaTask{m, &op[size_t(k)], 1, 1, &ip[size_t(k)], nullptr, nullptr};
     }
     int stream_token = 0;  // a non-NULL stream: tasks queue on the core in order
-    if (cudlaSubmitTask(d, tasks.data(), kTasks, &stream_token, 0) || dlakitCudlaSynchronize(d) || cudlaGetLastError(d)) ++*failures;
+    if (cudlaSubmitTask(d, tasks.data(), kTasks, &stream_token, 0) || dlakitCudlaSynchronize(d) ||
+        cudlaGetLastError(d))
+      ++*failures;
     Buffer expect(out_size);
     for (int k = 0; k < kTasks; ++k) {
       ref.execute({ins[size_t(k)]->p}, {expect.p});
@@ -296,9 +308,11 @@ TEST(CudlaAbi, PlainCClientOnARealModelMatchesTheReference) {
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(gen);
   Buffer in(mod.inputs()[0].size);
   rt::pack(x, mod.inputs()[0], in.p);
-  std::ofstream(dir / "in.bin", std::ios::binary).write(static_cast<const char*>(in.p), std::streamsize(mod.inputs()[0].size));
-  const std::string cmd = std::string(HYBRID_STEPS) + " " + (dir / "model.dla").string() + " " + (dir / "in.bin").string() + " " +
-                          (dir / "out.bin").string() + " 1 > " + (dir / "log.txt").string() + " 2>&1";
+  std::ofstream(dir / "in.bin", std::ios::binary)
+      .write(static_cast<const char*>(in.p), std::streamsize(mod.inputs()[0].size));
+  const std::string cmd = std::string(HYBRID_STEPS) + " " + (dir / "model.dla").string() + " " +
+                          (dir / "in.bin").string() + " " + (dir / "out.bin").string() + " 1 > " +
+                          (dir / "log.txt").string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << std::ifstream(dir / "log.txt").rdbuf();
   std::ifstream f(dir / "out.bin", std::ios::binary);
   std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

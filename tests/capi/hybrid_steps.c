@@ -7,13 +7,13 @@
 
 #include "cudla.h"
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    cudlaStatus s_ = (call);                                                     \
-    if (s_ != cudlaSuccess) {                                                    \
+#define CHECK(call)                                                                       \
+  do {                                                                                    \
+    cudlaStatus s_ = (call);                                                              \
+    if (s_ != cudlaSuccess) {                                                             \
       fprintf(stderr, "%s failed with status %d at line %d\n", #call, (int)s_, __LINE__); \
-      return 1;                                                                  \
-    }                                                                            \
+      return 1;                                                                           \
+    }                                                                                     \
   } while (0)
 
 static unsigned char* read_all(const char* path, size_t* size) {
@@ -23,14 +23,20 @@ static unsigned char* read_all(const char* path, size_t* size) {
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
   unsigned char* b = (unsigned char*)malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
   fclose(f);
   *size = (size_t)n;
   return b;
 }
 
 int main(int argc, char** argv) {
-  if (argc < 4) { fprintf(stderr, "usage: hybrid_steps LOADABLE INPUT.bin OUTPUT.bin [CORE]\n"); return 2; }
+  if (argc < 4) {
+    fprintf(stderr, "usage: hybrid_steps LOADABLE INPUT.bin OUTPUT.bin [CORE]\n");
+    return 2;
+  }
   uint64_t core = argc > 4 ? (uint64_t)atoi(argv[4]) : 0, version = 0, count = 0;
   /* 1. version and devices */
   CHECK(cudlaGetVersion(&version));
@@ -42,7 +48,10 @@ int main(int argc, char** argv) {
   /* 3. load the loadable from memory */
   size_t size = 0, in_size = 0;
   unsigned char* blob = read_all(argv[1], &size);
-  if (!blob) { fprintf(stderr, "cannot read %s\n", argv[1]); return 1; }
+  if (!blob) {
+    fprintf(stderr, "cannot read %s\n", argv[1]);
+    return 1;
+  }
   cudlaModule mod = NULL;
   CHECK(cudlaModuleLoadFromMemory(dev, blob, size, &mod, 0));
   /* 4. the tensor descriptors keep this code model-agnostic */
@@ -63,9 +72,9 @@ int main(int argc, char** argv) {
   void** in_buf = (void**)calloc(nin, sizeof(void*));
   void** out_buf = (void**)calloc(nout, sizeof(void*));
   for (uint32_t i = 0; i < nin; ++i) {
-    printf("input  %s: %llu bytes, n%llu c%llu h%llu w%llu, format %u type %u\n", din[i].name, (unsigned long long)din[i].size,
-           (unsigned long long)din[i].n, (unsigned long long)din[i].c, (unsigned long long)din[i].h, (unsigned long long)din[i].w,
-           din[i].dataFormat, din[i].dataType);
+    printf("input  %s: %llu bytes, n%llu c%llu h%llu w%llu, format %u type %u\n", din[i].name,
+           (unsigned long long)din[i].size, (unsigned long long)din[i].n, (unsigned long long)din[i].c,
+           (unsigned long long)din[i].h, (unsigned long long)din[i].w, din[i].dataFormat, din[i].dataType);
     if (posix_memalign(&in_buf[i], 64, din[i].size)) return 1;
     CHECK(cudlaMemRegister(dev, (const uint64_t*)in_buf[i], din[i].size, &in_reg[i], 0));
   }
@@ -78,7 +87,10 @@ int main(int argc, char** argv) {
   unsigned char* input = read_all(argv[2], &in_size);
   size_t off = 0;
   for (uint32_t i = 0; i < nin; ++i) {
-    if (!input || off + din[i].size > in_size) { fprintf(stderr, "%s is too short\n", argv[2]); return 1; }
+    if (!input || off + din[i].size > in_size) {
+      fprintf(stderr, "%s is too short\n", argv[2]);
+      return 1;
+    }
     memcpy(in_buf[i], input + off, din[i].size);
     off += din[i].size;
   }
@@ -102,7 +114,14 @@ int main(int argc, char** argv) {
   CHECK(cudlaDestroyDevice(dev));
   for (uint32_t i = 0; i < nin; ++i) free(in_buf[i]);
   for (uint32_t i = 0; i < nout; ++i) free(out_buf[i]);
-  free(in_reg); free(out_reg); free(in_buf); free(out_buf); free(din); free(dout); free(blob); free(input);
+  free(in_reg);
+  free(out_reg);
+  free(in_buf);
+  free(out_buf);
+  free(din);
+  free(dout);
+  free(blob);
+  free(input);
   printf("ok\n");
   return 0;
 }

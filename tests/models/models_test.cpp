@@ -62,7 +62,8 @@ Compared compare(const Tensor& got, const Tensor& want) {
 // Runs the model on ORT with the same inputs; returns outputs by name.
 TensorMap run_ort(const fs::path& model, const TensorMap& inputs, const fs::path& dir) {
   fs::create_directories(dir);
-  std::string cmd = "node " + (kSource / "scripts" / "ort_run.js").string() + " " + model.string() + " " + (dir / "ort").string();
+  std::string cmd = "node " + (kSource / "scripts" / "ort_run.js").string() + " " + model.string() + " " +
+                    (dir / "ort").string();
   for (auto& [name, t] : inputs) {
     fs::path p = dir / (std::to_string(std::hash<std::string>{}(name)) + ".npy");
     write_npy(p.string(), t);
@@ -93,8 +94,8 @@ Tensor random_input(const TensorType& t, uint32_t seed) {
 // last-bit difference flips an element. They are checked by element agreement (>= 99.9%) instead.
 const std::set<std::string> kDiscreteOutputs = {"mlsd_tiny_320/scores"};
 
-void check_against_ort(const std::string& model, const Graph& g, const TensorMap& inputs, const std::string& input_desc,
-                       const std::string& note = "") {
+void check_against_ort(const std::string& model, const Graph& g, const TensorMap& inputs,
+                       const std::string& input_desc, const std::string& note = "") {
   ReferenceEngine engine(g);
   TensorMap ours = engine.run(inputs);
   const fs::path tmp = fs::temp_directory_path() / ("dlakit_models_" + std::to_string(getpid())) / model;
@@ -107,17 +108,21 @@ void check_against_ort(const std::string& model, const Graph& g, const TensorMap
     // are tiny, and ORT's approximated logistic has ~1e-7 absolute error there; for them max |diff| <= 1e-6.
     const bool rel_ok = c.rel_l2 <= 1e-4, abs_ok = c.max_abs <= 1e-6;
     if (kDiscreteOutputs.count(model + "/" + name)) {
-      EXPECT_GE(c.agree, 0.999) << model << " output " << name << ": only " << c.agree * 100 << "% of elements agree";
+      EXPECT_GE(c.agree, 0.999) << model << " output " << name << ": only " << c.agree * 100
+                                << "% of elements agree";
       std::lock_guard<std::mutex> lk(g_rows_mu);
-      g_rows.push_back({model, input_desc, name, c.rel_l2, c.max_abs,
-                        cat("peak mask after Equal: ", c.agree * 100, "% of elements agree (check: >= 99.9%)")});
+      g_rows.push_back(
+          {model, input_desc, name, c.rel_l2, c.max_abs,
+           cat("peak mask after Equal: ", c.agree * 100, "% of elements agree (check: >= 99.9%)")});
       continue;
     }
     EXPECT_TRUE(rel_ok || abs_ok) << model << " output " << name << " on " << input_desc << ": relative L2 "
                                   << c.rel_l2 << ", max abs diff " << c.max_abs;
     std::lock_guard<std::mutex> lk(g_rows_mu);
     g_rows.push_back({model, input_desc, name, c.rel_l2, c.max_abs,
-                      note + (rel_ok ? "" : std::string(note.empty() ? "" : "; ") + "passes on max abs diff (saturated sigmoid output)")});
+                      note + (rel_ok ? ""
+                                     : std::string(note.empty() ? "" : "; ") +
+                                           "passes on max abs diff (saturated sigmoid output)")});
   }
   fs::remove_all(tmp);
 }
@@ -144,19 +149,23 @@ TEST_P(ModelVsOrt, RandomInputsMatchOnnxRuntime) {
 INSTANTIATE_TEST_SUITE_P(
     Real, ModelVsOrt,
     ::testing::Values(ModelSpec{"ppocr_det", "x:1x3x640x640"}, ModelSpec{"ppocr_rec", "x:1x3x48x320"},
-                      ModelSpec{"ppocr_cls", "x:1x3x48x192"}, ModelSpec{"blazeface_128", ""}, ModelSpec{"mlsd_tiny_320", ""},
-                      ModelSpec{"resnet18", ""}, ModelSpec{"resnet50", ""}, ModelSpec{"mobilenet_v2", ""},
-                      ModelSpec{"mobilenet_v3_small", ""}, ModelSpec{"efficientnet_b0", ""}, ModelSpec{"squeezenet1_1", ""},
-                      ModelSpec{"googlenet", ""}, ModelSpec{"densenet121", ""}, ModelSpec{"shufflenet_v2_x1_0", ""},
-                      ModelSpec{"lraspp_mobilenet_v3", ""}, ModelSpec{"tiny_yolo", ""}, ModelSpec{"ssdlite_mbv2", ""}),
+                      ModelSpec{"ppocr_cls", "x:1x3x48x192"}, ModelSpec{"blazeface_128", ""},
+                      ModelSpec{"mlsd_tiny_320", ""}, ModelSpec{"resnet18", ""}, ModelSpec{"resnet50", ""},
+                      ModelSpec{"mobilenet_v2", ""}, ModelSpec{"mobilenet_v3_small", ""},
+                      ModelSpec{"efficientnet_b0", ""}, ModelSpec{"squeezenet1_1", ""},
+                      ModelSpec{"googlenet", ""}, ModelSpec{"densenet121", ""},
+                      ModelSpec{"shufflenet_v2_x1_0", ""}, ModelSpec{"lraspp_mobilenet_v3", ""},
+                      ModelSpec{"tiny_yolo", ""}, ModelSpec{"ssdlite_mbv2", ""}),
     [](const auto& info) { return info.param.name; });
 
 // ---- the OCR models on real images
 
-const Preprocess kImageNet{640, 640, {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, 1.f / 255.f, false, false};
+const Preprocess kImageNet{640,   640,  {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, 1.f / 255.f,
+                           false, false};
 
 TEST(OcrRealImages, DetectorOnPhotosMatchesOnnxRuntime) {
-  Graph g = import_onnx_file((kModels / "ppocr_det.onnx").string(), ImportOptions{{{"x", {1, 3, 640, 640}}}, true, {}});
+  Graph g = import_onnx_file((kModels / "ppocr_det.onnx").string(),
+                             ImportOptions{{{"x", {1, 3, 640, 640}}}, true, {}});
   for (const char* photo : {"scenetext01.jpg", "scenetext03.jpg", "text/page.png"}) {
     Tensor x = image_to_tensor(load_image((kImages / photo).string()), kImageNet);
     check_against_ort("ppocr_det", g, {{"x", x}}, photo);
@@ -166,11 +175,13 @@ TEST(OcrRealImages, DetectorOnPhotosMatchesOnnxRuntime) {
 // PaddleOCR recognition input: height 48, aspect kept, (x/255 - 0.5) / 0.5, zero padding on the right.
 Tensor rec_input(const Image& img, int width) {
   const int w = std::min(width, int(std::ceil(48.0 * img.width / img.height)));
-  Tensor small = image_to_tensor(img, {w, 48, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, 1.f / 255.f, false, false});
+  Tensor small =
+      image_to_tensor(img, {w, 48, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, 1.f / 255.f, false, false});
   Tensor x(DType::kF32, {1, 3, 48, width});
   for (int c = 0; c < 3; ++c)
     for (int y = 0; y < 48; ++y)
-      for (int i = 0; i < w; ++i) x.data<float>()[(c * 48 + y) * width + i] = small.data<float>()[(c * 48 + y) * w + i];
+      for (int i = 0; i < w; ++i)
+        x.data<float>()[(c * 48 + y) * width + i] = small.data<float>()[(c * 48 + y) * w + i];
   return x;
 }
 
@@ -188,7 +199,8 @@ std::string ctc_decode(const Tensor& probs, const std::vector<std::string>& keys
 }
 
 TEST(OcrRealImages, RecognizerOnRenderedTextMatchesOnnxRuntime) {
-  Graph g = import_onnx_file((kModels / "ppocr_rec.onnx").string(), ImportOptions{{{"x", {1, 3, 48, 320}}}, true, {}});
+  Graph g = import_onnx_file((kModels / "ppocr_rec.onnx").string(),
+                             ImportOptions{{{"x", {1, 3, 48, 320}}}, true, {}});
   std::vector<std::string> keys;
   std::ifstream kf(kModels / "ppocr_keys_v1.txt");
   for (std::string line; std::getline(kf, line);) keys.push_back(line);
@@ -201,20 +213,23 @@ TEST(OcrRealImages, RecognizerOnRenderedTextMatchesOnnxRuntime) {
     ReferenceEngine e(g);
     const std::string ours = ctc_decode(e.run({{"x", x}}).begin()->second, keys);
     exact += ours == truth;
-    check_against_ort("ppocr_rec", g, {{"x", x}}, "text/" + file, "reads \"" + ours + "\" (truth \"" + truth + "\")");
+    check_against_ort("ppocr_rec", g, {{"x", x}}, "text/" + file,
+                      "reads \"" + ours + "\" (truth \"" + truth + "\")");
     ++checked;
   }
   EXPECT_GE(exact, 4) << "the recogniser should read most rendered lines exactly";
 }
 
 TEST(OcrRealImages, ClassifierOnRenderedTextMatchesOnnxRuntime) {
-  Graph g = import_onnx_file((kModels / "ppocr_cls.onnx").string(), ImportOptions{{{"x", {1, 3, 48, 192}}}, true, {}});
+  Graph g = import_onnx_file((kModels / "ppocr_cls.onnx").string(),
+                             ImportOptions{{{"x", {1, 3, 48, 192}}}, true, {}});
   Image img = load_image((kImages / "text" / "line_000.png").string());
   Image flipped = img;
   for (int y = 0; y < img.height; ++y)
     for (int x = 0; x < img.width; ++x)
       for (int c = 0; c < 3; ++c)
-        flipped.pixels[size_t((y * img.width + x) * 3 + c)] = img.pixels[size_t(((img.height - 1 - y) * img.width + (img.width - 1 - x)) * 3 + c)];
+        flipped.pixels[size_t((y * img.width + x) * 3 + c)] =
+            img.pixels[size_t(((img.height - 1 - y) * img.width + (img.width - 1 - x)) * 3 + c)];
   const Preprocess p{192, 48, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, 1.f / 255.f, false, false};
   ReferenceEngine e(g);
   const Tensor up = e.run({{"x", image_to_tensor(img, p)}}).begin()->second;
@@ -222,7 +237,8 @@ TEST(OcrRealImages, ClassifierOnRenderedTextMatchesOnnxRuntime) {
   EXPECT_GT(up.data<float>()[0], up.data<float>()[1]) << "upright text should be class 0";
   EXPECT_GT(down.data<float>()[1], down.data<float>()[0]) << "rotated text should be class 1 (180 degrees)";
   check_against_ort("ppocr_cls", g, {{"x", image_to_tensor(img, p)}}, "text/line_000.png", "upright");
-  check_against_ort("ppocr_cls", g, {{"x", image_to_tensor(flipped, p)}}, "text/line_000.png rotated 180", "rotated");
+  check_against_ort("ppocr_cls", g, {{"x", image_to_tensor(flipped, p)}}, "text/line_000.png rotated 180",
+                    "rotated");
 }
 
 class ReportWriter : public ::testing::Environment {
@@ -230,14 +246,17 @@ class ReportWriter : public ::testing::Environment {
   void TearDown() override {
     std::ofstream f(fs::path(DLAKIT_BINARY_DIR) / "model_comparison.md");
     f << "# Reference engine vs ONNX Runtime on real models\n\n"
-      << "Generated by `tests/models/models_test.cpp` (ctest label `models`). ONNX Runtime 1.30 (npm onnxruntime-node, CPU,\n"
-      << "2 threads) runs the same inputs; the check is relative L2 = ||ours - ort|| / ||ort|| <= 1e-4 per output.\n\n"
+      << "Generated by `tests/models/models_test.cpp` (ctest label `models`). ONNX Runtime 1.30 (npm "
+         "onnxruntime-node, CPU,\n"
+      << "2 threads) runs the same inputs; the check is relative L2 = ||ours - ort|| / ||ort|| <= 1e-4 per "
+         "output.\n\n"
       << "| model | input | output | relative L2 | max abs diff | note |\n|---|---|---|---|---|---|\n";
     for (auto& r : g_rows) {
       char l2[32], ma[32];
       std::snprintf(l2, sizeof l2, "%.2e", r.rel_l2);
       std::snprintf(ma, sizeof ma, "%.2e", r.max_abs);
-      f << "| " << r.model << " | " << r.input << " | " << r.output << " | " << l2 << " | " << ma << " | " << r.note << " |\n";
+      f << "| " << r.model << " | " << r.input << " | " << r.output << " | " << l2 << " | " << ma << " | "
+        << r.note << " |\n";
     }
   }
 };

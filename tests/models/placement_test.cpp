@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "engine/engine.h"
+#include "loadable/plan.h"
 #include "onnx/importer.h"
 #include "placement/placement.h"
-#include "loadable/plan.h"
 #include "placement/split.h"
 #include "runtime/plan_executor.h"
 
@@ -31,11 +31,23 @@ struct ModelSpec {
   std::string name, shapes;
 };
 
-const ModelSpec kModels[] = {
-    {"ppocr_det", "x:1x3x640x640"}, {"ppocr_rec", "x:1x3x48x320"}, {"ppocr_cls", "x:1x3x48x192"}, {"resnet18", ""},
-    {"resnet50", ""}, {"mobilenet_v2", ""}, {"mobilenet_v3_small", ""}, {"efficientnet_b0", ""}, {"densenet121", ""},
-    {"shufflenet_v2_x1_0", ""}, {"tiny_yolo", ""}, {"ssdlite_mbv2", ""}, {"blazeface_128", ""}, {"mlsd_tiny_320", ""},
-    {"googlenet", ""}, {"squeezenet1_1", ""}, {"lraspp_mobilenet_v3", ""}};
+const ModelSpec kModels[] = {{"ppocr_det", "x:1x3x640x640"},
+                             {"ppocr_rec", "x:1x3x48x320"},
+                             {"ppocr_cls", "x:1x3x48x192"},
+                             {"resnet18", ""},
+                             {"resnet50", ""},
+                             {"mobilenet_v2", ""},
+                             {"mobilenet_v3_small", ""},
+                             {"efficientnet_b0", ""},
+                             {"densenet121", ""},
+                             {"shufflenet_v2_x1_0", ""},
+                             {"tiny_yolo", ""},
+                             {"ssdlite_mbv2", ""},
+                             {"blazeface_128", ""},
+                             {"mlsd_tiny_320", ""},
+                             {"googlenet", ""},
+                             {"squeezenet1_1", ""},
+                             {"lraspp_mobilenet_v3", ""}};
 
 std::string read(const fs::path& p) {
   std::ifstream f(p);
@@ -114,10 +126,11 @@ TEST_P(RealModel, PassesPreserveOutputs) {
       max_abs = std::max(max_abs, std::fabs(d));
     }
     const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-    if (GetParam().name == "mlsd_tiny_320" && name == "scores") continue;  // discontinuous peak mask (see models_test)
+    if (GetParam().name == "mlsd_tiny_320" && name == "scores")
+      continue;  // discontinuous peak mask (see models_test)
     // Saturated sigmoid outputs (noise into a detector) are tiny: there max |diff| <= 1e-6 is the check.
-    EXPECT_TRUE(rel <= 1e-5 || max_abs <= 1e-6) << GetParam().name << " output " << name << ": relative L2 " << rel
-                                                << ", max abs " << max_abs;
+    EXPECT_TRUE(rel <= 1e-5 || max_abs <= 1e-6)
+        << GetParam().name << " output " << name << ": relative L2 " << rel << ", max abs " << max_abs;
   }
 }
 
@@ -125,7 +138,8 @@ TEST_P(RealModel, SplitSegmentsReproduceTheModelBitForBit) {
   Graph g = load();
   run_passes(g);
   Placement p = place(g, {});
-  const fs::path dir = fs::temp_directory_path() / ("dlakit_split_" + std::to_string(getpid())) / GetParam().name;
+  const fs::path dir =
+      fs::temp_directory_path() / ("dlakit_split_" + std::to_string(getpid())) / GetParam().name;
   write_split(g, p, dir.string(), GetParam().name + ".onnx");
   const TensorMap in = random_inputs(g);
   TensorMap whole = ReferenceEngine(g).run(in), chained = run_split(dir.string(), in);
@@ -133,7 +147,8 @@ TEST_P(RealModel, SplitSegmentsReproduceTheModelBitForBit) {
     ASSERT_TRUE(chained.count(name)) << name;
     ASSERT_EQ(t.type(), chained.at(name).type()) << name;
     EXPECT_EQ(0, std::memcmp(t.raw(), chained.at(name).raw(), t.nbytes()))
-        << GetParam().name << " output " << name << " differs after splitting into " << p.segments.size() << " segments";
+        << GetParam().name << " output " << name << " differs after splitting into " << p.segments.size()
+        << " segments";
   }
   fs::remove_all(dir);
 }
@@ -161,8 +176,9 @@ TEST(HybridPlan, RealModelsMatchTheReferenceWithinFp16) {
         na += a * a;
         nb += b * b;
       }
-      EXPECT_GE(dot / std::sqrt(na * nb + 1e-300), 0.999) << name << " output " << out << " (" << exec.dla_segments() << " DLA + "
-                                                          << exec.gpu_segments() << " GPU segments)";
+      EXPECT_GE(dot / std::sqrt(na * nb + 1e-300), 0.999)
+          << name << " output " << out << " (" << exec.dla_segments() << " DLA + " << exec.gpu_segments()
+          << " GPU segments)";
     }
     // a truncated or foreign plan is an error, not a crash
     EXPECT_THROW(rt::PlanExecutor(reinterpret_cast<const uint8_t*>(plan.data()), plan.size() / 2), Error);
@@ -170,6 +186,7 @@ TEST(HybridPlan, RealModelsMatchTheReferenceWithinFp16) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Real, RealModel, ::testing::ValuesIn(kModels), [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Real, RealModel, ::testing::ValuesIn(kModels),
+                         [](const auto& info) { return info.param.name; });
 
 }  // namespace

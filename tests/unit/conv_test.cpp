@@ -21,9 +21,11 @@ Tensor random_tensor(const Shape& s, uint32_t seed) {
 }
 
 // y[n,m,oh,ow] = b[m] + sum_{c,kh,kw} x[n, g*Cg + c, oh*s - p + kh*d, ow*s - p + kw*d] * w[m, c, kh, kw]
-Tensor direct_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride, int64_t pad, int64_t dil, int64_t group) {
+Tensor direct_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride, int64_t pad,
+                   int64_t dil, int64_t group) {
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), M = w.dim(0), K = w.dim(2);
-  const int64_t OH = (H + 2 * pad - (K - 1) * dil - 1) / stride + 1, OW = (W + 2 * pad - (K - 1) * dil - 1) / stride + 1;
+  const int64_t OH = (H + 2 * pad - (K - 1) * dil - 1) / stride + 1,
+                OW = (W + 2 * pad - (K - 1) * dil - 1) / stride + 1;
   const int64_t Cg = C / group, Mg = M / group;
   Tensor y(DType::kF32, {N, M, OH, OW});
   for (int64_t n = 0; n < N; ++n)
@@ -47,7 +49,9 @@ Tensor direct_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t st
 }  // namespace
 
 TEST(Conv, FastPathsMatchDirectConvolution) {
-  struct Case { int64_t N, C, H, W, M, K, stride, pad, dil, group; };
+  struct Case {
+    int64_t N, C, H, W, M, K, stride, pad, dil, group;
+  };
   const Case cases[] = {
       {1, 3, 17, 19, 8, 3, 1, 1, 1, 1},     // im2col + gemm
       {2, 8, 12, 12, 16, 3, 2, 1, 1, 2},    // grouped, strided, batch 2

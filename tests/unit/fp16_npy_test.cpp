@@ -24,7 +24,7 @@ TEST(Fp16, RoundsToNearestEvenAtTies) {
   EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.f, -11)), 0x3c02);  // tie: rounds up to even
   EXPECT_EQ(float_to_half(1.0f / 3.0f), 0x3555);
   EXPECT_EQ(float_to_half(65504.f), 0x7bff);
-  EXPECT_EQ(float_to_half(65520.f), 0x7c00);  // rounds to infinity
+  EXPECT_EQ(float_to_half(65520.f), 0x7c00);               // rounds to infinity
   EXPECT_EQ(float_to_half(std::ldexp(1.f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(float_to_half(std::ldexp(1.f, -25)), 0x0000);  // tie with 0: even
   EXPECT_EQ(float_to_half(std::ldexp(3.f, -26)), 0x0001);  // above the tie

@@ -1,8 +1,8 @@
 // The blocked, vectorised sgemm against the naive triple loop, on random data and awkward sizes.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <random>
 #include <stdexcept>
 
@@ -22,7 +22,8 @@ std::vector<float> random_vec(size_t n, uint32_t seed) {
 }  // namespace
 
 TEST(Gemm, MatchesNaiveOnRandomShapesAndStrides) {
-  const int64_t sizes[][3] = {{1, 1, 1}, {5, 7, 3}, {6, 32, 256}, {7, 33, 257}, {64, 300, 147}, {97, 1000, 513}, {24, 25, 864}};
+  const int64_t sizes[][3] = {{1, 1, 1},      {5, 7, 3},       {6, 32, 256}, {7, 33, 257},
+                              {64, 300, 147}, {97, 1000, 513}, {24, 25, 864}};
   uint32_t seed = 1;
   for (auto& s : sizes) {
     const int64_t M = s[0], N = s[1], K = s[2];
@@ -33,7 +34,18 @@ TEST(Gemm, MatchesNaiveOnRandomShapesAndStrides) {
           auto C0 = random_vec(size_t(M * N), seed++);
           auto C1 = C0;
           auto bias = random_vec(size_t(M), seed++);
-          GemmArgs g{M, N, K, A.data(), ta ? 1 : K, ta ? M : 1, B.data(), tb ? 1 : N, tb ? K : 1, C0.data(), N, acc == 1,
+          GemmArgs g{M,
+                     N,
+                     K,
+                     A.data(),
+                     ta ? 1 : K,
+                     ta ? M : 1,
+                     B.data(),
+                     tb ? 1 : N,
+                     tb ? K : 1,
+                     C0.data(),
+                     N,
+                     acc == 1,
                      (ta + tb) % 2 ? bias.data() : nullptr};
           sgemm(g);
           if (acc == 0) {  // the prepacked-A path must give the same result as packing on the fly
@@ -43,14 +55,15 @@ TEST(Gemm, MatchesNaiveOnRandomShapesAndStrides) {
             gp.C = C2.data();
             gp.packed_a = packed.get();
             sgemm(gp);
-            for (int64_t i = 0; i < M * N; ++i) ASSERT_EQ(C2[size_t(i)], C0[size_t(i)]) << "packed A differs at " << i;
+            for (int64_t i = 0; i < M * N; ++i)
+              ASSERT_EQ(C2[size_t(i)], C0[size_t(i)]) << "packed A differs at " << i;
           }
           g.C = C1.data();
           sgemm_naive(g);
           for (int64_t i = 0; i < M * N; ++i)
             ASSERT_NEAR(C0[size_t(i)], C1[size_t(i)], 1e-4 * std::sqrt(double(K)) + 1e-5)
-                << "M=" << M << " N=" << N << " K=" << K << " transA=" << ta << " transB=" << tb << " acc=" << acc
-                << " isa=" << sgemm_isa() << " at " << i;
+                << "M=" << M << " N=" << N << " K=" << K << " transA=" << ta << " transB=" << tb
+                << " acc=" << acc << " isa=" << sgemm_isa() << " at " << i;
         }
   }
 }
@@ -67,15 +80,26 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
   for (int threads : {1, 2, 3}) {
     set_num_threads(threads);
     std::vector<std::atomic<int>> hits(1000);
-    parallel_for(1000, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) hits[size_t(i)]++; }, 7);
+    parallel_for(
+        1000,
+        [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+        },
+        7);
     for (auto& h : hits) ASSERT_EQ(h.load(), 1);
   }
   set_num_threads(2);
 }
 
 TEST(ThreadPool, ExceptionsPropagateAndPoolKeepsWorking) {
-  EXPECT_THROW(parallel_for(100, [](int64_t b, int64_t) { if (b > 10) throw std::runtime_error("x"); }), std::runtime_error);
+  EXPECT_THROW(parallel_for(100,
+                            [](int64_t b, int64_t) {
+                              if (b > 10) throw std::runtime_error("x");
+                            }),
+               std::runtime_error);
   std::atomic<int64_t> sum{0};
-  parallel_for(100, [&](int64_t b, int64_t e) { for (int64_t i = b; i < e; ++i) sum += i; });
+  parallel_for(100, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) sum += i;
+  });
   EXPECT_EQ(sum.load(), 4950);
 }

@@ -139,7 +139,8 @@ TEST(Engine, WrongInputsAreClearErrors) {
     e.run({{"x", Tensor(DType::kF32, {3, 2})}});
     FAIL() << "expected an error";
   } catch (const Error& err) {
-    EXPECT_NE(std::string(err.what()).find("f32[3x2] but the model expects f32[2x3]"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("f32[3x2] but the model expects f32[2x3]"), std::string::npos)
+        << err.what();
   }
   EXPECT_THROW(e.run({}), Error);
   EXPECT_THROW(e.run({{"x", Tensor(DType::kF32, {2, 3})}, {"extra", Tensor()}}), Error);

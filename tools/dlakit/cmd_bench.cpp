@@ -17,7 +17,9 @@ namespace dlakit::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 struct BenchFlags {
   std::string engine, cores = "0", export_times, export_profile;
@@ -65,10 +67,14 @@ void run_bench(const BenchFlags& f) {
   const std::string blob((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   const auto* data = reinterpret_cast<const uint8_t*>(blob.data());
   std::vector<int> cores;
-  if (f.cores == "all") cores = {0, 1};
-  else if (f.cores == "0" || f.cores == "1") cores = {std::stoi(f.cores)};
-  else fail(Status::kInvalidArgument, "--useDLACore must be 0, 1 or all");
-  if (f.streams < 1 || f.streams > 16) fail(Status::kInvalidArgument, "--streams must be 1..16 (16 handles per core)");
+  if (f.cores == "all")
+    cores = {0, 1};
+  else if (f.cores == "0" || f.cores == "1")
+    cores = {std::stoi(f.cores)};
+  else
+    fail(Status::kInvalidArgument, "--useDLACore must be 0, 1 or all");
+  if (f.streams < 1 || f.streams > 16)
+    fail(Status::kInvalidArgument, "--streams must be 1..16 (16 handles per core)");
   // One device handle (and module) per core and stream, as a cuDLA application would have.
   std::vector<std::unique_ptr<rt::Device>> devs;
   std::vector<std::unique_ptr<Buffers>> bufs;
@@ -135,7 +141,8 @@ void run_bench(const BenchFlags& f) {
   j["target"] = m.loadable().target;
   j["cores"] = cores;
   j["streams_per_core"] = f.streams;
-  j["latency_ms"] = {{"min", L.min}, {"mean", L.mean}, {"median", L.median}, {"p90", L.p90}, {"p95", L.p95}, {"p99", L.p99}, {"max", L.max}};
+  j["latency_ms"] = {{"min", L.min}, {"mean", L.mean}, {"median", L.median}, {"p90", L.p90},
+                     {"p95", L.p95}, {"p99", L.p99},   {"max", L.max}};
   j["split_ms_mean"] = {{"h2d_pack", H.mean}, {"compute", C.mean}, {"d2h_unpack", D.mean}};
   j["throughput_qps"] = double(done_iters) / wall_s;
   j["iterations"] = done_iters.load();
@@ -152,13 +159,17 @@ void run_bench(const BenchFlags& f) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  std::printf("engine: %s (target %s), core(s) %s, %d stream(s) per core\n", f.engine.c_str(), m.loadable().target.c_str(), f.cores.c_str(), f.streams);
-  std::printf("latency (ms): min %.3f  mean %.3f  median %.3f  p90 %.3f  p95 %.3f  p99 %.3f  max %.3f\n", L.min, L.mean, L.median, L.p90, L.p95, L.p99, L.max);
+  std::printf("engine: %s (target %s), core(s) %s, %d stream(s) per core\n", f.engine.c_str(),
+              m.loadable().target.c_str(), f.cores.c_str(), f.streams);
+  std::printf("latency (ms): min %.3f  mean %.3f  median %.3f  p90 %.3f  p95 %.3f  p99 %.3f  max %.3f\n",
+              L.min, L.mean, L.median, L.p90, L.p95, L.p99, L.max);
   std::printf("split (mean ms): H2D/pack %.3f  compute %.3f  D2H/unpack %.3f\n", H.mean, C.mean, D.mean);
-  std::printf("throughput: %.1f inferences/s over %d iterations in %.2f s (all cores)\n", double(done_iters) / wall_s, done_iters.load(), wall_s);
+  std::printf("throughput: %.1f inferences/s over %d iterations in %.2f s (all cores)\n",
+              double(done_iters) / wall_s, done_iters.load(), wall_s);
   if (j.contains("profile")) {
     std::printf("per-layer profile:\n");
-    for (auto& p : j["profile"]) std::printf("  %-48s %8.3f ms\n", p["name"].get<std::string>().c_str(), p["ms"].get<double>());
+    for (auto& p : j["profile"])
+      std::printf("  %-48s %8.3f ms\n", p["name"].get<std::string>().c_str(), p["ms"].get<double>());
   }
   std::printf("note: %s\n", j["note"].get<std::string>().c_str());
 }
@@ -167,8 +178,12 @@ void run_bench(const BenchFlags& f) {
 
 void register_bench(CLI::App& app) {
   auto f = std::make_shared<BenchFlags>();
-  CLI::App* sub = app.add_subcommand("bench", "Time a DLA loadable on the emulated DLA: latency percentiles, H2D/compute/D2H split, profile, both cores");
-  sub->add_option("--loadEngine", f->engine, "The DLA loadable (.dla) from dlakit build")->required()->check(CLI::ExistingFile);
+  CLI::App* sub = app.add_subcommand("bench",
+                                     "Time a DLA loadable on the emulated DLA: latency percentiles, "
+                                     "H2D/compute/D2H split, profile, both cores");
+  sub->add_option("--loadEngine", f->engine, "The DLA loadable (.dla) from dlakit build")
+      ->required()
+      ->check(CLI::ExistingFile);
   sub->add_option("--warmUp", f->warmup_ms, "Warm-up time in ms (trtexec's meaning; default 200)");
   sub->add_option("--iterations", f->iterations, "At least this many timed iterations (default 10)");
   sub->add_option("--duration", f->duration_s, "Run at least this many seconds (default 3)");

@@ -24,17 +24,21 @@ void build_plan(const BuildFlags& f) {
   std::ofstream out(f.save, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   if (!out) fail(Status::kIoError, "cannot write '", f.save, "'");
-  rt::PlanExecutor check(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());  // verify what we wrote
-  std::cout << "built hybrid plan " << f.save << ": " << bytes.size() << " bytes, " << check.dla_segments() << " DLA loadable(s) + "
-            << check.gpu_segments() << " GPU segment(s), " << p.transitions << " DLA<->GPU transition(s)\n"
+  rt::PlanExecutor check(reinterpret_cast<const uint8_t*>(bytes.data()),
+                         bytes.size());  // verify what we wrote
+  std::cout << "built hybrid plan " << f.save << ": " << bytes.size() << " bytes, " << check.dla_segments()
+            << " DLA loadable(s) + " << check.gpu_segments() << " GPU segment(s), " << p.transitions
+            << " DLA<->GPU transition(s)\n"
             << "  " << p.recommendation << "\n";
 }
 
 void run_build(BuildFlags& f) {
   if (f.placement.fallback && f.placement.standalone)
-    fail(Status::kInvalidArgument, "--allowGPUFallback and --buildDLAStandalone contradict each other (trtexec forbids it too)");
+    fail(Status::kInvalidArgument,
+         "--allowGPUFallback and --buildDLAStandalone contradict each other (trtexec forbids it too)");
   if (f.placement.int8)
-    fail(Status::kUnsupported, "--int8: INT8 loadables need calibration, which is not built yet; build with --fp16");
+    fail(Status::kUnsupported,
+         "--int8: INT8 loadables need calibration, which is not built yet; build with --fp16");
   if (f.placement.fallback) return build_plan(f);
   f.placement.standalone = true;  // a loadable is one DLA graph: trtexec --buildDLAStandalone semantics
   const auto [g, p] = load_and_place(f.model, f.placement);
@@ -47,28 +51,36 @@ void run_build(BuildFlags& f) {
   std::ofstream out(f.save, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   if (!out) fail(Status::kIoError, "cannot write '", f.save, "'");
-  const Loadable l = read_loadable(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), f.save);  // verify what we wrote
-  std::cout << "built " << f.save << ": " << bytes.size() << " bytes, target " << l.target << " (DLA " << l.dla_version << "), FP16, "
-            << l.layers << " layers, " << human(double(l.macs)) << " MACs, " << l.weight_bytes << " bytes of fp16 weights\n";
+  const Loadable l = read_loadable(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                   f.save);  // verify what we wrote
+  std::cout << "built " << f.save << ": " << bytes.size() << " bytes, target " << l.target << " (DLA "
+            << l.dla_version << "), FP16, " << l.layers << " layers, " << human(double(l.macs)) << " MACs, "
+            << l.weight_bytes << " bytes of fp16 weights\n";
   for (const auto* list : {&l.inputs, &l.outputs})
     for (const auto& d : *list)
-      std::cout << (list == &l.inputs ? "  input  " : "  output ") << d.name << "  " << rt::io_format_name(d.format) << "  n" << d.n
-                << " c" << d.c << " h" << d.h << " w" << d.w << "  " << d.size << " bytes, line stride " << d.stride[1] << "\n";
+      std::cout << (list == &l.inputs ? "  input  " : "  output ") << d.name << "  "
+                << rt::io_format_name(d.format) << "  n" << d.n << " c" << d.c << " h" << d.h << " w" << d.w
+                << "  " << d.size << " bytes, line stride " << d.stride[1] << "\n";
 }
 
 }  // namespace
 
 void register_build(CLI::App& app) {
   auto f = std::make_shared<BuildFlags>();
-  CLI::App* sub = app.add_subcommand("build", "Build an FP16 DLA loadable (standalone, default) or a hybrid plan (--allowGPUFallback) from ONNX, with trtexec's flags");
+  CLI::App* sub = app.add_subcommand("build",
+                                     "Build an FP16 DLA loadable (standalone, default) or a hybrid plan "
+                                     "(--allowGPUFallback) from ONNX, with trtexec's flags");
   sub->add_option("--onnx", f->model.model, "ONNX model")->required()->check(CLI::ExistingFile);
   sub->add_option("--input-shape,--shapes", f->model.input_shape, "Pin input shapes: name:1x3x224x224[,...]");
   f->placement.add(*sub);
   sub->add_option("--saveEngine", f->save, "Where to write the loadable (.dla)")->required();
-  sub->add_option("--inputIOFormats", f->input_formats, "type:format per input, e.g. fp16:chw16 (default), fp16:dla_linear, fp16:dla_hwc4");
-  sub->add_option("--outputIOFormats", f->output_formats, "type:format per output, e.g. fp16:chw16 (default), fp16:dla_linear");
+  sub->add_option("--inputIOFormats", f->input_formats,
+                  "type:format per input, e.g. fp16:chw16 (default), fp16:dla_linear, fp16:dla_hwc4");
+  sub->add_option("--outputIOFormats", f->output_formats,
+                  "type:format per output, e.g. fp16:chw16 (default), fp16:dla_linear");
   sub->add_option("--calib", f->calib, "INT8 calibration cache (INT8 is not built yet)");
-  sub->add_option("--memPoolSize", f->mem_pool, "e.g. dlaSRAM:1 (accepted for trtexec compatibility; the emulator has no pools)");
+  sub->add_option("--memPoolSize", f->mem_pool,
+                  "e.g. dlaSRAM:1 (accepted for trtexec compatibility; the emulator has no pools)");
   sub->callback([f] { run_build(*f); });
 }
 

@@ -13,22 +13,30 @@ namespace dlakit::cli {
 PlacementFlags::PlacementFlags() = default;
 
 void PlacementFlags::add(CLI::App& app) {
-  app.add_option("--target", target, "DLA chip: orin (DLA 2.0, default) or xavier (DLA 1.0)")->check(CLI::IsMember({"orin", "xavier"}));
-  app.add_flag("--standalone,--buildDLAStandalone", standalone, "The whole network must be one DLA graph (cuDLA); else one error listing every offender");
+  app.add_option("--target", target, "DLA chip: orin (DLA 2.0, default) or xavier (DLA 1.0)")
+      ->check(CLI::IsMember({"orin", "xavier"}));
+  app.add_flag("--standalone,--buildDLAStandalone", standalone,
+               "The whole network must be one DLA graph (cuDLA); else one error listing every offender");
   app.add_flag("--fallback,--allowGPUFallback", fallback, "Run unsupported layers on the GPU (default)");
   app.add_flag("--int8", int8, "Default DLA precision INT8 (default FP16)");
   app.add_flag("--fp16", fp16, "Default DLA precision FP16 (the default)");
   app.add_option("--useDLACore", dla_core, "DLA core 0 or 1")->check(CLI::Range(0, 1));
-  app.add_option("--layerDeviceTypes", layer_devices, "Per-layer device, trtexec style: name:GPU|DLA[,...]; names may use * and ?");
-  app.add_option("--layerPrecisions", layer_precisions, "Per-layer precision: name:fp16|int8[,...]; names may use * and ?");
+  app.add_option("--layerDeviceTypes", layer_devices,
+                 "Per-layer device, trtexec style: name:GPU|DLA[,...]; names may use * and ?");
+  app.add_option("--layerPrecisions", layer_precisions,
+                 "Per-layer precision: name:fp16|int8[,...]; names may use * and ?");
   app.add_option("--opDeviceTypes", op_devices, "Per-op-type device: Conv:GPU,Softmax:DLA");
   app.add_option("--opPrecisions", op_precisions, "Per-op-type precision: Sigmoid:fp16");
-  app.add_option("--disable-pass", disabled_passes, "Skip a graph pass (remove-identity, fold-constants, fold-batchnorm, fold-pad, decompose, fuse-activation, dead-code)");
+  app.add_option("--disable-pass", disabled_passes,
+                 "Skip a graph pass (remove-identity, fold-constants, fold-batchnorm, fold-pad, decompose, "
+                 "fuse-activation, dead-code)");
   app.add_flag("--no-passes", no_passes, "Skip every graph pass");
 }
 
 PlacementOptions PlacementFlags::options() const {
-  if (standalone && fallback) fail(Status::kInvalidArgument, "--standalone and --fallback contradict each other (trtexec forbids it too)");
+  if (standalone && fallback)
+    fail(Status::kInvalidArgument,
+         "--standalone and --fallback contradict each other (trtexec forbids it too)");
   if (int8 && fp16) fail(Status::kInvalidArgument, "choose one of --int8 and --fp16");
   PlacementOptions o;
   o.target = target;
@@ -83,14 +91,17 @@ void register_inspect(CLI::App& app) {
   auto f = std::make_shared<InspectFlags>();
   CLI::App* sub = app.add_subcommand(
       "inspect",
-      "Per-layer DLA capability with every reason and a fix, DLA/GPU segments, coverage and a recommendation.\n"
+      "Per-layer DLA capability with every reason and a fix, DLA/GPU segments, coverage and a "
+      "recommendation.\n"
       "Exit status: 0 if a standalone (single DLA graph) build is possible, 3 if not, 1 on errors.");
   f->model.add(*sub);
   f->placement.add(*sub);
   sub->add_flag("--json", f->json, "Print JSON (schema: docs/inspect.md)");
-  sub->add_option("--explain", f->explain, "Explain one layer in full: inputs, DLA layer, every reason, pass remarks");
+  sub->add_option("--explain", f->explain,
+                  "Explain one layer in full: inputs, DLA layer, every reason, pass remarks");
   sub->callback([f] { run_inspect(*f); });
-  CLI::App* mat = app.add_subcommand("support-matrix", "Print the DLA support matrix (op x chip x precision, with limits) as Markdown");
+  CLI::App* mat = app.add_subcommand(
+      "support-matrix", "Print the DLA support matrix (op x chip x precision, with limits) as Markdown");
   mat->callback([] { std::cout << dla::support_matrix_markdown(); });
 }
 

@@ -38,7 +38,8 @@ std::vector<float> floats(const std::string& s, const char* what) {
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     float x = std::strtof(item.c_str(), &end);
-    if (item.empty() || *end) fail(Status::kInvalidArgument, what, " '", s, "': '", item, "' is not a number");
+    if (item.empty() || *end)
+      fail(Status::kInvalidArgument, what, " '", s, "': '", item, "' is not a number");
     v.push_back(x);
   }
   if (v.size() != 3) fail(Status::kInvalidArgument, what, " '", s, "' needs 3 comma-separated values");
@@ -69,8 +70,10 @@ std::string safe_name(std::string s) {
   return s;
 }
 
-void report(const RunFlags& f, const std::string& model, const Image& img, const std::vector<std::string>& input_lines,
-            const std::vector<std::pair<std::string, Tensor>>& outputs, std::vector<double> times, const char* where) {
+void report(const RunFlags& f, const std::string& model, const Image& img,
+            const std::vector<std::string>& input_lines,
+            const std::vector<std::pair<std::string, Tensor>>& outputs, std::vector<double> times,
+            const char* where) {
   std::sort(times.begin(), times.end());
   double mean_ms = 0;
   for (double t : times) mean_ms += t / double(times.size());
@@ -84,7 +87,10 @@ void report(const RunFlags& f, const std::string& model, const Image& img, const
   nlohmann::json j;
   j["model"] = model;
   j["executed_on"] = where;
-  j["latency_ms"] = {{"mean", mean_ms}, {"min", times.front()}, {"median", times[times.size() / 2]}, {"iterations", times.size()}};
+  j["latency_ms"] = {{"mean", mean_ms},
+                     {"min", times.front()},
+                     {"median", times[times.size() / 2]},
+                     {"iterations", times.size()}};
   for (const auto& [name, t] : outputs) {
     double lo = INFINITY, hi = -INFINITY, sum = 0;
     for (int64_t i = 0; i < t.numel(); ++i) {
@@ -93,7 +99,10 @@ void report(const RunFlags& f, const std::string& model, const Image& img, const
       hi = std::max(hi, v);
       sum += v;
     }
-    nlohmann::json o{{"name", name}, {"type", type_str(t.type())}, {"min", lo}, {"max", hi},
+    nlohmann::json o{{"name", name},
+                     {"type", type_str(t.type())},
+                     {"min", lo},
+                     {"max", hi},
                      {"mean", t.numel() ? sum / double(t.numel()) : 0.0}};
     if (!f.output_dir.empty()) {
       std::string path = (std::filesystem::path(f.output_dir) / (safe_name(name) + ".npy")).string();
@@ -103,7 +112,8 @@ void report(const RunFlags& f, const std::string& model, const Image& img, const
     // Classifier-shaped outputs ([1,K] or [1,K,1,1] with K >= 2) get a top-k list.
     int64_t k_classes = t.numel();
     const bool classifier_shape = t.rank() == 2 || (t.rank() == 4 && t.dim(2) == 1 && t.dim(3) == 1);
-    if (classifier_shape && t.dim(0) == 1 && k_classes >= 2 && k_classes == t.dim(1) && t.dtype() == DType::kF32) {
+    if (classifier_shape && t.dim(0) == 1 && k_classes >= 2 && k_classes == t.dim(1) &&
+        t.dtype() == DType::kF32) {
       std::vector<int64_t> idx(static_cast<size_t>(k_classes));
       for (int64_t i = 0; i < k_classes; ++i) idx[size_t(i)] = i;
       const int64_t k = std::min<int64_t>(f.top_k, k_classes);
@@ -116,7 +126,8 @@ void report(const RunFlags& f, const std::string& model, const Image& img, const
       }
     }
     // Map-shaped outputs ([1,1,H,W]) can be drawn over the input image.
-    if (!f.overlay.empty() && !f.image.empty() && t.rank() == 4 && t.dim(0) == 1 && t.dim(1) == 1 && !j.contains("overlay")) {
+    if (!f.overlay.empty() && !f.image.empty() && t.rank() == 4 && t.dim(0) == 1 && t.dim(1) == 1 &&
+        !j.contains("overlay")) {
       write_png(f.overlay, overlay_heatmap(img, t.to_f32(), int(t.dim(3)), int(t.dim(2))));
       j["overlay"] = f.overlay;
       int64_t above = 0;
@@ -133,9 +144,11 @@ void report(const RunFlags& f, const std::string& model, const Image& img, const
   for (const auto& line : input_lines) std::cout << "input:  " << line << "\n";
   for (auto& o : j["outputs"]) {
     std::cout << "output: " << o["name"].get<std::string>() << " " << o["type"].get<std::string>() << "  min "
-              << o["min"].get<double>() << "  max " << o["max"].get<double>() << "  mean " << o["mean"].get<double>();
+              << o["min"].get<double>() << "  max " << o["max"].get<double>() << "  mean "
+              << o["mean"].get<double>();
     if (o.contains("file")) std::cout << "  -> " << o["file"].get<std::string>();
-    if (o.contains("fraction_above_0.3")) std::cout << "  (" << 100 * o["fraction_above_0.3"].get<double>() << "% > 0.3)";
+    if (o.contains("fraction_above_0.3"))
+      std::cout << "  (" << 100 * o["fraction_above_0.3"].get<double>() << "% > 0.3)";
     std::cout << "\n";
     if (o.contains("top_k"))
       for (auto& e : o["top_k"])
@@ -143,9 +156,9 @@ void report(const RunFlags& f, const std::string& model, const Image& img, const
                   << (e.contains("label") ? "  " + e["label"].get<std::string>() : "") << "\n";
   }
   if (j.contains("overlay")) std::cout << "overlay: " << j["overlay"].get<std::string>() << "\n";
-  std::printf("latency: %.2f ms mean, %.2f ms min over %zu run(s) (%s)\n", mean_ms, times.front(), times.size(), where);
+  std::printf("latency: %.2f ms mean, %.2f ms min over %zu run(s) (%s)\n", mean_ms, times.front(),
+              times.size(), where);
 }
-
 
 // Time per op type and the slowest layers of the last run (--dumpProfile on an ONNX model).
 void print_profile(const Graph& g, const ReferenceEngine& engine) {
@@ -162,31 +175,38 @@ void print_profile(const Graph& g, const ReferenceEngine& engine) {
     for (auto& [op, e] : rows) j["profile"].push_back({{"op", op}, {"ms", e.first}, {"count", e.second}});
     std::vector<size_t> order(g.nodes.size());
     for (size_t n = 0; n < order.size(); ++n) order[n] = n;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return engine.node_ms()[a] > engine.node_ms()[b]; });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return engine.node_ms()[a] > engine.node_ms()[b]; });
     for (size_t k = 0; k < std::min<size_t>(10, order.size()); ++k) {
       const Node& n = g.nodes[order[k]];
-      j["slowest_layers"].push_back({{"name", n.name}, {"op", op_name(n.op)}, {"ms", engine.node_ms()[order[k]]},
+      j["slowest_layers"].push_back({{"name", n.name},
+                                     {"op", op_name(n.op)},
+                                     {"ms", engine.node_ms()[order[k]]},
                                      {"output", type_str(g.value(n.outputs[0]).type)}});
     }
   }
   {
     std::cout << "profile (last run, by op type):\n";
     for (auto& r : j["profile"])
-      std::printf("  %-20s %4d nodes %9.2f ms\n", r["op"].get<std::string>().c_str(), r["count"].get<int>(), r["ms"].get<double>());
+      std::printf("  %-20s %4d nodes %9.2f ms\n", r["op"].get<std::string>().c_str(), r["count"].get<int>(),
+                  r["ms"].get<double>());
     std::cout << "slowest layers:\n";
     for (auto& r : j["slowest_layers"])
-      std::printf("  %-40s %-14s %-24s %8.2f ms\n", r["name"].get<std::string>().c_str(), r["op"].get<std::string>().c_str(),
-                  r["output"].get<std::string>().c_str(), r["ms"].get<double>());
+      std::printf("  %-40s %-14s %-24s %8.2f ms\n", r["name"].get<std::string>().c_str(),
+                  r["op"].get<std::string>().c_str(), r["output"].get<std::string>().c_str(),
+                  r["ms"].get<double>());
   }
 }
 
 // Runs a DLA loadable through the C++ runtime (emulated DLA): inputs packed per descriptor, outputs unpacked.
-void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img, std::vector<std::pair<std::string, Tensor>>& outputs,
-                  std::vector<std::string>& input_lines, std::vector<double>& times) {
+void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img,
+                  std::vector<std::pair<std::string, Tensor>>& outputs, std::vector<std::string>& input_lines,
+                  std::vector<double>& times) {
   std::ifstream file(f.engine, std::ios::binary);
   if (!file) fail(Status::kIoError, "cannot open '", f.engine, "'");
   const std::string blob((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (is_plan(reinterpret_cast<const uint8_t*>(blob.data()), blob.size())) {  // a hybrid plan: DLA + GPU segments
+  if (is_plan(reinterpret_cast<const uint8_t*>(blob.data()),
+              blob.size())) {  // a hybrid plan: DLA + GPU segments
     rt::PlanExecutor plan(reinterpret_cast<const uint8_t*>(blob.data()), blob.size(), f.dla_core);
     TensorMap feeds;
     uint32_t seed = 1;
@@ -197,8 +217,11 @@ void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img, st
         if (spec.substr(0, spec.find('=')) == name) x = read_npy(spec.substr(spec.find('=') + 1));
       if (x.empty() && img && i == 0) x = image_to_tensor(*img, pre);
       if (x.empty() && f.random_inputs) x = random_tensor({DType::kF32, plan.input_shape(name)}, seed++);
-      if (x.empty()) fail(Status::kInvalidArgument, "no data for plan input '", name, "': give --input ", name, "=file.npy, --image, or --random-inputs");
-      input_lines.push_back(cat(name, " ", type_str(x.type()), " (hybrid plan: ", plan.dla_segments(), " DLA + ", plan.gpu_segments(), " GPU segments)"));
+      if (x.empty())
+        fail(Status::kInvalidArgument, "no data for plan input '", name, "': give --input ", name,
+             "=file.npy, --image, or --random-inputs");
+      input_lines.push_back(cat(name, " ", type_str(x.type()), " (hybrid plan: ", plan.dla_segments(),
+                                " DLA + ", plan.gpu_segments(), " GPU segments)"));
       feeds[name] = x;
     }
     TensorMap res;
@@ -206,7 +229,8 @@ void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img, st
     for (int i = 0; i < std::max(1, f.iterations); ++i) {
       auto t0 = std::chrono::steady_clock::now();
       res = plan.run(feeds);
-      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      times.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     for (auto& n : plan.output_names()) outputs.push_back({n, res.at(n)});
     return;
@@ -229,11 +253,12 @@ void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img, st
     if (x.empty() && img && i == 0) x = image_to_tensor(*img, pre);
     if (x.empty() && f.random_inputs) x = random_tensor({DType::kF32, d.network_shape}, seed++);
     if (x.empty())
-      fail(Status::kInvalidArgument, "no data for input '", d.name, "' (f32[", shape_str(d.network_shape), "]): give --input ", d.name,
-           "=file.npy, --image, or --random-inputs");
+      fail(Status::kInvalidArgument, "no data for input '", d.name, "' (f32[", shape_str(d.network_shape),
+           "]): give --input ", d.name, "=file.npy, --image, or --random-inputs");
     task.inputs.push_back(alloc(d));
     rt::pack(x, d, bufs.back());
-    input_lines.push_back(cat(d.name, " f32[", shape_str(d.network_shape), "] as fp16 ", rt::io_format_name(d.format), " (", d.size, " bytes)"));
+    input_lines.push_back(cat(d.name, " f32[", shape_str(d.network_shape), "] as fp16 ",
+                              rt::io_format_name(d.format), " (", d.size, " bytes)"));
   }
   for (const auto& d : m.outputs()) task.outputs.push_back(alloc(d));
   for (int i = 0; i < f.warmup; ++i) dev.submit(task, nullptr);
@@ -243,14 +268,17 @@ void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img, st
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   const size_t nin = m.inputs().size();
-  for (size_t i = 0; i < m.outputs().size(); ++i) outputs.push_back({m.outputs()[i].name, rt::unpack(bufs[nin + i], m.outputs()[i])});
+  for (size_t i = 0; i < m.outputs().size(); ++i)
+    outputs.push_back({m.outputs()[i].name, rt::unpack(bufs[nin + i], m.outputs()[i])});
   for (void* p : bufs) std::free(p);
 }
 
 void run_cmd(const RunFlags& f) {
   f.model.apply_threads();
-  if (f.engine.empty() && f.model.model.empty()) fail(Status::kInvalidArgument, "give an ONNX model or --loadEngine=model.dla");
-  if (!f.engine.empty() && !f.model.model.empty()) fail(Status::kInvalidArgument, "give an ONNX model or --loadEngine, not both");
+  if (f.engine.empty() && f.model.model.empty())
+    fail(Status::kInvalidArgument, "give an ONNX model or --loadEngine=model.dla");
+  if (!f.engine.empty() && !f.model.model.empty())
+    fail(Status::kInvalidArgument, "give an ONNX model or --loadEngine, not both");
   if (!f.engine.empty()) {
     Preprocess pre;
     Image img;
@@ -290,12 +318,14 @@ void run_cmd(const RunFlags& f) {
       pre.height = img.height;
     }
     if (!opt.input_shapes.count(first.name))
-      opt.input_shapes[first.name] = f.nhwc ? Shape{1, pre.height, pre.width, 3} : Shape{1, 3, pre.height, pre.width};
+      opt.input_shapes[first.name] =
+          f.nhwc ? Shape{1, pre.height, pre.width, 3} : Shape{1, 3, pre.height, pre.width};
   }
   TensorMap feeds;
   for (const auto& spec : f.inputs) {
     const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) fail(Status::kInvalidArgument, "--input '", spec, "' should be name=file.npy");
+    if (eq == std::string::npos || eq == 0)
+      fail(Status::kInvalidArgument, "--input '", spec, "' should be name=file.npy");
     Tensor t = read_npy(spec.substr(eq + 1));
     feeds[spec.substr(0, eq)] = t;
     if (!opt.input_shapes.count(spec.substr(0, eq))) {
@@ -336,10 +366,12 @@ void run_cmd(const RunFlags& f) {
 
 void register_run(CLI::App& app) {
   auto f = std::make_shared<RunFlags>();
-  CLI::App* sub = app.add_subcommand("run", "Run a model on the reference engine: .npy or image inputs, .npy outputs, top-k, heat maps");
+  CLI::App* sub = app.add_subcommand(
+      "run", "Run a model on the reference engine: .npy or image inputs, .npy outputs, top-k, heat maps");
   f->model.add(*sub);
   sub->add_option("--input,-i", f->inputs, "Input as name=file.npy (repeatable)");
-  sub->add_option("--image", f->image, "Image (jpg/png/bmp) for the model's first input")->check(CLI::ExistingFile);
+  sub->add_option("--image", f->image, "Image (jpg/png/bmp) for the model's first input")
+      ->check(CLI::ExistingFile);
   sub->add_option("--size", f->size, "Resize the image to WIDTHxHEIGHT (default: the model's input size)");
   sub->add_option("--mean", f->mean, "Per-channel mean in 0..1 units, e.g. 0.485,0.456,0.406 (ImageNet)");
   sub->add_option("--std", f->std, "Per-channel std in 0..1 units, e.g. 0.229,0.224,0.225 (ImageNet)");
@@ -350,12 +382,14 @@ void register_run(CLI::App& app) {
   sub->add_option("--labels", f->labels, "Class names, one per line, for top-k");
   sub->add_option("--top-k", f->top_k, "How many classes to print for classifier outputs (default 5)");
   sub->add_option("--output-dir,-o", f->output_dir, "Write every output as NAME.npy here");
-  sub->add_option("--overlay", f->overlay, "Write a heat map of the first [1,1,H,W] output over the image (PNG)");
+  sub->add_option("--overlay", f->overlay,
+                  "Write a heat map of the first [1,1,H,W] output over the image (PNG)");
   sub->add_option("--iterations", f->iterations, "Timed runs (default 1)");
   sub->add_option("--warmUp", f->warmup, "Untimed runs first (default 0)");
   sub->add_flag("--dumpProfile", f->profile, "Print time per op type of the last run");
   sub->add_flag("--json", f->json, "Print JSON instead of text");
-  sub->add_option("--loadEngine", f->engine, "Run a DLA loadable (from dlakit build) through the runtime on the emulated DLA")
+  sub->add_option("--loadEngine", f->engine,
+                  "Run a DLA loadable (from dlakit build) through the runtime on the emulated DLA")
       ->check(CLI::ExistingFile);
   sub->add_option("--useDLACore", f->dla_core, "DLA core for --loadEngine (0 or 1)")->check(CLI::Range(0, 1));
   sub->callback([f] { run_cmd(*f); });

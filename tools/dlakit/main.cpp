@@ -11,7 +11,8 @@ void ModelFlags::add(CLI::App& app) {
   app.add_option("model", model, "ONNX model file")->check(CLI::ExistingFile);
   app.add_option("--input-shape,--shapes", input_shape,
                  "Pin input shapes (dynamic dims), trtexec style: name:1x3x640x640[,name2:...]");
-  app.add_option("--threads", threads, "CPU threads for the reference engine (default: DLAKIT_NUM_THREADS or 2)");
+  app.add_option("--threads", threads,
+                 "CPU threads for the reference engine (default: DLAKIT_NUM_THREADS or 2)");
 }
 
 ImportOptions ModelFlags::import_options() const {
@@ -44,7 +45,8 @@ int main(int argc, char** argv) {
       "Commands take trtexec/Polygraphy-style flags; add --json for machine-readable output.\n\n"
       "Examples:\n"
       "  dlakit info model.onnx --input-shape x:1x3x640x640\n"
-      "  dlakit run resnet18.onnx --image cat.jpg --size 224x224 --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225\n"
+      "  dlakit run resnet18.onnx --image cat.jpg --size 224x224 --mean 0.485,0.456,0.406 --std "
+      "0.229,0.224,0.225\n"
       "  dlakit run det.onnx --image photo.jpg --size 640x640 --overlay heat.png\n"
       "  dlakit inspect model.onnx --target orin --int8 --layerDeviceTypes 'head*:GPU'\n"
       "  dlakit split model.onnx -o segments/"};

@@ -24,7 +24,8 @@ std::vector<TensorType> infer_same(const InferContext& c) {
   c.require_inputs(1, c.node().op == OpKind::Clip ? 3 : (c.node().op == OpKind::PRelu ? 2 : 1));
   if (c.node().op == OpKind::PRelu) {
     Shape b = broadcast_shapes(c.node(), {c.shape(0), slope_shape(c.node(), c.shape(0), c.shape(1))});
-    if (b != c.shape(0)) c.invalid("slope ", shape_str(c.shape(1)), " must broadcast to the input ", shape_str(c.shape(0)));
+    if (b != c.shape(0))
+      c.invalid("slope ", shape_str(c.shape(1)), " must broadcast to the input ", shape_str(c.shape(0)));
   }
   return {c.type(0)};
 }
@@ -37,9 +38,16 @@ struct Unary {
   explicit Unary(const KernelContext& c) : op(c.node().op) {
     const Node& n = c.node();
     switch (op) {
-      case OpKind::LeakyRelu: alpha = n.attr_float("alpha", 0.01f); break;
-      case OpKind::HardSigmoid: alpha = n.attr_float("alpha", 0.2f); beta = n.attr_float("beta", 0.5f); break;
-      case OpKind::Elu: alpha = n.attr_float("alpha", 1.0f); break;
+      case OpKind::LeakyRelu:
+        alpha = n.attr_float("alpha", 0.01f);
+        break;
+      case OpKind::HardSigmoid:
+        alpha = n.attr_float("alpha", 0.2f);
+        beta = n.attr_float("beta", 0.5f);
+        break;
+      case OpKind::Elu:
+        alpha = n.attr_float("alpha", 1.0f);
+        break;
       case OpKind::Clip:
         if (n.opset < 11) {
           lo = n.attr_float("min", -std::numeric_limits<float>::max());
@@ -49,31 +57,51 @@ struct Unary {
           if (c.has(2)) hi = float(c.in(2).at_f64(0));
         }
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
   double operator()(double x) const {
     switch (op) {
-      case OpKind::Relu: return x > 0 ? x : 0;
-      case OpKind::LeakyRelu: return x >= 0 ? x : x * double(alpha);
-      case OpKind::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-      case OpKind::Tanh: return std::tanh(x);
-      case OpKind::Clip: return x != x ? x : std::min(std::max(x, double(lo)), double(hi));
-      case OpKind::HardSigmoid: return std::max(0.0, std::min(1.0, double(alpha) * x + double(beta)));
-      case OpKind::HardSwish: return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
-      case OpKind::Elu: return x >= 0 ? x : double(alpha) * (std::exp(x) - 1.0);
-      case OpKind::Softplus: return x > 30 ? x : std::log1p(std::exp(x));
-      case OpKind::Sqrt: return std::sqrt(x);
-      case OpKind::Exp: return std::exp(x);
-      case OpKind::Log: return std::log(x);
-      case OpKind::Neg: return -x;
-      case OpKind::Abs: return std::fabs(x);
-      case OpKind::Reciprocal: return 1.0 / x;
-      case OpKind::Erf: return std::erf(x);
-      case OpKind::Floor: return std::floor(x);
-      case OpKind::Ceil: return std::ceil(x);
-      default: return x;
+      case OpKind::Relu:
+        return x > 0 ? x : 0;
+      case OpKind::LeakyRelu:
+        return x >= 0 ? x : x * double(alpha);
+      case OpKind::Sigmoid:
+        return 1.0 / (1.0 + std::exp(-x));
+      case OpKind::Tanh:
+        return std::tanh(x);
+      case OpKind::Clip:
+        return x != x ? x : std::min(std::max(x, double(lo)), double(hi));
+      case OpKind::HardSigmoid:
+        return std::max(0.0, std::min(1.0, double(alpha) * x + double(beta)));
+      case OpKind::HardSwish:
+        return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
+      case OpKind::Elu:
+        return x >= 0 ? x : double(alpha) * (std::exp(x) - 1.0);
+      case OpKind::Softplus:
+        return x > 30 ? x : std::log1p(std::exp(x));
+      case OpKind::Sqrt:
+        return std::sqrt(x);
+      case OpKind::Exp:
+        return std::exp(x);
+      case OpKind::Log:
+        return std::log(x);
+      case OpKind::Neg:
+        return -x;
+      case OpKind::Abs:
+        return std::fabs(x);
+      case OpKind::Reciprocal:
+        return 1.0 / x;
+      case OpKind::Erf:
+        return std::erf(x);
+      case OpKind::Floor:
+        return std::floor(x);
+      case OpKind::Ceil:
+        return std::ceil(x);
+      default:
+        return x;
     }
   }
 };
@@ -81,15 +109,24 @@ struct Unary {
 // Float version evaluated in float where that is exact enough and much faster.
 inline float eval_f32(const Unary& u, float x) {
   switch (u.op) {
-    case OpKind::Relu: return x > 0 ? x : 0;
-    case OpKind::LeakyRelu: return x >= 0 ? x : x * u.alpha;
-    case OpKind::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case OpKind::Clip: return x != x ? x : std::min(std::max(x, u.lo), u.hi);
-    case OpKind::HardSigmoid: return std::max(0.0f, std::min(1.0f, u.alpha * x + u.beta));
-    case OpKind::HardSwish: return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
-    case OpKind::Neg: return -x;
-    case OpKind::Abs: return std::fabs(x);
-    default: return float(u(double(x)));
+    case OpKind::Relu:
+      return x > 0 ? x : 0;
+    case OpKind::LeakyRelu:
+      return x >= 0 ? x : x * u.alpha;
+    case OpKind::Sigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case OpKind::Clip:
+      return x != x ? x : std::min(std::max(x, u.lo), u.hi);
+    case OpKind::HardSigmoid:
+      return std::max(0.0f, std::min(1.0f, u.alpha * x + u.beta));
+    case OpKind::HardSwish:
+      return x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f));
+    case OpKind::Neg:
+      return -x;
+    case OpKind::Abs:
+      return std::fabs(x);
+    default:
+      return float(u(double(x)));
   }
 }
 
@@ -103,16 +140,32 @@ void run_unary(const KernelContext& c) {
     float* py = y.data<float>();
     // One loop per op so the compiler sees a branch-free, vectorisable body.
     auto loop = [&](auto f) {
-      parallel_for(n, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) py[i] = f(px[i]); }, 8192);
+      parallel_for(
+          n,
+          [&](int64_t s, int64_t e) {
+            for (int64_t i = s; i < e; ++i) py[i] = f(px[i]);
+          },
+          8192);
     };
     const float lo = u.lo, hi = u.hi, a = u.alpha, b = u.beta;
     switch (u.op) {
-      case OpKind::Relu: loop([](float v) { return v > 0.f ? v : 0.f; }); break;
-      case OpKind::Clip: loop([=](float v) { return v != v ? v : std::min(std::max(v, lo), hi); }); break;
-      case OpKind::LeakyRelu: loop([=](float v) { return v >= 0.f ? v : v * a; }); break;
-      case OpKind::HardSigmoid: loop([=](float v) { return std::max(0.f, std::min(1.f, a * v + b)); }); break;
-      case OpKind::HardSwish: loop([](float v) { return v * std::max(0.f, std::min(1.f, v / 6.f + 0.5f)); }); break;
-      default: loop([&](float v) { return eval_f32(u, v); });
+      case OpKind::Relu:
+        loop([](float v) { return v > 0.f ? v : 0.f; });
+        break;
+      case OpKind::Clip:
+        loop([=](float v) { return v != v ? v : std::min(std::max(v, lo), hi); });
+        break;
+      case OpKind::LeakyRelu:
+        loop([=](float v) { return v >= 0.f ? v : v * a; });
+        break;
+      case OpKind::HardSigmoid:
+        loop([=](float v) { return std::max(0.f, std::min(1.f, a * v + b)); });
+        break;
+      case OpKind::HardSwish:
+        loop([](float v) { return v * std::max(0.f, std::min(1.f, v / 6.f + 0.5f)); });
+        break;
+      default:
+        loop([&](float v) { return eval_f32(u, v); });
     }
   } else if (x.dtype() == DType::kI64 && (u.op == OpKind::Neg || u.op == OpKind::Abs)) {
     const int64_t* px = x.data<int64_t>();
@@ -133,7 +186,8 @@ void run_prelu(const KernelContext& c) {
   const Tensor& x = c.in(0);
   const Tensor slope = c.in(1).reshaped(slope_shape(c.node(), x.shape(), c.in(1).shape()));
   Tensor& y = c.out(0);
-  for_each_broadcast(y.shape(), {broadcast_strides(x.shape(), y.shape()), broadcast_strides(slope.shape(), y.shape())},
+  for_each_broadcast(y.shape(),
+                     {broadcast_strides(x.shape(), y.shape()), broadcast_strides(slope.shape(), y.shape())},
                      [&](int64_t i, const std::vector<int64_t>& off) {
                        double v = x.at_f64(off[0]);
                        store_f64(y, i, v < 0 ? v * slope.at_f64(off[1]) : v);

@@ -40,15 +40,40 @@ void for_each_broadcast(const Shape& out, const std::vector<std::vector<int64_t>
 }
 
 // Dispatches on a numeric dtype. f16 is not dispatched: kernels convert it through float.
-#define DLAKIT_DISPATCH_NUMERIC(dtype, T, ...)                           \
-  switch (dtype) {                                                       \
-    case DType::kF32: { using T = float; __VA_ARGS__; break; }           \
-    case DType::kI8: { using T = int8_t; __VA_ARGS__; break; }           \
-    case DType::kU8: { using T = uint8_t; __VA_ARGS__; break; }          \
-    case DType::kBool: { using T = uint8_t; __VA_ARGS__; break; }        \
-    case DType::kI32: { using T = int32_t; __VA_ARGS__; break; }         \
-    case DType::kI64: { using T = int64_t; __VA_ARGS__; break; }         \
-    default: fail(Status::kUnsupported, "dtype ", dtype_name(dtype), " is not supported here"); \
+#define DLAKIT_DISPATCH_NUMERIC(dtype, T, ...)                                           \
+  switch (dtype) {                                                                       \
+    case DType::kF32: {                                                                  \
+      using T = float;                                                                   \
+      __VA_ARGS__;                                                                       \
+      break;                                                                             \
+    }                                                                                    \
+    case DType::kI8: {                                                                   \
+      using T = int8_t;                                                                  \
+      __VA_ARGS__;                                                                       \
+      break;                                                                             \
+    }                                                                                    \
+    case DType::kU8: {                                                                   \
+      using T = uint8_t;                                                                 \
+      __VA_ARGS__;                                                                       \
+      break;                                                                             \
+    }                                                                                    \
+    case DType::kBool: {                                                                 \
+      using T = uint8_t;                                                                 \
+      __VA_ARGS__;                                                                       \
+      break;                                                                             \
+    }                                                                                    \
+    case DType::kI32: {                                                                  \
+      using T = int32_t;                                                                 \
+      __VA_ARGS__;                                                                       \
+      break;                                                                             \
+    }                                                                                    \
+    case DType::kI64: {                                                                  \
+      using T = int64_t;                                                                 \
+      __VA_ARGS__;                                                                       \
+      break;                                                                             \
+    }                                                                                    \
+    default:                                                                             \
+      fail(Status::kUnsupported, "dtype ", dtype_name(dtype), " is not supported here"); \
   }
 
 // A float-valued view of any tensor, converting f16 (and ints) on the fly.

@@ -22,11 +22,13 @@ WindowGeom window_geom(const Node& n, const Shape& x, const std::vector<int64_t>
   auto ints = [&](const char* name, int64_t dflt, size_t count) {
     auto v = n.attr_ints(name, std::vector<int64_t>(count, dflt));
     if (v.size() != count)
-      fail(Status::kParseError, n.label(), ": attribute ", name, " has ", v.size(), " values, expected ", count);
+      fail(Status::kParseError, n.label(), ": attribute ", name, " has ", v.size(), " values, expected ",
+           count);
     return v;
   };
   if (kernel.size() != ns)
-    fail(Status::kShapeError, n.label(), ": kernel has ", kernel.size(), " spatial dims but the input has ", ns);
+    fail(Status::kShapeError, n.label(), ": kernel has ", kernel.size(), " spatial dims but the input has ",
+         ns);
   auto strides = ints("strides", 1, ns), dil = ints("dilations", 1, ns), pads = ints("pads", 0, 2 * ns);
   const std::string auto_pad = n.attr_str("auto_pad", "NOTSET");
   for (size_t i = 0; i < ns; ++i) {
@@ -53,7 +55,8 @@ WindowGeom window_geom(const Node& n, const Shape& x, const std::vector<int64_t>
       g.pe[j] = pads[ns + i];
       if (g.pb[j] < 0 || g.pe[j] < 0) fail(Status::kParseError, n.label(), ": negative pads are not valid");
     } else {
-      fail(Status::kParseError, n.label(), ": auto_pad '", auto_pad, "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+      fail(Status::kParseError, n.label(), ": auto_pad '", auto_pad,
+           "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
     }
     const int64_t span = g.in[j] + g.pb[j] + g.pe[j] - dk;
     if (span < 0)

@@ -11,7 +11,8 @@ namespace dlakit::ref {
 struct WindowGeom {
   int nsp = 2;  // spatial dims in the model (1..3)
   int64_t N = 1, C = 1;
-  std::array<int64_t, 3> in{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, d{1, 1, 1}, pb{0, 0, 0}, pe{0, 0, 0}, out{1, 1, 1};
+  std::array<int64_t, 3> in{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, d{1, 1, 1}, pb{0, 0, 0}, pe{0, 0, 0},
+      out{1, 1, 1};
   int64_t in_vol() const { return in[0] * in[1] * in[2]; }
   int64_t out_vol() const { return out[0] * out[1] * out[2]; }
   int64_t k_vol() const { return k[0] * k[1] * k[2]; }

@@ -11,9 +11,12 @@ namespace {
 // Opset < 7 arithmetic broadcasts B onto A only with broadcast=1, aligning B at `axis` (default: suffix).
 // Returns B's shape as NumPy broadcasting should see it.
 Shape effective_shape(const Node& n, int input, const Shape& a, const Shape& b) {
-  if (n.opset >= 7 || input == 0 || n.op == OpKind::Max || n.op == OpKind::Min || n.op == OpKind::Sum) return b;
+  if (n.opset >= 7 || input == 0 || n.op == OpKind::Max || n.op == OpKind::Min || n.op == OpKind::Sum)
+    return b;
   if (!n.attr_int("broadcast", 0)) {
-    if (a != b) fail(Status::kShapeError, n.label(), ": shapes ", shape_str(a), " and ", shape_str(b), " differ and broadcast=0");
+    if (a != b)
+      fail(Status::kShapeError, n.label(), ": shapes ", shape_str(a), " and ", shape_str(b),
+           " differ and broadcast=0");
     return b;
   }
   if (!n.has("axis")) return b;
@@ -27,7 +30,8 @@ std::vector<TensorType> infer_broadcast(const InferContext& c) {
   bool variadic = c.node().op == OpKind::Max || c.node().op == OpKind::Min || c.node().op == OpKind::Sum;
   c.require_inputs(variadic ? 1 : 2, variadic ? 1 << 20 : 2);
   std::vector<Shape> shapes;
-  for (int i = 0; i < c.num_inputs(); ++i) shapes.push_back(effective_shape(c.node(), i, c.shape(0), c.shape(i)));
+  for (int i = 0; i < c.num_inputs(); ++i)
+    shapes.push_back(effective_shape(c.node(), i, c.shape(0), c.shape(i)));
   DType dt = c.dtype(0);
   if (c.node().op != OpKind::Pow)
     for (int i = 1; i < c.num_inputs(); ++i)
@@ -45,10 +49,20 @@ void apply_inplace(Tensor& out, const Tensor& b, Op op) {
   const T* pb = b.data<T>();
   const int64_t n = out.numel();
   if (b.shape() == out.shape()) {
-    parallel_for(n, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) o[i] = op(o[i], pb[i]); }, 16384);
+    parallel_for(
+        n,
+        [&](int64_t s, int64_t e) {
+          for (int64_t i = s; i < e; ++i) o[i] = op(o[i], pb[i]);
+        },
+        16384);
   } else if (b.numel() == 1) {
     const T v = pb[0];
-    parallel_for(n, [&](int64_t s, int64_t e) { for (int64_t i = s; i < e; ++i) o[i] = op(o[i], v); }, 16384);
+    parallel_for(
+        n,
+        [&](int64_t s, int64_t e) {
+          for (int64_t i = s; i < e; ++i) o[i] = op(o[i], v);
+        },
+        16384);
   } else {
     // Split the output into [outer..., inner block]: the block is the longest suffix over which b is either
     // one repeated value (stride 0) or contiguous, so the inner loop is a plain vectorisable loop.
@@ -122,12 +136,21 @@ void run_typed(const KernelContext& c, Tensor& out) {
   for (int k = 1; k < c.num_inputs(); ++k) {
     const Tensor b = operand(c, k);
     switch (op) {
-      case OpKind::Add: case OpKind::Sum: apply_inplace<T>(out, b, [](T x, T y) { return T(x + y); }); break;
-      case OpKind::Sub: apply_inplace<T>(out, b, [](T x, T y) { return T(x - y); }); break;
-      case OpKind::Mul: apply_inplace<T>(out, b, [](T x, T y) { return T(x * y); }); break;
+      case OpKind::Add:
+      case OpKind::Sum:
+        apply_inplace<T>(out, b, [](T x, T y) { return T(x + y); });
+        break;
+      case OpKind::Sub:
+        apply_inplace<T>(out, b, [](T x, T y) { return T(x - y); });
+        break;
+      case OpKind::Mul:
+        apply_inplace<T>(out, b, [](T x, T y) { return T(x * y); });
+        break;
       case OpKind::Div:
-        if constexpr (std::is_floating_point_v<T>) apply_inplace<T>(out, b, [](T x, T y) { return T(x / y); });
-        else apply_inplace<T>(out, b, [](T x, T y) { return int_div(x, y); });
+        if constexpr (std::is_floating_point_v<T>)
+          apply_inplace<T>(out, b, [](T x, T y) { return T(x / y); });
+        else
+          apply_inplace<T>(out, b, [](T x, T y) { return int_div(x, y); });
         break;
       case OpKind::Max:
         apply_inplace<T>(out, b, [](T x, T y) { return pick<T>(x, y, true); });
@@ -135,7 +158,8 @@ void run_typed(const KernelContext& c, Tensor& out) {
       case OpKind::Min:
         apply_inplace<T>(out, b, [](T x, T y) { return pick<T>(x, y, false); });
         break;
-      default: fail(Status::kInternal, c.node().label(), ": not a typed binary op");
+      default:
+        fail(Status::kInternal, c.node().label(), ": not a typed binary op");
     }
   }
 }
@@ -154,14 +178,30 @@ void run_generic(const KernelContext& c, Tensor& out) {
                          double x = acc[size_t(i)], y = b.at_f64(off[0]);
                          double r = 0;
                          switch (op) {
-                           case OpKind::Add: case OpKind::Sum: r = x + y; break;
-                           case OpKind::Sub: r = x - y; break;
-                           case OpKind::Mul: r = x * y; break;
-                           case OpKind::Div: r = x / y; break;
-                           case OpKind::Pow: r = std::pow(x, y); break;
-                           case OpKind::Max: r = std::fmax(x, y); break;
-                           case OpKind::Min: r = std::fmin(x, y); break;
-                           default: break;
+                           case OpKind::Add:
+                           case OpKind::Sum:
+                             r = x + y;
+                             break;
+                           case OpKind::Sub:
+                             r = x - y;
+                             break;
+                           case OpKind::Mul:
+                             r = x * y;
+                             break;
+                           case OpKind::Div:
+                             r = x / y;
+                             break;
+                           case OpKind::Pow:
+                             r = std::pow(x, y);
+                             break;
+                           case OpKind::Max:
+                             r = std::fmax(x, y);
+                             break;
+                           case OpKind::Min:
+                             r = std::fmin(x, y);
+                             break;
+                           default:
+                             break;
                          }
                          // f16 rounds after every op, as fp16 hardware would.
                          acc[size_t(i)] = out.dtype() == DType::kF16 ? round_to_half(float(r)) : r;
@@ -175,7 +215,8 @@ void run_binary(const KernelContext& c) {
   if (c.node().op == OpKind::Pow && out.dtype() == DType::kF32 && c.in(1).dtype() == DType::kF32) {
     // fast path for the common float Pow (LayerNorm's x^2)
     expand_into(c.in(0), out);
-    apply_inplace<float>(out, operand(c, 1), [](float x, float y) { return y == 2.0f ? x * x : std::pow(x, y); });
+    apply_inplace<float>(out, operand(c, 1),
+                         [](float x, float y) { return y == 2.0f ? x * x : std::pow(x, y); });
     return;
   }
   if (c.node().op == OpKind::Pow || out.dtype() == DType::kF16) return run_generic(c, out);
@@ -186,10 +227,11 @@ void run_equal(const KernelContext& c) {
   const Tensor &a = c.in(0), &b = c.in(1);
   Tensor& out = c.out(0);
   uint8_t* o = out.data<uint8_t>();
-  for_each_broadcast(out.shape(), {broadcast_strides(a.shape(), out.shape()), broadcast_strides(b.shape(), out.shape())},
+  for_each_broadcast(out.shape(),
+                     {broadcast_strides(a.shape(), out.shape()), broadcast_strides(b.shape(), out.shape())},
                      [&](int64_t i, const std::vector<int64_t>& off) {
                        o[i] = a.dtype() == DType::kI64 ? a.at_i64(off[0]) == b.at_i64(off[1])
-                                                        : a.at_f64(off[0]) == b.at_f64(off[1]);
+                                                       : a.at_f64(off[0]) == b.at_f64(off[1]);
                      });
 }
 

@@ -10,7 +10,8 @@
 namespace dlakit::ref {
 namespace {
 
-// ---- a shared strided copy: out[i0..ik] = src[sum_d stride_d * index_d[i_d]], or `fill` where any index is -1.
+// ---- a shared strided copy: out[i0..ik] = src[sum_d stride_d * index_d[i_d]], or `fill` where any index is
+// -1.
 struct DimMap {
   int64_t stride = 0;
   std::vector<int64_t> index;  // source index per output position; -1 = fill
@@ -57,9 +58,7 @@ std::vector<int64_t> iota(int64_t n, int64_t start = 0, int64_t step = 1) {
   return v;
 }
 
-void copy_all(const KernelContext& c) {
-  std::memcpy(c.out(0).raw(), c.in(0).raw(), c.in(0).nbytes());
-}
+void copy_all(const KernelContext& c) { std::memcpy(c.out(0).raw(), c.in(0).raw(), c.in(0).nbytes()); }
 
 // ---- Identity, Dropout
 std::vector<TensorType> infer_identity(const InferContext& c) {
@@ -82,7 +81,8 @@ void run_identity(const KernelContext& c) {
 std::vector<TensorType> infer_reshape(const InferContext& c) {
   c.require_inputs(c.node().opset >= 5 ? 2 : 1, 2);
   const Shape& in = c.shape(0);
-  std::vector<int64_t> spec = c.node().opset >= 5 ? c.require_constant(1, "shape").to_i64() : c.node().attr_ints("shape");
+  std::vector<int64_t> spec =
+      c.node().opset >= 5 ? c.require_constant(1, "shape").to_i64() : c.node().attr_ints("shape");
   const bool allowzero = c.node().attr_int("allowzero", 0) != 0;
   Shape out(spec.size());
   int64_t known = 1, infer_at = -1;
@@ -93,7 +93,9 @@ std::vector<TensorType> infer_reshape(const InferContext& c) {
       continue;
     }
     if (spec[i] == 0 && !allowzero) {
-      if (i >= in.size()) c.invalid("shape ", shape_str(spec), " copies dim ", i, " but the input ", shape_str(in), " has rank ", in.size());
+      if (i >= in.size())
+        c.invalid("shape ", shape_str(spec), " copies dim ", i, " but the input ", shape_str(in),
+                  " has rank ", in.size());
       out[i] = in[i];
     } else if (spec[i] < 0) {
       c.invalid("shape ", shape_str(spec), " has a negative dimension ", spec[i]);
@@ -106,7 +108,8 @@ std::vector<TensorType> infer_reshape(const InferContext& c) {
     if (known == 0 || numel(in) % known) c.invalid("cannot reshape ", shape_str(in), " to ", shape_str(spec));
     out[size_t(infer_at)] = numel(in) / known;
   }
-  if (numel(out) != numel(in)) c.invalid("cannot reshape ", shape_str(in), " (", numel(in), " elements) to ", shape_str(out));
+  if (numel(out) != numel(in))
+    c.invalid("cannot reshape ", shape_str(in), " (", numel(in), " elements) to ", shape_str(out));
   return {{c.dtype(0), out}};
 }
 
@@ -143,7 +146,8 @@ std::vector<TensorType> infer_squeeze(const InferContext& c) {
   } else {
     for (int64_t a : axes) {
       int64_t k = normalize_axis(c.node(), a, int64_t(in.size()));
-      if (in[size_t(k)] != 1) c.invalid("cannot squeeze axis ", a, " of size ", in[size_t(k)], " in ", shape_str(in));
+      if (in[size_t(k)] != 1)
+        c.invalid("cannot squeeze axis ", a, " of size ", in[size_t(k)], " in ", shape_str(in));
       drop[size_t(k)] = 1;
     }
   }
@@ -176,10 +180,13 @@ std::vector<int64_t> perm_of(const Node& n, size_t rank) {
   for (size_t i = 0; i < rank; ++i) dflt[i] = int64_t(rank - 1 - i);
   auto p = n.attr_ints("perm", dflt);
   std::vector<char> seen(rank, 0);
-  if (p.size() != rank) fail(Status::kShapeError, n.label(), ": perm ", shape_str(p), " has ", p.size(), " entries for rank ", rank);
+  if (p.size() != rank)
+    fail(Status::kShapeError, n.label(), ": perm ", shape_str(p), " has ", p.size(), " entries for rank ",
+         rank);
   for (auto& v : p) {
     v = normalize_axis(n, v, int64_t(rank), "perm entry");
-    if (seen[size_t(v)]++) fail(Status::kShapeError, n.label(), ": perm ", shape_str(p), " is not a permutation");
+    if (seen[size_t(v)]++)
+      fail(Status::kShapeError, n.label(), ": perm ", shape_str(p), " is not a permutation");
   }
   return p;
 }
@@ -211,10 +218,13 @@ std::vector<TensorType> infer_concat(const InferContext& c) {
   out[size_t(axis)] = 0;
   for (int i = 0; i < c.num_inputs(); ++i) {
     const Shape& s = c.shape(i);
-    if (c.dtype(i) != c.dtype(0)) c.invalid("input #", i, " dtype ", dtype_name(c.dtype(i)), " differs from input #0");
+    if (c.dtype(i) != c.dtype(0))
+      c.invalid("input #", i, " dtype ", dtype_name(c.dtype(i)), " differs from input #0");
     bool ok = s.size() == first.size();
     for (size_t d = 0; ok && d < s.size(); ++d) ok = d == size_t(axis) || s[d] == first[d];
-    if (!ok) c.invalid("input #", i, " shape ", shape_str(s), " does not match ", shape_str(first), " outside axis ", axis);
+    if (!ok)
+      c.invalid("input #", i, " shape ", shape_str(s), " does not match ", shape_str(first), " outside axis ",
+                axis);
     out[size_t(axis)] += s[size_t(axis)];
   }
   return {{c.dtype(0), out}};
@@ -237,18 +247,21 @@ void run_concat(const KernelContext& c) {
   }
 }
 
-std::vector<int64_t> split_sizes(const Node& n, const Shape& in, int64_t axis, size_t outputs, const Tensor* split_input) {
+std::vector<int64_t> split_sizes(const Node& n, const Shape& in, int64_t axis, size_t outputs,
+                                 const Tensor* split_input) {
   std::vector<int64_t> sizes = split_input ? split_input->to_i64() : n.attr_ints("split");
   const int64_t dim = in[size_t(axis)];
   if (sizes.empty()) {
     if (dim % int64_t(outputs))
-      fail(Status::kShapeError, n.label(), ": axis of size ", dim, " cannot be split evenly into ", outputs, " outputs");
+      fail(Status::kShapeError, n.label(), ": axis of size ", dim, " cannot be split evenly into ", outputs,
+           " outputs");
     sizes.assign(outputs, dim / int64_t(outputs));
   }
   int64_t sum = 0;
   for (int64_t s : sizes) sum += s;
   if (sizes.size() != outputs || sum != dim)
-    fail(Status::kShapeError, n.label(), ": split ", shape_str(sizes), " does not divide axis of size ", dim, " into ", outputs, " outputs");
+    fail(Status::kShapeError, n.label(), ": split ", shape_str(sizes), " does not divide axis of size ", dim,
+         " into ", outputs, " outputs");
   return sizes;
 }
 
@@ -295,7 +308,8 @@ struct SliceSpec {
 SliceSpec slice_spec(const Node& n, const Shape& in, std::vector<int64_t> starts, std::vector<int64_t> ends,
                      std::vector<int64_t> axes, std::vector<int64_t> steps) {
   const size_t r = in.size();
-  SliceSpec sp{std::vector<int64_t>(r, 0), std::vector<int64_t>(r, 1), std::vector<int64_t>(in.begin(), in.end())};
+  SliceSpec sp{std::vector<int64_t>(r, 0), std::vector<int64_t>(r, 1),
+               std::vector<int64_t>(in.begin(), in.end())};
   if (axes.empty()) axes = iota(int64_t(starts.size()));
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
@@ -326,19 +340,21 @@ SliceSpec slice_spec(const Node& n, const Shape& in, std::vector<int64_t> starts
   return sp;
 }
 
-SliceSpec slice_of(const Node& n, const Shape& in, const Tensor* st, const Tensor* en, const Tensor* ax, const Tensor* sp) {
-  if (n.opset < 10) return slice_spec(n, in, n.attr_ints("starts"), n.attr_ints("ends"), n.attr_ints("axes"), {});
+SliceSpec slice_of(const Node& n, const Shape& in, const Tensor* st, const Tensor* en, const Tensor* ax,
+                   const Tensor* sp) {
+  if (n.opset < 10)
+    return slice_spec(n, in, n.attr_ints("starts"), n.attr_ints("ends"), n.attr_ints("axes"), {});
   return slice_spec(n, in, st->to_i64(), en->to_i64(), ax ? ax->to_i64() : std::vector<int64_t>{},
                     sp ? sp->to_i64() : std::vector<int64_t>{});
 }
 
 std::vector<TensorType> infer_slice(const InferContext& c) {
   c.require_inputs(c.node().opset < 10 ? 1 : 3, c.node().opset < 10 ? 1 : 5);
-  SliceSpec sp = c.node().opset < 10
-                     ? slice_of(c.node(), c.shape(0), nullptr, nullptr, nullptr, nullptr)
-                     : slice_of(c.node(), c.shape(0), &c.require_constant(1, "starts"), &c.require_constant(2, "ends"),
-                                c.has(3) ? &c.require_constant(3, "axes") : nullptr,
-                                c.has(4) ? &c.require_constant(4, "steps") : nullptr);
+  SliceSpec sp = c.node().opset < 10 ? slice_of(c.node(), c.shape(0), nullptr, nullptr, nullptr, nullptr)
+                                     : slice_of(c.node(), c.shape(0), &c.require_constant(1, "starts"),
+                                                &c.require_constant(2, "ends"),
+                                                c.has(3) ? &c.require_constant(3, "axes") : nullptr,
+                                                c.has(4) ? &c.require_constant(4, "steps") : nullptr);
   return {{c.dtype(0), sp.count}};
 }
 
@@ -348,7 +364,8 @@ void run_slice(const KernelContext& c) {
                           c.has(3) ? &c.in(3) : nullptr, c.has(4) ? &c.in(4) : nullptr);
   auto st = row_strides(x.shape());
   std::vector<DimMap> maps;
-  for (size_t d = 0; d < size_t(x.rank()); ++d) maps.push_back({st[d], iota(sp.count[d], sp.start[d], sp.step[d])});
+  for (size_t d = 0; d < size_t(x.rank()); ++d)
+    maps.push_back({st[d], iota(sp.count[d], sp.start[d], sp.step[d])});
   mapped_copy(x, c.out(0), maps, nullptr);
 }
 
@@ -370,7 +387,8 @@ PadSpec pad_of(const Node& n, size_t rank, const Tensor* pads, const Tensor* val
     p.value = value ? value->at_f64(0) : 0.0;
   }
   if (p.pads.size() != 2 * rank)
-    fail(Status::kShapeError, n.label(), ": pads has ", p.pads.size(), " values, expected 2 x rank = ", 2 * rank);
+    fail(Status::kShapeError, n.label(), ": pads has ", p.pads.size(),
+         " values, expected 2 x rank = ", 2 * rank);
   if (p.mode != "constant" && p.mode != "edge" && p.mode != "reflect")
     fail(Status::kUnsupported, n.label(), ": mode '", p.mode, "' (supported: constant, edge, reflect)");
   return p;
@@ -380,13 +398,16 @@ std::vector<TensorType> infer_pad(const InferContext& c) {
   c.require_inputs(c.node().opset < 11 ? 1 : 2, c.node().opset < 11 ? 1 : 3);
   if (c.node().opset >= 11 && c.num_inputs() > 3) c.unsupported("the 'axes' input (opset 18)");
   const Shape& in = c.shape(0);
-  PadSpec p = pad_of(c.node(), in.size(), c.node().opset >= 11 ? &c.require_constant(1, "pads") : nullptr, nullptr);
+  PadSpec p =
+      pad_of(c.node(), in.size(), c.node().opset >= 11 ? &c.require_constant(1, "pads") : nullptr, nullptr);
   Shape out = in;
   for (size_t i = 0; i < in.size(); ++i) {
     out[i] = in[i] + p.pads[i] + p.pads[in.size() + i];
     if (out[i] < 0) c.invalid("pads make dim ", i, " negative");
-    if (p.mode == "reflect" && (p.pads[i] >= in[i] || p.pads[in.size() + i] >= in[i]) && (p.pads[i] > 0 || p.pads[in.size() + i] > 0))
-      c.invalid("reflect padding ", p.pads[i], "/", p.pads[in.size() + i], " must be smaller than dim ", i, " of size ", in[i]);
+    if (p.mode == "reflect" && (p.pads[i] >= in[i] || p.pads[in.size() + i] >= in[i]) &&
+        (p.pads[i] > 0 || p.pads[in.size() + i] > 0))
+      c.invalid("reflect padding ", p.pads[i], "/", p.pads[in.size() + i], " must be smaller than dim ", i,
+                " of size ", in[i]);
   }
   return {{c.dtype(0), out}};
 }
@@ -404,8 +425,10 @@ void run_pad(const KernelContext& c) {
     for (int64_t o = 0; o < y.dim(int(d)); ++o) {
       int64_t j = o - p.pads[d];
       if (j < 0 || j >= n) {
-        if (p.mode == "constant") j = -1;
-        else if (p.mode == "edge") j = std::clamp<int64_t>(j, 0, n - 1);
+        if (p.mode == "constant")
+          j = -1;
+        else if (p.mode == "edge")
+          j = std::clamp<int64_t>(j, 0, n - 1);
         else {  // reflect, excluding the edge value
           const int64_t period = 2 * (n - 1);
           j = n == 1 ? 0 : ((j % period) + period) % period;
@@ -435,7 +458,8 @@ void run_cast(const KernelContext& c) {
   Tensor& y = c.out(0);
   if (x.dtype() == y.dtype()) return copy_all(c);
   if (x.dtype() == DType::kI64 && y.dtype() == DType::kI32) {
-    for (int64_t i = 0; i < x.numel(); ++i) y.data<int32_t>()[i] = int32_t(x.data<int64_t>()[i]);  // wraps like C
+    for (int64_t i = 0; i < x.numel(); ++i)
+      y.data<int32_t>()[i] = int32_t(x.data<int64_t>()[i]);  // wraps like C
     return;
   }
   for (int64_t i = 0; i < x.numel(); ++i) {
@@ -468,7 +492,8 @@ void run_gather(const KernelContext& c) {
   for (int64_t j = 0; j < k; ++j) {
     int64_t i = ind.at_i64(j);
     if (i < -xs.axis || i >= xs.axis)
-      fail(Status::kInvalidArgument, c.node().label(), ": index ", i, " is out of range for axis of size ", xs.axis);
+      fail(Status::kInvalidArgument, c.node().label(), ": index ", i, " is out of range for axis of size ",
+           xs.axis);
     if (i < 0) i += xs.axis;
     for (int64_t o = 0; o < xs.outer; ++o)
       std::memcpy(d + size_t((o * k + j) * xs.inner) * es, s + size_t((o * xs.axis + i) * xs.inner) * es,
@@ -506,7 +531,8 @@ Tensor constant_value(const Node& n) {
     auto v = n.attr_ints("value_ints");
     return Tensor::from_i64({int64_t(v.size())}, v);
   }
-  fail(Status::kUnsupported, n.label(), ": no supported value attribute (value, value_float(s), value_int(s))");
+  fail(Status::kUnsupported, n.label(),
+       ": no supported value attribute (value, value_float(s), value_int(s))");
 }
 
 std::vector<TensorType> infer_constant(const InferContext& c) { return {constant_value(c.node()).type()}; }
@@ -533,7 +559,8 @@ void run_constant_of_shape(const KernelContext& c) {
     return;
   }
   const size_t es = dtype_size(y.dtype());
-  for (int64_t i = 0; i < y.numel(); ++i) std::memcpy(static_cast<uint8_t*>(y.raw()) + size_t(i) * es, v->raw(), es);
+  for (int64_t i = 0; i < y.numel(); ++i)
+    std::memcpy(static_cast<uint8_t*>(y.raw()) + size_t(i) * es, v->raw(), es);
 }
 
 }  // namespace

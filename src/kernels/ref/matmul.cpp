@@ -10,12 +10,15 @@ namespace {
 std::vector<TensorType> infer_gemm(const InferContext& c) {
   c.require_inputs(2, 3);
   for (int i = 0; i < c.num_inputs(); ++i)
-    if (c.has(i) && c.dtype(i) != DType::kF32) c.unsupported("input #", i, " dtype ", dtype_name(c.dtype(i)), "; float32 only");
+    if (c.has(i) && c.dtype(i) != DType::kF32)
+      c.unsupported("input #", i, " dtype ", dtype_name(c.dtype(i)), "; float32 only");
   const Shape &a = c.shape(0), &b = c.shape(1);
   if (a.size() != 2 || b.size() != 2) c.invalid("A ", shape_str(a), " and B ", shape_str(b), " must be 2-D");
   const bool ta = c.node().attr_int("transA", 0), tb = c.node().attr_int("transB", 0);
   const int64_t M = ta ? a[1] : a[0], K = ta ? a[0] : a[1], K2 = tb ? b[1] : b[0], N = tb ? b[0] : b[1];
-  if (K != K2) c.invalid("inner dimensions differ: A ", shape_str(a), (ta ? "^T" : ""), " x B ", shape_str(b), (tb ? "^T" : ""));
+  if (K != K2)
+    c.invalid("inner dimensions differ: A ", shape_str(a), (ta ? "^T" : ""), " x B ", shape_str(b),
+              (tb ? "^T" : ""));
   if (c.has(2)) {
     Shape bc = broadcast_shapes(c.node(), {c.shape(2), {M, N}});
     if (bc != Shape{M, N}) c.invalid("C ", shape_str(c.shape(2)), " does not broadcast to ", M, "x", N);
@@ -37,8 +40,9 @@ void run_gemm(const KernelContext& c) {
     for (int64_t i = 0; i < M * N; ++i) y[i] *= alpha;
   if (c.has(2) && beta != 0.f) {
     const Tensor& C = c.in(2);
-    for_each_broadcast(Y.shape(), {broadcast_strides(C.shape(), Y.shape())},
-                       [&](int64_t i, const std::vector<int64_t>& off) { y[i] += beta * C.data<float>()[off[0]]; });
+    for_each_broadcast(
+        Y.shape(), {broadcast_strides(C.shape(), Y.shape())},
+        [&](int64_t i, const std::vector<int64_t>& off) { y[i] += beta * C.data<float>()[off[0]]; });
   }
 }
 
@@ -75,7 +79,8 @@ Shape matmul_out(const MatMulPlan& p) {
 std::vector<TensorType> infer_matmul(const InferContext& c) {
   c.require_inputs(2, 2);
   for (int i = 0; i < 2; ++i)
-    if (c.dtype(i) != DType::kF32) c.unsupported("input #", i, " dtype ", dtype_name(c.dtype(i)), "; float32 only");
+    if (c.dtype(i) != DType::kF32)
+      c.unsupported("input #", i, " dtype ", dtype_name(c.dtype(i)), "; float32 only");
   return {{DType::kF32, matmul_out(plan_matmul(c.node(), c.shape(0), c.shape(1)))}};
 }
 
@@ -88,8 +93,8 @@ void run_matmul(const KernelContext& c) {
   const int64_t mk = p.M * p.K, kn = p.K * p.N, mn = p.M * p.N;
   for_each_broadcast(p.batch, {broadcast_strides(ab, p.batch), broadcast_strides(bb, p.batch)},
                      [&](int64_t i, const std::vector<int64_t>& off) {
-                       sgemm({p.M, p.N, p.K, A.data<float>() + off[0] * mk, p.K, 1, B.data<float>() + off[1] * kn,
-                              p.N, 1, y + i * mn, p.N, false});
+                       sgemm({p.M, p.N, p.K, A.data<float>() + off[0] * mk, p.K, 1,
+                              B.data<float>() + off[1] * kn, p.N, 1, y + i * mn, p.N, false});
                      });
 }
 

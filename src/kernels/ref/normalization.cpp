@@ -10,12 +10,14 @@ namespace dlakit::ref {
 namespace {
 
 void require_f32(const InferContext& c, int i) {
-  if (c.dtype(i) != DType::kF32) c.unsupported("input #", i, " has dtype ", dtype_name(c.dtype(i)), "; float32 only");
+  if (c.dtype(i) != DType::kF32)
+    c.unsupported("input #", i, " has dtype ", dtype_name(c.dtype(i)), "; float32 only");
 }
 
 std::vector<TensorType> infer_bn(const InferContext& c) {
   c.require_inputs(5, 5);
-  if (c.node().attr_int("training_mode", 0) != 0) c.unsupported("training_mode=1 (only inference is supported)");
+  if (c.node().attr_int("training_mode", 0) != 0)
+    c.unsupported("training_mode=1 (only inference is supported)");
   if (c.node().outputs.size() > 1) {
     for (size_t i = 1; i < c.node().outputs.size(); ++i)
       if (c.node().outputs[i] >= 0) c.unsupported("running mean/var outputs (training) are not supported");
@@ -24,7 +26,8 @@ std::vector<TensorType> infer_bn(const InferContext& c) {
   const Shape& x = c.shape(0);
   if (x.size() < 2) c.invalid("input ", shape_str(x), " must have rank >= 2");
   for (int i = 1; i < 5; ++i)
-    if (c.shape(i) != Shape{x[1]}) c.invalid("parameter #", i, " has shape ", shape_str(c.shape(i)), ", expected [", x[1], "]");
+    if (c.shape(i) != Shape{x[1]})
+      c.invalid("parameter #", i, " has shape ", shape_str(c.shape(i)), ", expected [", x[1], "]");
   return {c.type(0)};
 }
 
@@ -36,13 +39,16 @@ void run_bn(const KernelContext& c) {
   const int64_t N = X.dim(0), C = X.dim(1), vol = X.numel() / std::max<int64_t>(N * C, 1);
   const float* x = X.data<float>();
   float* y = c.out(0).data<float>();
-  parallel_for(N * C, [&](int64_t s, int64_t e) {
-    for (int64_t nc = s; nc < e; ++nc) {
-      const int64_t ch = nc % C;
-      const float a = sc[ch] / std::sqrt(var[ch] + eps), b = bi[ch] - mu[ch] * a;
-      for (int64_t i = 0; i < vol; ++i) y[nc * vol + i] = x[nc * vol + i] * a + b;
-    }
-  }, 4);
+  parallel_for(
+      N * C,
+      [&](int64_t s, int64_t e) {
+        for (int64_t nc = s; nc < e; ++nc) {
+          const int64_t ch = nc % C;
+          const float a = sc[ch] / std::sqrt(var[ch] + eps), b = bi[ch] - mu[ch] * a;
+          for (int64_t i = 0; i < vol; ++i) y[nc * vol + i] = x[nc * vol + i] * a + b;
+        }
+      },
+      4);
 }
 
 std::vector<TensorType> infer_lrn(const InferContext& c) {
@@ -56,7 +62,8 @@ std::vector<TensorType> infer_lrn(const InferContext& c) {
 void run_lrn(const KernelContext& c) {
   const Node& n = c.node();
   const int64_t size = n.attr_int("size", 1);
-  const double alpha = n.attr_float("alpha", 1e-4f), beta = n.attr_float("beta", 0.75f), bias = n.attr_float("bias", 1.0f);
+  const double alpha = n.attr_float("alpha", 1e-4f), beta = n.attr_float("beta", 0.75f),
+               bias = n.attr_float("bias", 1.0f);
   const Tensor& X = c.in(0);
   const int64_t N = X.dim(0), C = X.dim(1), vol = X.numel() / (N * C);
   const int64_t lo_off = (size - 1) / 2, hi_off = size - 1 - lo_off;  // floor and ceil of (size-1)/2
@@ -99,23 +106,26 @@ void run_softmax(const KernelContext& c) {
   const AxisSplit sp = softmax_split(c.node(), X.shape());
   const float* x = X.data<float>();
   float* y = c.out(0).data<float>();
-  parallel_for(sp.outer * sp.inner, [&](int64_t s, int64_t e) {
-    for (int64_t r = s; r < e; ++r) {
-      const int64_t o = r / sp.inner, in = r % sp.inner;
-      const float* px = x + o * sp.axis * sp.inner + in;
-      float* py = y + o * sp.axis * sp.inner + in;
-      float mx = -INFINITY;
-      for (int64_t a = 0; a < sp.axis; ++a) mx = std::max(mx, px[a * sp.inner]);
-      double sum = 0;
-      for (int64_t a = 0; a < sp.axis; ++a) {
-        float v = std::exp(px[a * sp.inner] - mx);
-        py[a * sp.inner] = v;
-        sum += v;
-      }
-      const float inv = float(1.0 / sum);
-      for (int64_t a = 0; a < sp.axis; ++a) py[a * sp.inner] *= inv;
-    }
-  }, 16);
+  parallel_for(
+      sp.outer * sp.inner,
+      [&](int64_t s, int64_t e) {
+        for (int64_t r = s; r < e; ++r) {
+          const int64_t o = r / sp.inner, in = r % sp.inner;
+          const float* px = x + o * sp.axis * sp.inner + in;
+          float* py = y + o * sp.axis * sp.inner + in;
+          float mx = -INFINITY;
+          for (int64_t a = 0; a < sp.axis; ++a) mx = std::max(mx, px[a * sp.inner]);
+          double sum = 0;
+          for (int64_t a = 0; a < sp.axis; ++a) {
+            float v = std::exp(px[a * sp.inner] - mx);
+            py[a * sp.inner] = v;
+            sum += v;
+          }
+          const float inv = float(1.0 / sum);
+          for (int64_t a = 0; a < sp.axis; ++a) py[a * sp.inner] *= inv;
+        }
+      },
+      16);
 }
 
 }  // namespace

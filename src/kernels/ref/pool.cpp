@@ -15,7 +15,9 @@ WindowGeom pool_geom(const Node& n, const Shape& x) {
   if (!n.has("kernel_shape")) fail(Status::kParseError, n.label(), ": attribute kernel_shape is required");
   if (n.op == OpKind::AveragePool && n.has("dilations")) {
     for (int64_t d : n.attr_ints("dilations"))
-      if (d != 1) fail(Status::kUnsupported, n.label(), ": AveragePool dilations other than 1 (opset 19) are not supported");
+      if (d != 1)
+        fail(Status::kUnsupported, n.label(),
+             ": AveragePool dilations other than 1 (opset 19) are not supported");
   }
   return window_geom(n, x, n.attr_ints("kernel_shape"), n.attr_int("ceil_mode", 0) != 0);
 }
@@ -108,7 +110,8 @@ void run_pool(const KernelContext& c) {
               }
             }
             const int64_t o = nc * g.out_vol() + (od * g.out[1] + oh) * g.out[2] + ow;
-            double r = is_max ? double(best) : (count ? sum / double(include_pad ? padded_count : count) : 0.0);
+            double r =
+                is_max ? double(best) : (count ? sum / double(include_pad ? padded_count : count) : 0.0);
             store_f64(Y, o, r);
             if (idx) idx[o] = best_i;
           }
@@ -129,21 +132,24 @@ void run_global(const KernelContext& c) {
   const int64_t nc = X.dim(0) * X.dim(1), vol = X.numel() / std::max<int64_t>(nc, 1);
   const bool is_max = c.node().op == OpKind::GlobalMaxPool;
   Tensor& Y = c.out(0);
-  parallel_for(nc, [&](int64_t s, int64_t e) {
-    for (int64_t i = s; i < e; ++i) {
-      double acc = is_max ? -INFINITY : 0.0;
-      if (X.dtype() == DType::kF32) {
-        const float* p = X.data<float>() + i * vol;
-        for (int64_t j = 0; j < vol; ++j) acc = is_max ? std::max(acc, double(p[j])) : acc + p[j];
-      } else {
-        for (int64_t j = 0; j < vol; ++j) {
-          double v = X.at_f64(i * vol + j);
-          acc = is_max ? std::max(acc, v) : acc + v;
+  parallel_for(
+      nc,
+      [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) {
+          double acc = is_max ? -INFINITY : 0.0;
+          if (X.dtype() == DType::kF32) {
+            const float* p = X.data<float>() + i * vol;
+            for (int64_t j = 0; j < vol; ++j) acc = is_max ? std::max(acc, double(p[j])) : acc + p[j];
+          } else {
+            for (int64_t j = 0; j < vol; ++j) {
+              double v = X.at_f64(i * vol + j);
+              acc = is_max ? std::max(acc, v) : acc + v;
+            }
+          }
+          store_f64(Y, i, is_max ? acc : acc / double(vol));
         }
-      }
-      store_f64(Y, i, is_max ? acc : acc / double(vol));
-    }
-  }, 4);
+      },
+      4);
 }
 
 }  // namespace

@@ -18,10 +18,12 @@ ScaleIndex scale_index(const Node& n, const Shape& x, const Shape& scale) {
   ScaleIndex s;
   if (numel(scale) == 1 && scale.size() <= 1) return s;
   if (scale.size() != 1)
-    fail(Status::kUnsupported, n.label(), ": scale of shape ", shape_str(scale), " (only per-tensor or 1-D per-axis)");
+    fail(Status::kUnsupported, n.label(), ": scale of shape ", shape_str(scale),
+         " (only per-tensor or 1-D per-axis)");
   const int64_t axis = normalize_axis(n, n.attr_int("axis", 1), int64_t(x.size()));
   if (x[size_t(axis)] != scale[0])
-    fail(Status::kShapeError, n.label(), ": ", scale[0], " scales for axis ", axis, " of size ", x[size_t(axis)]);
+    fail(Status::kShapeError, n.label(), ": ", scale[0], " scales for axis ", axis, " of size ",
+         x[size_t(axis)]);
   s.per_axis = true;
   s.axis_len = scale[0];
   for (size_t d = size_t(axis) + 1; d < x.size(); ++d) s.inner *= x[d];
@@ -31,8 +33,10 @@ ScaleIndex scale_index(const Node& n, const Shape& x, const Shape& scale) {
 std::vector<TensorType> infer_quantize(const InferContext& c) {
   c.require_inputs(2, 3);
   DType zt = c.has(2) ? c.dtype(2) : DType::kU8;
-  if (zt != DType::kU8 && zt != DType::kI8) c.unsupported("zero point dtype ", dtype_name(zt), " (int8 and uint8 only)");
-  if (c.has(2) && c.shape(2) != c.shape(1)) c.invalid("zero point shape ", shape_str(c.shape(2)), " differs from scale ", shape_str(c.shape(1)));
+  if (zt != DType::kU8 && zt != DType::kI8)
+    c.unsupported("zero point dtype ", dtype_name(zt), " (int8 and uint8 only)");
+  if (c.has(2) && c.shape(2) != c.shape(1))
+    c.invalid("zero point shape ", shape_str(c.shape(2)), " differs from scale ", shape_str(c.shape(1)));
   scale_index(c.node(), c.shape(0), c.shape(1));
   return {{zt, c.shape(0)}};
 }
@@ -45,7 +49,8 @@ void run_quantize(const KernelContext& c) {
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t k = si(i);
     const double zp = c.has(2) ? c.in(2).at_f64(k) : 0.0;
-    double q = std::nearbyint(double(float(x.at_f64(i) / scale.at_f64(k)))) + zp;  // FE_TONEAREST: half to even
+    double q =
+        std::nearbyint(double(float(x.at_f64(i) / scale.at_f64(k)))) + zp;  // FE_TONEAREST: half to even
     store_f64(y, i, std::fmin(std::fmax(q, lo), hi));
   }
 }

@@ -15,7 +15,8 @@ struct ReducePlan {
 
 ReducePlan plan_reduce(const Node& n, const Shape& in, const Tensor* axes_input) {
   const bool axes_as_input = n.op == OpKind::ReduceSum && n.opset >= 13;
-  std::vector<int64_t> axes = axes_as_input ? (axes_input ? axes_input->to_i64() : std::vector<int64_t>{}) : n.attr_ints("axes");
+  std::vector<int64_t> axes =
+      axes_as_input ? (axes_input ? axes_input->to_i64() : std::vector<int64_t>{}) : n.attr_ints("axes");
   const bool keep = n.attr_int("keepdims", 1) != 0;
   ReducePlan p;
   p.reduced.assign(in.size(), axes.empty() ? 1 : 0);
@@ -25,8 +26,10 @@ ReducePlan plan_reduce(const Node& n, const Shape& in, const Tensor* axes_input)
   }
   for (int64_t a : axes) p.reduced[size_t(normalize_axis(n, a, int64_t(in.size())))] = 1;
   for (size_t i = 0; i < in.size(); ++i)
-    if (!p.reduced[i]) p.out.push_back(in[i]);
-    else if (keep) p.out.push_back(1);
+    if (!p.reduced[i])
+      p.out.push_back(in[i]);
+    else if (keep)
+      p.out.push_back(1);
   return p;
 }
 

@@ -11,13 +11,14 @@ namespace {
 struct ResizePlan {
   std::string mode, coord, nearest;
   Shape out;
-  std::vector<double> scales;             // per axis
-  std::vector<double> roi;                // tf_crop_and_resize: starts..., ends...
+  std::vector<double> scales;  // per axis
+  std::vector<double> roi;     // tf_crop_and_resize: starts..., ends...
   double extrapolation = 0;
   bool from_sizes = false;
 };
 
-ResizePlan plan_resize(const Node& n, const Shape& in, const Tensor* roi, const Tensor* scales, const Tensor* sizes) {
+ResizePlan plan_resize(const Node& n, const Shape& in, const Tensor* roi, const Tensor* scales,
+                       const Tensor* sizes) {
   ResizePlan p;
   const size_t r = in.size();
   p.mode = n.attr_str("mode", "nearest");
@@ -30,8 +31,8 @@ ResizePlan plan_resize(const Node& n, const Shape& in, const Tensor* roi, const 
   if (p.mode != "nearest" && p.mode != "linear")
     fail(Status::kUnsupported, n.label(), ": mode '", p.mode, "' (supported: nearest, linear)");
   if (n.attr_int("antialias", 0)) fail(Status::kUnsupported, n.label(), ": antialias=1");
-  static const char* coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                 "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  static const char* coords[] = {"half_pixel", "pytorch_half_pixel",   "align_corners",
+                                 "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
   if (std::find(std::begin(coords), std::end(coords), p.coord) == std::end(coords))
     fail(Status::kUnsupported, n.label(), ": coordinate_transformation_mode '", p.coord, "'");
   static const char* nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple"};
@@ -46,12 +47,15 @@ ResizePlan plan_resize(const Node& n, const Shape& in, const Tensor* roi, const 
   if (sizes && sizes->numel() > 0) {
     if (!sc.empty()) fail(Status::kParseError, n.label(), ": both scales and sizes are given");
     auto sz = sizes->to_i64();
-    if (sz.size() != r) fail(Status::kShapeError, n.label(), ": sizes has ", sz.size(), " values for rank ", r);
+    if (sz.size() != r)
+      fail(Status::kShapeError, n.label(), ": sizes has ", sz.size(), " values for rank ", r);
     p.out = sz;
     p.from_sizes = true;
-    for (size_t i = 0; i < r; ++i) p.scales.push_back(in[i] ? double(float(double(sz[i]) / double(in[i]))) : 1.0);
+    for (size_t i = 0; i < r; ++i)
+      p.scales.push_back(in[i] ? double(float(double(sz[i]) / double(in[i]))) : 1.0);
   } else {
-    if (sc.size() != r) fail(Status::kShapeError, n.label(), ": scales has ", sc.size(), " values for rank ", r);
+    if (sc.size() != r)
+      fail(Status::kShapeError, n.label(), ": scales has ", sc.size(), " values for rank ", r);
     p.scales = sc;
     for (size_t i = 0; i < r; ++i) {
       if (!(sc[i] > 0)) fail(Status::kShapeError, n.label(), ": scale ", sc[i], " must be positive");
@@ -78,7 +82,8 @@ std::vector<TensorType> infer_resize(const InferContext& c) {
   } else if (n.opset < 11) {
     scales = &c.require_constant(1, "scales");
   } else {
-    if (c.has(1) && n.attr_str("coordinate_transformation_mode", "") == "tf_crop_and_resize") roi = &c.require_constant(1, "roi");
+    if (c.has(1) && n.attr_str("coordinate_transformation_mode", "") == "tf_crop_and_resize")
+      roi = &c.require_constant(1, "roi");
     if (c.has(2)) scales = &c.require_constant(2, "scales");
     if (c.has(3)) sizes = &c.require_constant(3, "sizes");
   }
@@ -118,7 +123,8 @@ void run_resize(const KernelContext& c) {
   const Tensor& X = c.in(0);
   const bool upsample = n.op == OpKind::Upsample;
   const Tensor* roi = !upsample && n.opset >= 11 && c.has(1) ? &c.in(1) : nullptr;
-  const Tensor* scales = upsample ? (n.opset >= 9 ? &c.in(1) : nullptr) : (n.opset < 11 ? &c.in(1) : (c.has(2) ? &c.in(2) : nullptr));
+  const Tensor* scales = upsample ? (n.opset >= 9 ? &c.in(1) : nullptr)
+                                  : (n.opset < 11 ? &c.in(1) : (c.has(2) ? &c.in(2) : nullptr));
   const Tensor* sizes = !upsample && n.opset >= 11 && c.has(3) ? &c.in(3) : nullptr;
   const ResizePlan p = plan_resize(n, X.shape(), roi, scales, sizes);
   const size_t r = X.shape().size();
@@ -128,8 +134,10 @@ void run_resize(const KernelContext& c) {
   for (size_t a = 0; a < r; ++a) {
     const int64_t in_len = shape[a], out_len = p.out[a];
     valid[a].assign(size_t(out_len), 1);
-    const bool identity = in_len == out_len && (p.coord == "half_pixel" || p.coord == "pytorch_half_pixel" || p.coord == "asymmetric") &&
-                          p.scales[a] == 1.0;
+    const bool identity =
+        in_len == out_len &&
+        (p.coord == "half_pixel" || p.coord == "pytorch_half_pixel" || p.coord == "asymmetric") &&
+        p.scales[a] == 1.0;
     if (identity || in_len == 0) continue;
     std::vector<int64_t> i0(static_cast<size_t>(out_len)), i1(static_cast<size_t>(out_len));
     std::vector<float> w(size_t(out_len), 0.f);
@@ -137,7 +145,8 @@ void run_resize(const KernelContext& c) {
       double x = source_coord(p, a, double(j), in_len, out_len);
       if (p.coord == "tf_crop_and_resize" && (x < 0 || x > double(in_len - 1))) valid[a][size_t(j)] = 0;
       if (p.mode == "nearest") {
-        i0[size_t(j)] = i1[size_t(j)] = std::clamp<int64_t>(nearest_index(p.nearest, x, p.scales[a] < 1), 0, in_len - 1);
+        i0[size_t(j)] = i1[size_t(j)] =
+            std::clamp<int64_t>(nearest_index(p.nearest, x, p.scales[a] < 1), 0, in_len - 1);
       } else {
         x = std::clamp(x, 0.0, double(in_len - 1));
         const int64_t x0 = int64_t(std::floor(x));

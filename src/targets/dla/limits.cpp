@@ -4,7 +4,9 @@
 
 namespace dlakit::dla {
 
-std::string Range::str() const { return lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi); }
+std::string Range::str() const {
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi);
+}
 
 const DlaLimits& orin_limits() {
   static const DlaLimits l = [] {

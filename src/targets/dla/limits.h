@@ -13,17 +13,17 @@ struct Range {
 };
 
 struct DlaLimits {
-  std::string chip;          // "orin" | "xavier"
-  std::string dla_version;   // "2.0" | "1.0"
+  std::string chip;         // "orin" | "xavier"
+  std::string dla_version;  // "2.0" | "1.0"
   // general
-  long max_batch = 4096;             // product of all dims except the last three
-  long max_dim = 8192;               // any non-batch dimension
+  long max_batch = 4096;  // product of all dims except the last three
+  long max_dim = 8192;    // any non-batch dimension
   long max_loadables_per_core = 16;
   long long max_intermediate_bytes = 1LL << 30;  // per DLA graph, strictly less than
   int cores = 2;
   // convolution / fully connected
-  Range conv_kernel{1, 32}, conv_stride{1, 8}, conv_pad{0, 31}, conv_dilation{1, 32}, conv_out_channels{1, 8192},
-      conv_groups{1, 8192};
+  Range conv_kernel{1, 32}, conv_stride{1, 8}, conv_pad{0, 31}, conv_dilation{1, 32},
+      conv_out_channels{1, 8192}, conv_groups{1, 8192};
   int cbuf_banks = 16, cbuf_bank_bytes = 32768, cbuf_bank_entries = 256, cbuf_entry_bytes = 128;
   // deconvolution
   Range deconv_kernel{1, 32}, deconv_channels{1, 8192};

@@ -22,10 +22,12 @@ std::string cell(OpKind op, const DlaLimits& l, Precision p) {
   if (layer.empty()) return "no";
   const std::string name = op_name(op);
   if (layer == "SoftMax" && !l.has_softmax) return "no";
-  if (layer == "ElementWise" && name != "Sum" && std::find(l.eltwise_ops.begin(), l.eltwise_ops.end(), name) == l.eltwise_ops.end())
+  if (layer == "ElementWise" && name != "Sum" &&
+      std::find(l.eltwise_ops.begin(), l.eltwise_ops.end(), name) == l.eltwise_ops.end())
     return "no";
   if (layer == "Comparison") return p == Precision::kINT8 ? "yes" : "no";
-  if (p == Precision::kINT8 && (layer == "Slice" || layer == "SoftMax" || layer == "LRN" || name == "Sigmoid" || name == "Tanh"))
+  if (p == Precision::kINT8 &&
+      (layer == "Slice" || layer == "SoftMax" || layer == "LRN" || name == "Sigmoid" || name == "Tanh"))
     return "FP16";
   return "yes";
 }
@@ -34,26 +36,49 @@ std::string limits_text(OpKind op, const DlaLimits& l) {
   const std::string layer = dla_layer_of(op);
   std::ostringstream s;
   if (layer == "Convolution")
-    s << "2-D; kernel " << l.conv_kernel.str() << ", stride " << l.conv_stride.str() << ", pad " << l.conv_pad.str()
-      << " and < kernel, dilation " << l.conv_dilation.str() << ", output channels " << l.conv_out_channels.str() << ", groups "
-      << l.conv_groups.str() << "; CBUF: weight + data banks <= " << l.cbuf_banks << " (" << l.cbuf_bank_bytes / 1024 << " KiB each)";
-  else if (layer == "FullyConnected") s << "constant weights; output channels " << l.conv_out_channels.str() << "; transA = 0";
-  else if (layer == "Deconvolution") s << "2-D; kernel and stride " << l.deconv_kernel.str() << " or 1x{64,96,128}; pads 0; group 1; dilation 1; channels " << l.deconv_channels.str();
+    s << "2-D; kernel " << l.conv_kernel.str() << ", stride " << l.conv_stride.str() << ", pad "
+      << l.conv_pad.str() << " and < kernel, dilation " << l.conv_dilation.str() << ", output channels "
+      << l.conv_out_channels.str() << ", groups " << l.conv_groups.str()
+      << "; CBUF: weight + data banks <= " << l.cbuf_banks << " (" << l.cbuf_bank_bytes / 1024
+      << " KiB each)";
+  else if (layer == "FullyConnected")
+    s << "constant weights; output channels " << l.conv_out_channels.str() << "; transA = 0";
+  else if (layer == "Deconvolution")
+    s << "2-D; kernel and stride " << l.deconv_kernel.str()
+      << " or 1x{64,96,128}; pads 0; group 1; dilation 1; channels " << l.deconv_channels.str();
   else if (layer == "Pooling")
-    s << "2-D; window " << l.pool_window.str() << ", stride " << l.pool_stride.str() << ", pad " << l.pool_pad.str()
-      << (l.avgpool_exclusive_padding ? "" : "; average pooling counts padding (count_include_pad=1)") << "; global pools: H,W <= " << l.pool_window.hi;
-  else if (layer == "Activation") s << (op == OpKind::Clip ? "min 0 and max " + l.clip_max.str() + " (clipped ReLU)" : "");
-  else if (layer == "ParametricReLU") s << "constant slope of the input's rank";
-  else if (layer == "ElementWise") s << "ops: " << join(l.eltwise_ops) << "; same shapes or one [N,C,1,1] operand; constants: scalar, per-channel or full";
-  else if (layer == "Scale") s << "per-channel scale and shift";
-  else if (layer == "LRN") s << "window 3, 5, 7 or 9; across channels";
-  else if (layer == "Concatenation") s << "channel axis only; >= 2 inputs";
-  else if (layer == "Resize") s << "integer H/W scales: nearest " << l.resize_nearest_scale.str() << ", bilinear " << l.resize_linear_scale.str() << "; nearest asymmetric/floor or half_pixel/round; bilinear half_pixel";
-  else if (layer == "Slice") s << "4-D; not the batch dim; step 1; constant bounds";
-  else if (layer == "SoftMax") s << (l.has_softmax ? "axis C/H/W; length <= " + std::to_string(l.softmax_accurate_axis) + " (accurate) or " + std::to_string(l.softmax_approx_axis) + " (approximate)" : "not on this chip");
-  else if (layer == "Shuffle") s << "4-D input; batch dim fixed; not next to Slice/Concat (reshape)";
-  else if (layer == "Reduce") s << "4-D; axes among C,H,W; keepdims=1 (dlakit's decision, [U] in the spec)";
-  else if (layer == "Comparison") s << "INT8 only; consumed by one Cast only";
+    s << "2-D; window " << l.pool_window.str() << ", stride " << l.pool_stride.str() << ", pad "
+      << l.pool_pad.str()
+      << (l.avgpool_exclusive_padding ? "" : "; average pooling counts padding (count_include_pad=1)")
+      << "; global pools: H,W <= " << l.pool_window.hi;
+  else if (layer == "Activation")
+    s << (op == OpKind::Clip ? "min 0 and max " + l.clip_max.str() + " (clipped ReLU)" : "");
+  else if (layer == "ParametricReLU")
+    s << "constant slope of the input's rank";
+  else if (layer == "ElementWise")
+    s << "ops: " << join(l.eltwise_ops)
+      << "; same shapes or one [N,C,1,1] operand; constants: scalar, per-channel or full";
+  else if (layer == "Scale")
+    s << "per-channel scale and shift";
+  else if (layer == "LRN")
+    s << "window 3, 5, 7 or 9; across channels";
+  else if (layer == "Concatenation")
+    s << "channel axis only; >= 2 inputs";
+  else if (layer == "Resize")
+    s << "integer H/W scales: nearest " << l.resize_nearest_scale.str() << ", bilinear "
+      << l.resize_linear_scale.str() << "; nearest asymmetric/floor or half_pixel/round; bilinear half_pixel";
+  else if (layer == "Slice")
+    s << "4-D; not the batch dim; step 1; constant bounds";
+  else if (layer == "SoftMax")
+    s << (l.has_softmax ? "axis C/H/W; length <= " + std::to_string(l.softmax_accurate_axis) +
+                              " (accurate) or " + std::to_string(l.softmax_approx_axis) + " (approximate)"
+                        : "not on this chip");
+  else if (layer == "Shuffle")
+    s << "4-D input; batch dim fixed; not next to Slice/Concat (reshape)";
+  else if (layer == "Reduce")
+    s << "4-D; axes among C,H,W; keepdims=1 (dlakit's decision, [U] in the spec)";
+  else if (layer == "Comparison")
+    s << "INT8 only; consumed by one Cast only";
   return s.str();
 }
 
@@ -63,20 +88,27 @@ std::string support_matrix_markdown() {
   const DlaLimits &o = orin_limits(), &x = xavier_limits();
   std::ostringstream s;
   s << "# DLA support matrix\n\n"
-    << "Generated by `dlakit support-matrix` from `src/ir/ops.def` and the limit tables in `src/targets/dla/limits.cpp`,\n"
+    << "Generated by `dlakit support-matrix` from `src/ir/ops.def` and the limit tables in "
+       "`src/targets/dla/limits.cpp`,\n"
     << "the same data the rules in `src/targets/dla/rules.cpp` check (a test keeps this file in sync).\n"
-    << "`yes`: runs on the DLA in that precision; `FP16`: accepted in an INT8 build but computed in FP16; `no`: GPU.\n\n"
-    << "General limits: batch (product of all dims but the last three) <= " << o.max_batch << "; every other dim <= " << o.max_dim
-    << "; rank <= 4; static shapes only; <= " << o.max_loadables_per_core << " loadables per DLA core; < 1 GiB of intermediate tensors per DLA graph.\n"
-    << "Orin line stride alignment " << o.line_stride_align_bytes << " B, Xavier " << x.line_stride_align_bytes << " B.\n\n"
-    << "| ONNX op | DLA layer | Orin FP16 | Orin INT8 | Xavier FP16 | Xavier INT8 | limits (Orin) | Xavier differs |\n"
+    << "`yes`: runs on the DLA in that precision; `FP16`: accepted in an INT8 build but computed in FP16; "
+       "`no`: GPU.\n\n"
+    << "General limits: batch (product of all dims but the last three) <= " << o.max_batch
+    << "; every other dim <= " << o.max_dim
+    << "; rank <= 4; static shapes only; <= " << o.max_loadables_per_core
+    << " loadables per DLA core; < 1 GiB of intermediate tensors per DLA graph.\n"
+    << "Orin line stride alignment " << o.line_stride_align_bytes << " B, Xavier "
+    << x.line_stride_align_bytes << " B.\n\n"
+    << "| ONNX op | DLA layer | Orin FP16 | Orin INT8 | Xavier FP16 | Xavier INT8 | limits (Orin) | Xavier "
+       "differs |\n"
     << "|---|---|---|---|---|---|---|---|\n";
   for (int i = 0; i < kNumOps; ++i) {
     const OpKind op = OpKind(i);
     const std::string lo = limits_text(op, o), lx = limits_text(op, x);
-    s << "| " << op_name(op) << " | " << (std::string(dla_layer_of(op)).empty() ? "-" : dla_layer_of(op)) << " | "
-      << cell(op, o, Precision::kFP16) << " | " << cell(op, o, Precision::kINT8) << " | " << cell(op, x, Precision::kFP16) << " | "
-      << cell(op, x, Precision::kINT8) << " | " << lo << " | " << (lo == lx ? "" : lx) << " |\n";
+    s << "| " << op_name(op) << " | " << (std::string(dla_layer_of(op)).empty() ? "-" : dla_layer_of(op))
+      << " | " << cell(op, o, Precision::kFP16) << " | " << cell(op, o, Precision::kINT8) << " | "
+      << cell(op, x, Precision::kFP16) << " | " << cell(op, x, Precision::kINT8) << " | " << lo << " | "
+      << (lo == lx ? "" : lx) << " |\n";
   }
   return s.str();
 }

@@ -4,7 +4,9 @@ namespace dlakit::dla {
 
 const char* reason_code_name(ReasonCode c) {
   switch (c) {
-#define X(name, text) case ReasonCode::name: return #name;
+#define X(name, text)    \
+  case ReasonCode::name: \
+    return #name;
     DLAKIT_REASON_CODES(X)
 #undef X
   }
@@ -13,7 +15,9 @@ const char* reason_code_name(ReasonCode c) {
 
 const char* reason_code_text(ReasonCode c) {
   switch (c) {
-#define X(name, text) case ReasonCode::name: return text;
+#define X(name, text)    \
+  case ReasonCode::name: \
+    return text;
     DLAKIT_REASON_CODES(X)
 #undef X
   }

@@ -5,18 +5,18 @@
 
 namespace dlakit::dla {
 
-#define DLAKIT_REASON_CODES(X)                                                                \
-  X(OpNotSupported, "the DLA has no layer for this op")                                       \
-  X(ChipNotSupported, "the layer exists on another DLA version only")                         \
-  X(AttrOutOfRange, "an attribute is outside the DLA's range")                                \
-  X(ModeNotSupported, "a mode or combination of attributes the DLA does not implement")       \
-  X(DTypeNotSupported, "a tensor type the DLA cannot hold (it computes in fp16/int8)")        \
-  X(PrecisionNotSupported, "the requested precision is not available for this layer")        \
-  X(ShapeOutOfRange, "a tensor dimension, rank or batch outside the DLA's limits")            \
-  X(AxisNotSupported, "the op works on an axis the DLA layer cannot")                         \
-  X(NotConstant, "an operand the DLA needs at build time is computed at run time")            \
-  X(BroadcastNotSupported, "an element-wise broadcast pattern the DLA does not support")      \
-  X(BufferExceeded, "the layer does not fit the convolution buffer (CBUF)")                   \
+#define DLAKIT_REASON_CODES(X)                                                           \
+  X(OpNotSupported, "the DLA has no layer for this op")                                  \
+  X(ChipNotSupported, "the layer exists on another DLA version only")                    \
+  X(AttrOutOfRange, "an attribute is outside the DLA's range")                           \
+  X(ModeNotSupported, "a mode or combination of attributes the DLA does not implement")  \
+  X(DTypeNotSupported, "a tensor type the DLA cannot hold (it computes in fp16/int8)")   \
+  X(PrecisionNotSupported, "the requested precision is not available for this layer")    \
+  X(ShapeOutOfRange, "a tensor dimension, rank or batch outside the DLA's limits")       \
+  X(AxisNotSupported, "the op works on an axis the DLA layer cannot")                    \
+  X(NotConstant, "an operand the DLA needs at build time is computed at run time")       \
+  X(BroadcastNotSupported, "an element-wise broadcast pattern the DLA does not support") \
+  X(BufferExceeded, "the layer does not fit the convolution buffer (CBUF)")              \
   X(UserOverride, "placed on the GPU by --layerDeviceTypes")
 
 enum class ReasonCode {
@@ -36,8 +36,8 @@ struct Reason {
 };
 
 struct Capability {
-  std::string dla_layer;        // the DLA layer this node maps to ("Convolution", "Scale", ...) or ""
-  std::vector<Reason> reasons;  // empty: supported
+  std::string dla_layer;           // the DLA layer this node maps to ("Convolution", "Scale", ...) or ""
+  std::vector<Reason> reasons;     // empty: supported
   std::vector<std::string> notes;  // supported, but worth knowing (e.g. INT8 sigmoid runs in FP16)
   bool ok() const { return reasons.empty(); }
   void add(ReasonCode c, std::string field, std::string actual, std::string limit, std::string fix) {

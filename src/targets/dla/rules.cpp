@@ -43,7 +43,8 @@ void check_tensors(const Ctx& c) {
     const DType t = v.type.dtype;
     if (t != DType::kF32 && t != DType::kF16 && t != DType::kI8 && t != DType::kU8)
       c.add(ReasonCode::DTypeNotSupported, what + ".dtype", dtype_name(t), "f32/f16 (run as fp16) or int8",
-            "DLA tensors are fp16 or int8; keep integer/bool logic (shapes, indices, masks) out of the DLA graph");
+            "DLA tensors are fp16 or int8; keep integer/bool logic (shapes, indices, masks) out of the DLA "
+            "graph");
     const Shape& s = v.type.shape;
     if (s.size() > 4)
       c.add(ReasonCode::ShapeOutOfRange, what + ".rank", S(long(s.size())) + " " + S(s), "<= 4 (N,C,H,W)",
@@ -55,11 +56,12 @@ void check_tensors(const Ctx& c) {
             "run a smaller batch");
     for (size_t i = s.size() > 3 ? s.size() - 3 : 0; i < s.size(); ++i)
       if (s[i] > c.lim.max_dim)
-        c.add(ReasonCode::ShapeOutOfRange, what + ".shape[" + S(long(i)) + "]", S(s[i]), "<= " + S(c.lim.max_dim),
-              "tile the tensor: DLA dimensions are at most " + S(c.lim.max_dim));
+        c.add(ReasonCode::ShapeOutOfRange, what + ".shape[" + S(long(i)) + "]", S(s[i]),
+              "<= " + S(c.lim.max_dim), "tile the tensor: DLA dimensions are at most " + S(c.lim.max_dim));
   };
   for (size_t i = 0; i < c.n.inputs.size(); ++i)
-    if (c.n.inputs[i] >= 0 && !c.g.value(c.n.inputs[i]).constant) check(c.g.value(c.n.inputs[i]), "input[" + S(long(i)) + "]");
+    if (c.n.inputs[i] >= 0 && !c.g.value(c.n.inputs[i]).constant)
+      check(c.g.value(c.n.inputs[i]), "input[" + S(long(i)) + "]");
   for (size_t i = 0; i < c.n.outputs.size(); ++i) {
     if (c.n.outputs[i] < 0) continue;
     if (c.n.op == OpKind::Equal) continue;  // a comparison's mask goes straight to its Cast (rule_comparison)
@@ -69,7 +71,8 @@ void check_tensors(const Ctx& c) {
 
 bool is_4d(const Ctx& c, int i, const char* layer) {
   if (c.shape(i).size() == 4) return true;
-  c.add(ReasonCode::ShapeOutOfRange, "input[" + S(i) + "].rank", S(long(c.shape(i).size())) + " " + S(c.shape(i)), "4 (2 spatial dims)",
+  c.add(ReasonCode::ShapeOutOfRange, "input[" + S(i) + "].rank",
+        S(long(c.shape(i).size())) + " " + S(c.shape(i)), "4 (2 spatial dims)",
         std::string(layer) + " on the DLA is 2-D only: reshape 1-D/3-D data to 4-D");
   return false;
 }
@@ -90,23 +93,28 @@ void rule_conv(const Ctx& c) {
   check_range(c, "kernel_shape[0]", kh, c.lim.conv_kernel, fix_k);
   check_range(c, "kernel_shape[1]", kw, c.lim.conv_kernel, fix_k);
   for (int i = 0; i < 2; ++i) {
-    check_range(c, "strides[" + S(i) + "]", long(strides[size_t(i)]), c.lim.conv_stride, "use stride <= 8 (follow with pooling)");
-    check_range(c, "dilations[" + S(i) + "]", long(dil[size_t(i)]), c.lim.conv_dilation, "use dilation <= 32");
+    check_range(c, "strides[" + S(i) + "]", long(strides[size_t(i)]), c.lim.conv_stride,
+                "use stride <= 8 (follow with pooling)");
+    check_range(c, "dilations[" + S(i) + "]", long(dil[size_t(i)]), c.lim.conv_dilation,
+                "use dilation <= 32");
   }
   const char* names[] = {"pads[0] (top)", "pads[1] (left)", "pads[2] (bottom)", "pads[3] (right)"};
   for (int i = 0; i < 4; ++i) {
     const long pad = long(pads[size_t(i)]), k = i % 2 == 0 ? kh : kw;
-    check_range(c, names[i], pad, c.lim.conv_pad, "pad the input with a separate layer, or use a smaller padding");
+    check_range(c, names[i], pad, c.lim.conv_pad,
+                "pad the input with a separate layer, or use a smaller padding");
     if (pad >= k)
       c.add(ReasonCode::AttrOutOfRange, names[i], S(pad), "< kernel size " + S(k),
             "DLA padding must be smaller than the kernel: pad the input explicitly instead");
   }
-  check_range(c, "output channels", long(w[0]), c.lim.conv_out_channels, "split the output channels over several convolutions");
+  check_range(c, "output channels", long(w[0]), c.lim.conv_out_channels,
+              "split the output channels over several convolutions");
   check_range(c, "group", group, c.lim.conv_groups, "split the grouped convolution");
   if (c.p == Precision::kINT8 && group > 1 && group != c.shape(0)[1] &&
       ((c.shape(0)[1] / group) % 4 || (w[0] / group) % 4))
-    c.add(ReasonCode::ModeNotSupported, "channels per group", S(c.shape(0)[1] / group) + " in, " + S(w[0] / group) + " out",
-          "multiples of 4 in INT8", "use FP16 for this layer (--layerPrecisions) or pad the channels");
+    c.add(ReasonCode::ModeNotSupported, "channels per group",
+          S(c.shape(0)[1] / group) + " in, " + S(w[0] / group) + " out", "multiples of 4 in INT8",
+          "use FP16 for this layer (--layerPrecisions) or pad the channels");
   // CBUF admission (DLA_constraints §1.2): weight banks for one kernel + data banks for one slice <= 16.
   const long bpe = c.p == Precision::kINT8 ? 1 : 2;
   const long cin_k = long(w[1]), cin = long(c.shape(0)[1]), win = long(c.shape(0)[3]);
@@ -118,18 +126,21 @@ void rule_conv(const Ctx& c) {
   if (wt_banks + data_banks > c.lim.cbuf_banks)
     c.add(ReasonCode::BufferExceeded, "CBUF banks (weights + data)",
           S(wt_banks) + " + " + S(data_banks) + " = " + S(wt_banks + data_banks), "<= " + S(c.lim.cbuf_banks),
-          "reduce the input width (" + S(win) + ") or input channels (" + S(cin) + "), e.g. tile the image, or use INT8");
+          "reduce the input width (" + S(win) + ") or input channels (" + S(cin) +
+              "), e.g. tile the image, or use INT8");
 }
 
 void rule_fc(const Ctx& c) {
   const Node& n = c.n;
   if (!c.is_const(1))
     c.add(ReasonCode::NotConstant, "input[1] (weights)", "computed at run time", "build-time constant",
-          "the DLA multiplies activations by constant weights only; run activation x activation products on the GPU");
+          "the DLA multiplies activations by constant weights only; run activation x activation products on "
+          "the GPU");
   if (n.op == OpKind::Gemm && n.attr_int("transA", 0))
     c.add(ReasonCode::ModeNotSupported, "transA", "1", "0", "transpose the input with a separate layer");
   const Shape& out = c.out_shape();
-  if (!out.empty()) check_range(c, "output channels", long(out.back()), c.lim.conv_out_channels, "split the layer's outputs");
+  if (!out.empty())
+    check_range(c, "output channels", long(out.back()), c.lim.conv_out_channels, "split the layer's outputs");
 }
 
 // ---- Deconvolution
@@ -138,22 +149,27 @@ void rule_deconv(const Ctx& c) {
   const Node& n = c.n;
   const Shape& w = c.shape(1);
   if (!c.is_const(1))
-    c.add(ReasonCode::NotConstant, "input[1] (weights)", "computed at run time", "build-time constant", "export the weights as initializers");
+    c.add(ReasonCode::NotConstant, "input[1] (weights)", "computed at run time", "build-time constant",
+          "export the weights as initializers");
   auto kernel_ok = [&](long a, long b) {
-    auto longk = [&](long v) { return std::count(c.lim.deconv_long_kernels.begin(), c.lim.deconv_long_kernels.end(), v) > 0; };
-    return (c.lim.deconv_kernel.contains(a) && c.lim.deconv_kernel.contains(b)) || (a == 1 && longk(b)) || (b == 1 && longk(a));
+    auto longk = [&](long v) {
+      return std::count(c.lim.deconv_long_kernels.begin(), c.lim.deconv_long_kernels.end(), v) > 0;
+    };
+    return (c.lim.deconv_kernel.contains(a) && c.lim.deconv_kernel.contains(b)) || (a == 1 && longk(b)) ||
+           (b == 1 && longk(a));
   };
   const long kh = long(w[2]), kw = long(w[3]);
   if (!kernel_ok(kh, kw))
-    c.add(ReasonCode::AttrOutOfRange, "kernel_shape", S(kh) + "x" + S(kw), "1..32 each, or 1x{64,96,128} / {64,96,128}x1",
-          "use a smaller kernel");
+    c.add(ReasonCode::AttrOutOfRange, "kernel_shape", S(kh) + "x" + S(kw),
+          "1..32 each, or 1x{64,96,128} / {64,96,128}x1", "use a smaller kernel");
   const auto st = n.attr_ints("strides", {1, 1});
   if (!kernel_ok(long(st[0]), long(st[1])))
-    c.add(ReasonCode::AttrOutOfRange, "strides", S(st[0]) + "x" + S(st[1]), "1..32 each, or 1x{64,96,128} / {64,96,128}x1",
-          "use a smaller stride");
+    c.add(ReasonCode::AttrOutOfRange, "strides", S(st[0]) + "x" + S(st[1]),
+          "1..32 each, or 1x{64,96,128} / {64,96,128}x1", "use a smaller stride");
   for (long p : n.attr_ints("pads", {0, 0, 0, 0}))
     if (p != 0) {
-      c.add(ReasonCode::AttrOutOfRange, "pads", S(p), "0", "crop the output with a Slice after the deconvolution");
+      c.add(ReasonCode::AttrOutOfRange, "pads", S(p), "0",
+            "crop the output with a Slice after the deconvolution");
       break;
     }
   for (long p : n.attr_ints("output_padding", {0, 0}))
@@ -162,7 +178,8 @@ void rule_deconv(const Ctx& c) {
       break;
     }
   if (n.attr_int("group", 1) != 1)
-    c.add(ReasonCode::AttrOutOfRange, "group", S(n.attr_int("group", 1)), "1", "split the grouped deconvolution");
+    c.add(ReasonCode::AttrOutOfRange, "group", S(n.attr_int("group", 1)), "1",
+          "split the grouped deconvolution");
   for (long d : n.attr_ints("dilations", {1, 1}))
     if (d != 1) {
       c.add(ReasonCode::AttrOutOfRange, "dilations", S(d), "1", "run this layer on the GPU");
@@ -182,31 +199,40 @@ void rule_pool(const Ctx& c) {
   if (!is_4d(c, 0, "Pooling")) return;
   const Node& n = c.n;
   const auto k = n.attr_ints("kernel_shape");
-  if (k.size() == 2) check_window(c, long(k[0]), long(k[1]), "kernel_shape", "pool in stages: two windows whose product covers this one");
+  if (k.size() == 2)
+    check_window(c, long(k[0]), long(k[1]), "kernel_shape",
+                 "pool in stages: two windows whose product covers this one");
   for (size_t i = 0; i < 2 && i < n.attr_ints("strides", {1, 1}).size(); ++i)
-    check_range(c, "strides[" + S(long(i)) + "]", long(n.attr_ints("strides", {1, 1})[i]), c.lim.pool_stride, "use a smaller stride");
+    check_range(c, "strides[" + S(long(i)) + "]", long(n.attr_ints("strides", {1, 1})[i]), c.lim.pool_stride,
+                "use a smaller stride");
   const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
   for (size_t i = 0; i < pads.size(); ++i)
-    check_range(c, "pads[" + S(long(i)) + "]", long(pads[i]), c.lim.pool_pad, "pad the input with a separate layer");
+    check_range(c, "pads[" + S(long(i)) + "]", long(pads[i]), c.lim.pool_pad,
+                "pad the input with a separate layer");
   for (long d : n.attr_ints("dilations", {1, 1}))
     if (d != 1) {
       c.add(ReasonCode::ModeNotSupported, "dilations", S(d), "1", "run this pooling on the GPU");
       break;
     }
   if (n.outputs.size() > 1 && n.outputs[1] >= 0)
-    c.add(ReasonCode::ModeNotSupported, "outputs[1] (Indices)", "requested", "not produced by DLA pooling", "drop the Indices output");
+    c.add(ReasonCode::ModeNotSupported, "outputs[1] (Indices)", "requested", "not produced by DLA pooling",
+          "drop the Indices output");
   bool padded = false;
   for (long p : pads) padded = padded || p > 0;
-  if (n.op == OpKind::AveragePool && padded && !c.lim.avgpool_exclusive_padding && !n.attr_int("count_include_pad", 0))
-    c.add(ReasonCode::ModeNotSupported, "count_include_pad", "0", "1 on " + c.lim.chip, "set count_include_pad=1 or run on Orin");
-  if (c.p == Precision::kINT8) c.cap.notes.push_back("INT8 pooling needs equal input and output dynamic ranges");
+  if (n.op == OpKind::AveragePool && padded && !c.lim.avgpool_exclusive_padding &&
+      !n.attr_int("count_include_pad", 0))
+    c.add(ReasonCode::ModeNotSupported, "count_include_pad", "0", "1 on " + c.lim.chip,
+          "set count_include_pad=1 or run on Orin");
+  if (c.p == Precision::kINT8)
+    c.cap.notes.push_back("INT8 pooling needs equal input and output dynamic ranges");
 }
 
 void rule_global_pool(const Ctx& c) {
   if (!is_4d(c, 0, "Pooling")) return;
   const Shape& s = c.shape(0);
-  check_window(c, long(s[2]), long(s[3]), "window (input H,W)",
-               "pool in stages (AveragePool with kernel = stride <= 8, then GlobalAveragePool), or run on the GPU");
+  check_window(
+      c, long(s[2]), long(s[3]), "window (input H,W)",
+      "pool in stages (AveragePool with kernel = stride <= 8, then GlobalAveragePool), or run on the GPU");
 }
 
 // ---- Activations
@@ -215,14 +241,17 @@ void rule_activation(const Ctx& c) {
   if (n.op == OpKind::Clip) {
     const auto bounds = clip_bounds(c.g, n);
     if (!bounds) {
-      c.add(ReasonCode::NotConstant, "min/max", "computed at run time", "constant", "make the clip bounds constants");
+      c.add(ReasonCode::NotConstant, "min/max", "computed at run time", "constant",
+            "make the clip bounds constants");
       return;
     }
     const double lo = bounds->first, hi = bounds->second;
     if (lo != 0.0)
-      c.add(ReasonCode::ModeNotSupported, "min", F(lo), "0 (clipped ReLU)", "the DLA clips as ReLU(x) capped at max: use min = 0");
+      c.add(ReasonCode::ModeNotSupported, "min", F(lo), "0 (clipped ReLU)",
+            "the DLA clips as ReLU(x) capped at max: use min = 0");
     if (!(hi >= double(c.lim.clip_max.lo) && hi <= double(c.lim.clip_max.hi)))
-      c.add(ReasonCode::AttrOutOfRange, "max", F(hi), c.lim.clip_max.str(), "use a clip maximum between 1 and 127");
+      c.add(ReasonCode::AttrOutOfRange, "max", F(hi), c.lim.clip_max.str(),
+            "use a clip maximum between 1 and 127");
   }
   if (c.p == Precision::kINT8 && (n.op == OpKind::Sigmoid || n.op == OpKind::Tanh))
     c.cap.notes.push_back("INT8 " + std::string(op_name(n.op)) + " runs in FP16 on the DLA");
@@ -230,10 +259,12 @@ void rule_activation(const Ctx& c) {
 
 void rule_prelu(const Ctx& c) {
   if (!c.is_const(1))
-    c.add(ReasonCode::NotConstant, "input[1] (slope)", "computed at run time", "build-time constant", "make the slope a constant");
+    c.add(ReasonCode::NotConstant, "input[1] (slope)", "computed at run time", "build-time constant",
+          "make the slope a constant");
   else if (c.shape(1).size() != c.shape(0).size())
     c.add(ReasonCode::ShapeOutOfRange, "slope rank", S(long(c.shape(1).size())) + " " + S(c.shape(1)),
-          S(long(c.shape(0).size())) + " (same as input)", "reshape the slope to the input's rank, e.g. [1,C,1,1]");
+          S(long(c.shape(0).size())) + " (same as input)",
+          "reshape the slope to the input's rank, e.g. [1,C,1,1]");
 }
 
 // ---- ElementWise (and Scale when one operand is a constant)
@@ -254,23 +285,30 @@ void rule_eltwise(const Ctx& c) {
   const Node& n = c.n;
   const std::string op = n.op == OpKind::Sum ? "Add" : op_name(n.op);
   if (n.inputs.size() != 2) {
-    c.add(ReasonCode::ModeNotSupported, "inputs", S(long(n.inputs.size())), "2", "chain two-input Add layers");
+    c.add(ReasonCode::ModeNotSupported, "inputs", S(long(n.inputs.size())), "2",
+          "chain two-input Add layers");
     return;
   }
   if (std::find(c.lim.eltwise_ops.begin(), c.lim.eltwise_ops.end(), op) == c.lim.eltwise_ops.end()) {
-    c.add(ReasonCode::ChipNotSupported, "op", op, "ElementWise on " + c.lim.chip + ": " + [&] {
-            std::string s;
-            for (auto& o : c.lim.eltwise_ops) s += (s.empty() ? "" : " ") + o;
-            return s;
-          }(), "rewrite (e.g. Div by a constant as Mul by its reciprocal) or target orin");
+    c.add(
+        ReasonCode::ChipNotSupported, "op", op,
+        "ElementWise on " + c.lim.chip + ": " +
+            [&] {
+              std::string s;
+              for (auto& o : c.lim.eltwise_ops) s += (s.empty() ? "" : " ") + o;
+              return s;
+            }(),
+        "rewrite (e.g. Div by a constant as Mul by its reciprocal) or target orin");
     return;
   }
   const Shape& out = c.out_shape();
   const bool c0 = c.is_const(0), c1 = c.is_const(1);
-  if (c0 || c1) {  // a constant operand: Scale (per-tensor, per-channel or element-wise) or a constant ElementWise
+  if (c0 ||
+      c1) {  // a constant operand: Scale (per-tensor, per-channel or element-wise) or a constant ElementWise
     const Shape& k = c.shape(c1 ? 1 : 0);
     if (broadcast_kind(k, out) == Bcast::kOther)
-      c.add(ReasonCode::BroadcastNotSupported, "constant operand shape", S(k) + " vs " + S(out), "scalar, [C,1,1] or the full shape",
+      c.add(ReasonCode::BroadcastNotSupported, "constant operand shape", S(k) + " vs " + S(out),
+            "scalar, [C,1,1] or the full shape",
             "reshape the constant to per-channel [1,C,1,1] or expand it to the full shape");
     if (c.p == Precision::kINT8 && (op == "Max" || op == "Min"))
       c.cap.notes.push_back("INT8 ElementWise needs equal input dynamic ranges (dlakit uses the larger)");
@@ -280,9 +318,11 @@ void rule_eltwise(const Ctx& c) {
   const Bcast k = numel(a) <= numel(b) ? broadcast_kind(a, b) : broadcast_kind(b, a);
   // [U] decision: the DLA supports same-shape operands and a channel-wise [N,C,1,1] operand (SE blocks).
   if (k != Bcast::kSame && k != Bcast::kChannel)
-    c.add(ReasonCode::BroadcastNotSupported, "operand shapes", S(a) + " and " + S(b), "equal, or one of them [N,C,1,1]",
+    c.add(ReasonCode::BroadcastNotSupported, "operand shapes", S(a) + " and " + S(b),
+          "equal, or one of them [N,C,1,1]",
           "expand the smaller operand to the full shape before this layer");
-  if (c.p == Precision::kINT8) c.cap.notes.push_back("INT8 ElementWise needs equal input dynamic ranges (dlakit uses the larger)");
+  if (c.p == Precision::kINT8)
+    c.cap.notes.push_back("INT8 ElementWise needs equal input dynamic ranges (dlakit uses the larger)");
 }
 
 // ---- Scale (BatchNormalization that was not folded)
@@ -290,7 +330,8 @@ void rule_scale(const Ctx& c) {
   if (!is_4d(c, 0, "Scale")) return;
   for (int i = 1; i < 5; ++i)
     if (!c.is_const(i)) {
-      c.add(ReasonCode::NotConstant, "input[" + S(i) + "]", "computed at run time", "constant", "export BN parameters as initializers");
+      c.add(ReasonCode::NotConstant, "input[" + S(i) + "]", "computed at run time", "constant",
+            "export BN parameters as initializers");
       break;
     }
 }
@@ -308,10 +349,13 @@ void rule_concat(const Ctx& c) {
   long axis = long(c.n.attr_int("axis", 1));
   if (axis < 0) axis += rank;
   if (rank < 3 || axis != rank - 3)
-    c.add(ReasonCode::AxisNotSupported, "axis", S(axis) + " of rank " + S(rank), "the channel axis (" + S(std::max(rank - 3, 0L)) + ")",
+    c.add(ReasonCode::AxisNotSupported, "axis", S(axis) + " of rank " + S(rank),
+          "the channel axis (" + S(std::max(rank - 3, 0L)) + ")",
           "DLA concatenates channels only: transpose so the axis is C, or run on the GPU");
-  if (c.n.inputs.size() < 2) c.add(ReasonCode::ModeNotSupported, "inputs", "1", ">= 2", "replace a 1-input Concat by Identity");
-  if (c.p == Precision::kINT8) c.cap.notes.push_back("INT8 Concatenation needs equal dynamic ranges on every input and the output");
+  if (c.n.inputs.size() < 2)
+    c.add(ReasonCode::ModeNotSupported, "inputs", "1", ">= 2", "replace a 1-input Concat by Identity");
+  if (c.p == Precision::kINT8)
+    c.cap.notes.push_back("INT8 Concatenation needs equal dynamic ranges on every input and the output");
 }
 
 void rule_resize(const Ctx& c) {
@@ -320,17 +364,20 @@ void rule_resize(const Ctx& c) {
   const Shape &in = c.shape(0), &out = c.out_shape();
   const std::string mode = n.attr_str("mode", "nearest");
   const bool legacy = n.op == OpKind::Upsample || n.opset < 11;
-  const std::string coord = legacy ? "asymmetric" : n.attr_str("coordinate_transformation_mode", "half_pixel");
+  const std::string coord =
+      legacy ? "asymmetric" : n.attr_str("coordinate_transformation_mode", "half_pixel");
   const std::string nearest = legacy ? "floor" : n.attr_str("nearest_mode", "round_prefer_floor");
   if (in[0] != out[0] || in[1] != out[1])
-    c.add(ReasonCode::ModeNotSupported, "scales[0..1]", F(double(out[0]) / double(in[0])) + ", " + F(double(out[1]) / double(in[1])),
-          "1, 1", "resize only H and W");
+    c.add(ReasonCode::ModeNotSupported, "scales[0..1]",
+          F(double(out[0]) / double(in[0])) + ", " + F(double(out[1]) / double(in[1])), "1, 1",
+          "resize only H and W");
   const bool linear = mode == "linear" || mode == "bilinear";
   for (int i = 2; i < 4; ++i) {
     const double s = double(out[size_t(i)]) / double(in[size_t(i)]);
     const Range& r = linear ? c.lim.resize_linear_scale : c.lim.resize_nearest_scale;
     if (s != std::floor(s) || !r.contains(long(s)))
-      c.add(ReasonCode::AttrOutOfRange, "scale[" + S(i) + "]", F(s), "an integer in " + r.str() + (linear ? " (bilinear)" : " (nearest)"),
+      c.add(ReasonCode::AttrOutOfRange, "scale[" + S(i) + "]", F(s),
+            "an integer in " + r.str() + (linear ? " (bilinear)" : " (nearest)"),
             "upsample by an integer factor; downsample with pooling instead");
   }
   if (mode == "nearest") {
@@ -338,9 +385,11 @@ void rule_resize(const Ctx& c) {
                     ((coord == "half_pixel" || coord == "pytorch_half_pixel") &&
                      (nearest == "round_prefer_floor" || nearest == "round_prefer_ceil"));
     if (!ok)
-      c.add(ReasonCode::ModeNotSupported, "coordinate_transformation_mode/nearest_mode", coord + "/" + nearest,
+      c.add(ReasonCode::ModeNotSupported, "coordinate_transformation_mode/nearest_mode",
+            coord + "/" + nearest,
             "asymmetric/floor, half_pixel/round_prefer_floor or half_pixel/round_prefer_ceil",
-            "export with one of the supported combinations (e.g. PyTorch mode='nearest' gives asymmetric/floor)");
+            "export with one of the supported combinations (e.g. PyTorch mode='nearest' gives "
+            "asymmetric/floor)");
   } else if (linear) {
     if (coord != "half_pixel" && coord != "pytorch_half_pixel")
       c.add(ReasonCode::ModeNotSupported, "coordinate_transformation_mode", coord, "half_pixel",
@@ -357,17 +406,19 @@ void rule_slice(const Ctx& c, bool is_split) {
           "the DLA slices 4-D tensors only: reshape to 4-D first");
   const Shape& out = c.out_shape();
   if (!s.empty() && !out.empty() && out[0] != s[0])
-    c.add(ReasonCode::AxisNotSupported, "axes", "slices the batch dimension", "C, H or W only", "slice after the DLA graph");
+    c.add(ReasonCode::AxisNotSupported, "axes", "slices the batch dimension", "C, H or W only",
+          "slice after the DLA graph");
   if (!is_split) {
     if (c.n.opset >= 10) {
       for (int i = 1; i < int(c.n.inputs.size()); ++i)
         if (c.has(i) && !c.is_const(i))
-          c.add(ReasonCode::NotConstant, "input[" + S(i) + "]", "computed at run time", "constant starts/ends/axes/steps",
-                "pin input shapes so the slice bounds fold to constants");
+          c.add(ReasonCode::NotConstant, "input[" + S(i) + "]", "computed at run time",
+                "constant starts/ends/axes/steps", "pin input shapes so the slice bounds fold to constants");
       if (c.is_const(4))
         for (int64_t st : c.in(4).constant->to_i64())
           if (st != 1) {
-            c.add(ReasonCode::AttrOutOfRange, "steps", S(st), "1", "use stride-1 slices (subsample with a strided 1x1 conv)");
+            c.add(ReasonCode::AttrOutOfRange, "steps", S(st), "1",
+                  "use stride-1 slices (subsample with a strided 1x1 conv)");
             break;
           }
     }
@@ -377,7 +428,8 @@ void rule_slice(const Ctx& c, bool is_split) {
 
 void rule_softmax(const Ctx& c) {
   if (!c.lim.has_softmax) {
-    c.add(ReasonCode::ChipNotSupported, "op", "Softmax", "SoftMax exists on DLA 2.0 (Orin) only", "run Softmax on the GPU or target orin");
+    c.add(ReasonCode::ChipNotSupported, "op", "Softmax", "SoftMax exists on DLA 2.0 (Orin) only",
+          "run Softmax on the GPU or target orin");
     return;
   }
   const Shape& s = c.shape(0);
@@ -397,15 +449,19 @@ void rule_softmax(const Ctx& c) {
       if (i != axis) others *= long(s[size_t(i)]);
   }
   if (rank - axis > 3 || axis == 0)
-    c.add(ReasonCode::AxisNotSupported, "axis", S(axis), "C or a spatial axis", "move the softmax axis to C, H or W");
+    c.add(ReasonCode::AxisNotSupported, "axis", S(axis), "C or a spatial axis",
+          "move the softmax axis to C, H or W");
   if (others == 1) {
     if (len > c.lim.softmax_accurate_axis)
-      c.add(ReasonCode::ShapeOutOfRange, "axis length", S(len), "<= " + S(c.lim.softmax_accurate_axis), "split the axis");
+      c.add(ReasonCode::ShapeOutOfRange, "axis length", S(len), "<= " + S(c.lim.softmax_accurate_axis),
+            "split the axis");
   } else if (len > c.lim.softmax_approx_axis) {
-    c.add(ReasonCode::ShapeOutOfRange, "axis length", S(len), "<= " + S(c.lim.softmax_approx_axis) + " (approximate mode)",
+    c.add(ReasonCode::ShapeOutOfRange, "axis length", S(len),
+          "<= " + S(c.lim.softmax_approx_axis) + " (approximate mode)",
           "make the other non-batch dims 1 (accurate mode allows 8192) or split the axis");
   } else {
-    c.cap.notes.push_back("SoftMax runs in approximate mode (other non-batch dims are not 1): error grows with axis length");
+    c.cap.notes.push_back(
+        "SoftMax runs in approximate mode (other non-batch dims are not 1): error grows with axis length");
   }
   if (c.p == Precision::kINT8) c.cap.notes.push_back("SoftMax runs in FP16 on the DLA");
 }
@@ -418,10 +474,11 @@ void rule_shuffle(const Ctx& c) {
   if (c.n.op == OpKind::Transpose) {
     auto perm = c.n.attr_ints("perm", {});
     if (!perm.empty() && perm[0] != 0)
-      c.add(ReasonCode::AxisNotSupported, "perm[0]", S(perm[0]), "0 (the batch dim stays first)", "transpose after the DLA graph");
+      c.add(ReasonCode::AxisNotSupported, "perm[0]", S(perm[0]), "0 (the batch dim stays first)",
+            "transpose after the DLA graph");
   } else if (!in.empty() && !out.empty() && in[0] != out[0]) {
-    c.add(ReasonCode::AxisNotSupported, "output[0].shape[0]", S(out[0]) + " (input " + S(in[0]) + ")", "unchanged batch dim",
-          "keep the batch dimension out of the reshape");
+    c.add(ReasonCode::AxisNotSupported, "output[0].shape[0]", S(out[0]) + " (input " + S(in[0]) + ")",
+          "unchanged batch dim", "keep the batch dimension out of the reshape");
   }
   if (c.n.op == OpKind::Reshape || c.n.op == OpKind::Flatten) {
     auto adjacent = [&](OpKind k) {
@@ -434,7 +491,8 @@ void rule_shuffle(const Ctx& c) {
     };
     if (adjacent(OpKind::Slice) || adjacent(OpKind::Concat))
       c.add(ReasonCode::ModeNotSupported, "neighbours", "a Reshape directly connected to a Slice or Concat",
-            "not supported by the DLA (observed TensorRT error)", "put another layer between them or move the reshape");
+            "not supported by the DLA (observed TensorRT error)",
+            "put another layer between them or move the reshape");
   }
 }
 
@@ -448,9 +506,14 @@ void rule_reduce(const Ctx& c) {
   auto axes = c.n.attr_ints("axes", {});
   if (c.n.op == OpKind::ReduceSum && c.n.opset >= 13 && c.is_const(1)) axes = c.in(1).constant->to_i64();
   for (int64_t a : axes)
-    if (a == 0 || a == -4) c.add(ReasonCode::AxisNotSupported, "axes", "0 (batch)", "1..3", "do not reduce over the batch on the DLA");
-  if (axes.empty()) c.add(ReasonCode::AxisNotSupported, "axes", "all (default)", "1..3", "list the axes explicitly (not the batch)");
-  if (!c.n.attr_int("keepdims", 1)) c.add(ReasonCode::ModeNotSupported, "keepdims", "0", "1", "reshape after the reduction");
+    if (a == 0 || a == -4)
+      c.add(ReasonCode::AxisNotSupported, "axes", "0 (batch)", "1..3",
+            "do not reduce over the batch on the DLA");
+  if (axes.empty())
+    c.add(ReasonCode::AxisNotSupported, "axes", "all (default)", "1..3",
+          "list the axes explicitly (not the batch)");
+  if (!c.n.attr_int("keepdims", 1))
+    c.add(ReasonCode::ModeNotSupported, "keepdims", "0", "1", "reshape after the reduction");
 }
 
 void rule_comparison(const Ctx& c) {
@@ -463,22 +526,45 @@ void rule_comparison(const Ctx& c) {
       if (i == c.n.outputs[0] && m.op != OpKind::Cast && m.op != OpKind::Identity) ok = false;
   for (int o : c.g.outputs) ok = ok && o != c.n.outputs[0];
   if (!ok)
-    c.add(ReasonCode::ModeNotSupported, "consumers", "not only a Cast", "one Cast to FP16/INT8 immediately after",
+    c.add(ReasonCode::ModeNotSupported, "consumers", "not only a Cast",
+          "one Cast to FP16/INT8 immediately after",
           "cast the comparison result right away, and do not make it a network output");
 }
 
 void rule_unsupported(const Ctx& c) {
   std::string fix;
   switch (c.n.op) {
-    case OpKind::Pad: fix = "fold the padding into the next Conv (the pad-folding pass does this when pads < kernel)"; break;
-    case OpKind::Neg: fix = "multiply by -1 (a Scale layer)"; break;
-    case OpKind::HardSigmoid: case OpKind::HardSwish: fix = "run the decomposition pass (default): it maps to Scale + clipped ReLU"; break;
-    case OpKind::Gather: fix = "rewrite as Slice (contiguous indices) or a 1x1 conv with one-hot weights"; break;
-    case OpKind::Cast: case OpKind::Shape: case OpKind::ConstantOfShape: fix = "keep shape logic out of the network: pin input shapes so it folds"; break;
-    case OpKind::Sqrt: case OpKind::Exp: case OpKind::Log: case OpKind::Erf: case OpKind::Reciprocal:
-      fix = "run this math on the GPU, or replace it (e.g. GELU's Erf by a Sigmoid approximation)"; break;
-    case OpKind::QuantizeLinear: case OpKind::DequantizeLinear: fix = "convert Q/DQ scales to a calibration cache (dlakit qdq-to-cache)"; break;
-    default: fix = "run this layer on the GPU";
+    case OpKind::Pad:
+      fix = "fold the padding into the next Conv (the pad-folding pass does this when pads < kernel)";
+      break;
+    case OpKind::Neg:
+      fix = "multiply by -1 (a Scale layer)";
+      break;
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+      fix = "run the decomposition pass (default): it maps to Scale + clipped ReLU";
+      break;
+    case OpKind::Gather:
+      fix = "rewrite as Slice (contiguous indices) or a 1x1 conv with one-hot weights";
+      break;
+    case OpKind::Cast:
+    case OpKind::Shape:
+    case OpKind::ConstantOfShape:
+      fix = "keep shape logic out of the network: pin input shapes so it folds";
+      break;
+    case OpKind::Sqrt:
+    case OpKind::Exp:
+    case OpKind::Log:
+    case OpKind::Erf:
+    case OpKind::Reciprocal:
+      fix = "run this math on the GPU, or replace it (e.g. GELU's Erf by a Sigmoid approximation)";
+      break;
+    case OpKind::QuantizeLinear:
+    case OpKind::DequantizeLinear:
+      fix = "convert Q/DQ scales to a calibration cache (dlakit qdq-to-cache)";
+      break;
+    default:
+      fix = "run this layer on the GPU";
   }
   c.add(ReasonCode::OpNotSupported, "op", op_name(c.n.op), "a DLA layer", fix);
 }
@@ -489,26 +575,68 @@ const char* precision_name(Precision p) { return p == Precision::kINT8 ? "int8" 
 
 const char* dla_layer_of(OpKind op) {
   switch (op) {
-    case OpKind::Conv: return "Convolution";
-    case OpKind::Gemm: case OpKind::MatMul: return "FullyConnected";
-    case OpKind::ConvTranspose: return "Deconvolution";
-    case OpKind::MaxPool: case OpKind::AveragePool: case OpKind::GlobalAveragePool: case OpKind::GlobalMaxPool: return "Pooling";
-    case OpKind::Relu: case OpKind::Sigmoid: case OpKind::Tanh: case OpKind::Clip: case OpKind::LeakyRelu: return "Activation";
-    case OpKind::PRelu: return "ParametricReLU";
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Max: case OpKind::Min:
-    case OpKind::Pow: case OpKind::Sum: return "ElementWise";
-    case OpKind::BatchNormalization: return "Scale";
-    case OpKind::LRN: return "LRN";
-    case OpKind::Concat: return "Concatenation";
-    case OpKind::Resize: case OpKind::Upsample: return "Resize";
-    case OpKind::Abs: return "Unary";
-    case OpKind::Slice: case OpKind::Split: return "Slice";
-    case OpKind::Softmax: return "SoftMax";
-    case OpKind::Transpose: case OpKind::Reshape: case OpKind::Flatten: case OpKind::Squeeze: case OpKind::Unsqueeze: return "Shuffle";
-    case OpKind::ReduceMean: case OpKind::ReduceMax: case OpKind::ReduceSum: return "Reduce";
-    case OpKind::Equal: return "Comparison";
-    case OpKind::Identity: case OpKind::Dropout: return "(no-op)";
-    default: return "";
+    case OpKind::Conv:
+      return "Convolution";
+    case OpKind::Gemm:
+    case OpKind::MatMul:
+      return "FullyConnected";
+    case OpKind::ConvTranspose:
+      return "Deconvolution";
+    case OpKind::MaxPool:
+    case OpKind::AveragePool:
+    case OpKind::GlobalAveragePool:
+    case OpKind::GlobalMaxPool:
+      return "Pooling";
+    case OpKind::Relu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::Clip:
+    case OpKind::LeakyRelu:
+      return "Activation";
+    case OpKind::PRelu:
+      return "ParametricReLU";
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Max:
+    case OpKind::Min:
+    case OpKind::Pow:
+    case OpKind::Sum:
+      return "ElementWise";
+    case OpKind::BatchNormalization:
+      return "Scale";
+    case OpKind::LRN:
+      return "LRN";
+    case OpKind::Concat:
+      return "Concatenation";
+    case OpKind::Resize:
+    case OpKind::Upsample:
+      return "Resize";
+    case OpKind::Abs:
+      return "Unary";
+    case OpKind::Slice:
+    case OpKind::Split:
+      return "Slice";
+    case OpKind::Softmax:
+      return "SoftMax";
+    case OpKind::Transpose:
+    case OpKind::Reshape:
+    case OpKind::Flatten:
+    case OpKind::Squeeze:
+    case OpKind::Unsqueeze:
+      return "Shuffle";
+    case OpKind::ReduceMean:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceSum:
+      return "Reduce";
+    case OpKind::Equal:
+      return "Comparison";
+    case OpKind::Identity:
+    case OpKind::Dropout:
+      return "(no-op)";
+    default:
+      return "";
   }
 }
 
@@ -522,27 +650,83 @@ Capability check_node(const Graph& g, const Node& n, const DlaLimits& lim, Preci
   }
   check_tensors(c);
   switch (n.op) {
-    case OpKind::Conv: rule_conv(c); break;
-    case OpKind::Gemm: case OpKind::MatMul: rule_fc(c); break;
-    case OpKind::ConvTranspose: rule_deconv(c); break;
-    case OpKind::MaxPool: case OpKind::AveragePool: rule_pool(c); break;
-    case OpKind::GlobalAveragePool: case OpKind::GlobalMaxPool: rule_global_pool(c); break;
-    case OpKind::Relu: case OpKind::Sigmoid: case OpKind::Tanh: case OpKind::Clip: case OpKind::LeakyRelu: rule_activation(c); break;
-    case OpKind::PRelu: rule_prelu(c); break;
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Max: case OpKind::Min:
-    case OpKind::Pow: case OpKind::Sum: rule_eltwise(c); break;
-    case OpKind::BatchNormalization: rule_scale(c); break;
-    case OpKind::LRN: rule_lrn(c); break;
-    case OpKind::Concat: rule_concat(c); break;
-    case OpKind::Resize: case OpKind::Upsample: rule_resize(c); break;
-    case OpKind::Slice: rule_slice(c, false); break;
-    case OpKind::Split: rule_slice(c, true); break;
-    case OpKind::Softmax: rule_softmax(c); break;
-    case OpKind::Transpose: case OpKind::Reshape: case OpKind::Flatten: case OpKind::Squeeze: case OpKind::Unsqueeze:
-      rule_shuffle(c); break;
-    case OpKind::ReduceMean: case OpKind::ReduceMax: case OpKind::ReduceSum: rule_reduce(c); break;
-    case OpKind::Equal: rule_comparison(c); break;
-    default: break;
+    case OpKind::Conv:
+      rule_conv(c);
+      break;
+    case OpKind::Gemm:
+    case OpKind::MatMul:
+      rule_fc(c);
+      break;
+    case OpKind::ConvTranspose:
+      rule_deconv(c);
+      break;
+    case OpKind::MaxPool:
+    case OpKind::AveragePool:
+      rule_pool(c);
+      break;
+    case OpKind::GlobalAveragePool:
+    case OpKind::GlobalMaxPool:
+      rule_global_pool(c);
+      break;
+    case OpKind::Relu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::Clip:
+    case OpKind::LeakyRelu:
+      rule_activation(c);
+      break;
+    case OpKind::PRelu:
+      rule_prelu(c);
+      break;
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Max:
+    case OpKind::Min:
+    case OpKind::Pow:
+    case OpKind::Sum:
+      rule_eltwise(c);
+      break;
+    case OpKind::BatchNormalization:
+      rule_scale(c);
+      break;
+    case OpKind::LRN:
+      rule_lrn(c);
+      break;
+    case OpKind::Concat:
+      rule_concat(c);
+      break;
+    case OpKind::Resize:
+    case OpKind::Upsample:
+      rule_resize(c);
+      break;
+    case OpKind::Slice:
+      rule_slice(c, false);
+      break;
+    case OpKind::Split:
+      rule_slice(c, true);
+      break;
+    case OpKind::Softmax:
+      rule_softmax(c);
+      break;
+    case OpKind::Transpose:
+    case OpKind::Reshape:
+    case OpKind::Flatten:
+    case OpKind::Squeeze:
+    case OpKind::Unsqueeze:
+      rule_shuffle(c);
+      break;
+    case OpKind::ReduceMean:
+    case OpKind::ReduceMax:
+    case OpKind::ReduceSum:
+      rule_reduce(c);
+      break;
+    case OpKind::Equal:
+      rule_comparison(c);
+      break;
+    default:
+      break;
   }
   return cap;
 }
