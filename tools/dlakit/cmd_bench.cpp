@@ -62,9 +62,7 @@ Stats stats(std::vector<double> v) {
 }
 
 void run_bench(const BenchFlags& f) {
-  std::ifstream file(f.engine, std::ios::binary);
-  if (!file) fail(Status::kIoError, "cannot open '", f.engine, "'");
-  const std::string blob((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string blob = read_binary(f.engine);
   const auto* data = reinterpret_cast<const uint8_t*>(blob.data());
   std::vector<int> cores;
   if (f.cores == "all")

@@ -1,5 +1,7 @@
 // dlakit: predict, explain and run DLA workloads anywhere. See `dlakit --help`.
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "base/error.h"
 #include "base/threadpool.h"
@@ -23,6 +25,12 @@ ImportOptions ModelFlags::import_options() const {
 
 void ModelFlags::apply_threads() const {
   if (threads > 0) set_num_threads(threads);
+}
+
+std::string read_binary(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(Status::kIoError, "cannot open '", path, "'");
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
 std::string human(double v) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 namespace dlakit::dla {
@@ -573,161 +574,81 @@ void rule_unsupported(const Ctx& c) {
 
 const char* precision_name(Precision p) { return p == Precision::kINT8 ? "int8" : "fp16"; }
 
+namespace {
+
+// Each op that has a DLA layer, once: the layer it maps to and the rule that checks it (nullptr: only the
+// rules every layer shares). Ops missing here have no DLA layer.
+struct LayerRule {
+  const char* layer;
+  void (*rule)(const Ctx&);
+};
+
+const std::map<OpKind, LayerRule>& layer_table() {
+  static const std::map<OpKind, LayerRule> t = {
+      {OpKind::Conv, {"Convolution", rule_conv}},
+      {OpKind::Gemm, {"FullyConnected", rule_fc}},
+      {OpKind::MatMul, {"FullyConnected", rule_fc}},
+      {OpKind::ConvTranspose, {"Deconvolution", rule_deconv}},
+      {OpKind::MaxPool, {"Pooling", rule_pool}},
+      {OpKind::AveragePool, {"Pooling", rule_pool}},
+      {OpKind::GlobalAveragePool, {"Pooling", rule_global_pool}},
+      {OpKind::GlobalMaxPool, {"Pooling", rule_global_pool}},
+      {OpKind::Relu, {"Activation", rule_activation}},
+      {OpKind::Sigmoid, {"Activation", rule_activation}},
+      {OpKind::Tanh, {"Activation", rule_activation}},
+      {OpKind::Clip, {"Activation", rule_activation}},
+      {OpKind::LeakyRelu, {"Activation", rule_activation}},
+      {OpKind::PRelu, {"ParametricReLU", rule_prelu}},
+      {OpKind::Add, {"ElementWise", rule_eltwise}},
+      {OpKind::Sub, {"ElementWise", rule_eltwise}},
+      {OpKind::Mul, {"ElementWise", rule_eltwise}},
+      {OpKind::Div, {"ElementWise", rule_eltwise}},
+      {OpKind::Max, {"ElementWise", rule_eltwise}},
+      {OpKind::Min, {"ElementWise", rule_eltwise}},
+      {OpKind::Pow, {"ElementWise", rule_eltwise}},
+      {OpKind::Sum, {"ElementWise", rule_eltwise}},
+      {OpKind::BatchNormalization, {"Scale", rule_scale}},
+      {OpKind::LRN, {"LRN", rule_lrn}},
+      {OpKind::Concat, {"Concatenation", rule_concat}},
+      {OpKind::Resize, {"Resize", rule_resize}},
+      {OpKind::Upsample, {"Resize", rule_resize}},
+      {OpKind::Abs, {"Unary", nullptr}},
+      {OpKind::Slice, {"Slice", [](const Ctx& c) { rule_slice(c, false); }}},
+      {OpKind::Split, {"Slice", [](const Ctx& c) { rule_slice(c, true); }}},
+      {OpKind::Softmax, {"SoftMax", rule_softmax}},
+      {OpKind::Transpose, {"Shuffle", rule_shuffle}},
+      {OpKind::Reshape, {"Shuffle", rule_shuffle}},
+      {OpKind::Flatten, {"Shuffle", rule_shuffle}},
+      {OpKind::Squeeze, {"Shuffle", rule_shuffle}},
+      {OpKind::Unsqueeze, {"Shuffle", rule_shuffle}},
+      {OpKind::ReduceMean, {"Reduce", rule_reduce}},
+      {OpKind::ReduceMax, {"Reduce", rule_reduce}},
+      {OpKind::ReduceSum, {"Reduce", rule_reduce}},
+      {OpKind::Equal, {"Comparison", rule_comparison}},
+      {OpKind::Identity, {"(no-op)", nullptr}},
+      {OpKind::Dropout, {"(no-op)", nullptr}},
+  };
+  return t;
+}
+
+}  // namespace
+
 const char* dla_layer_of(OpKind op) {
-  switch (op) {
-    case OpKind::Conv:
-      return "Convolution";
-    case OpKind::Gemm:
-    case OpKind::MatMul:
-      return "FullyConnected";
-    case OpKind::ConvTranspose:
-      return "Deconvolution";
-    case OpKind::MaxPool:
-    case OpKind::AveragePool:
-    case OpKind::GlobalAveragePool:
-    case OpKind::GlobalMaxPool:
-      return "Pooling";
-    case OpKind::Relu:
-    case OpKind::Sigmoid:
-    case OpKind::Tanh:
-    case OpKind::Clip:
-    case OpKind::LeakyRelu:
-      return "Activation";
-    case OpKind::PRelu:
-      return "ParametricReLU";
-    case OpKind::Add:
-    case OpKind::Sub:
-    case OpKind::Mul:
-    case OpKind::Div:
-    case OpKind::Max:
-    case OpKind::Min:
-    case OpKind::Pow:
-    case OpKind::Sum:
-      return "ElementWise";
-    case OpKind::BatchNormalization:
-      return "Scale";
-    case OpKind::LRN:
-      return "LRN";
-    case OpKind::Concat:
-      return "Concatenation";
-    case OpKind::Resize:
-    case OpKind::Upsample:
-      return "Resize";
-    case OpKind::Abs:
-      return "Unary";
-    case OpKind::Slice:
-    case OpKind::Split:
-      return "Slice";
-    case OpKind::Softmax:
-      return "SoftMax";
-    case OpKind::Transpose:
-    case OpKind::Reshape:
-    case OpKind::Flatten:
-    case OpKind::Squeeze:
-    case OpKind::Unsqueeze:
-      return "Shuffle";
-    case OpKind::ReduceMean:
-    case OpKind::ReduceMax:
-    case OpKind::ReduceSum:
-      return "Reduce";
-    case OpKind::Equal:
-      return "Comparison";
-    case OpKind::Identity:
-    case OpKind::Dropout:
-      return "(no-op)";
-    default:
-      return "";
-  }
+  auto it = layer_table().find(op);
+  return it == layer_table().end() ? "" : it->second.layer;
 }
 
 Capability check_node(const Graph& g, const Node& n, const DlaLimits& lim, Precision p) {
   Capability cap;
-  cap.dla_layer = dla_layer_of(n.op);
   Ctx c{g, n, lim, p, cap};
-  if (cap.dla_layer.empty()) {
+  auto it = layer_table().find(n.op);
+  if (it == layer_table().end()) {
     rule_unsupported(c);
     return cap;
   }
+  cap.dla_layer = it->second.layer;
   check_tensors(c);
-  switch (n.op) {
-    case OpKind::Conv:
-      rule_conv(c);
-      break;
-    case OpKind::Gemm:
-    case OpKind::MatMul:
-      rule_fc(c);
-      break;
-    case OpKind::ConvTranspose:
-      rule_deconv(c);
-      break;
-    case OpKind::MaxPool:
-    case OpKind::AveragePool:
-      rule_pool(c);
-      break;
-    case OpKind::GlobalAveragePool:
-    case OpKind::GlobalMaxPool:
-      rule_global_pool(c);
-      break;
-    case OpKind::Relu:
-    case OpKind::Sigmoid:
-    case OpKind::Tanh:
-    case OpKind::Clip:
-    case OpKind::LeakyRelu:
-      rule_activation(c);
-      break;
-    case OpKind::PRelu:
-      rule_prelu(c);
-      break;
-    case OpKind::Add:
-    case OpKind::Sub:
-    case OpKind::Mul:
-    case OpKind::Div:
-    case OpKind::Max:
-    case OpKind::Min:
-    case OpKind::Pow:
-    case OpKind::Sum:
-      rule_eltwise(c);
-      break;
-    case OpKind::BatchNormalization:
-      rule_scale(c);
-      break;
-    case OpKind::LRN:
-      rule_lrn(c);
-      break;
-    case OpKind::Concat:
-      rule_concat(c);
-      break;
-    case OpKind::Resize:
-    case OpKind::Upsample:
-      rule_resize(c);
-      break;
-    case OpKind::Slice:
-      rule_slice(c, false);
-      break;
-    case OpKind::Split:
-      rule_slice(c, true);
-      break;
-    case OpKind::Softmax:
-      rule_softmax(c);
-      break;
-    case OpKind::Transpose:
-    case OpKind::Reshape:
-    case OpKind::Flatten:
-    case OpKind::Squeeze:
-    case OpKind::Unsqueeze:
-      rule_shuffle(c);
-      break;
-    case OpKind::ReduceMean:
-    case OpKind::ReduceMax:
-    case OpKind::ReduceSum:
-      rule_reduce(c);
-      break;
-    case OpKind::Equal:
-      rule_comparison(c);
-      break;
-    default:
-      break;
-  }
+  if (it->second.rule) it->second.rule(c);
   return cap;
 }
 
