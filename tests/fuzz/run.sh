@@ -33,5 +33,6 @@ run fuzz_onnx_import -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len
 run fuzz_npy -runs=0 "$ROOT/tests/fuzz/regressions/npy"
 run fuzz_npy -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 "$CORPUS/npy"
 mkdir -p "$CORPUS/loadable" && cp "$ROOT/tests/fuzz/seeds/"*.dla "$CORPUS/loadable/"
+run fuzz_loadable -runs=0 "$ROOT/tests/fuzz/regressions/loadable"
 run fuzz_loadable -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 "$CORPUS/loadable"
 echo "fuzz: all three targets ran ${SECONDS_EACH}s each without a crash"

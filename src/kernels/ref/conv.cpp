@@ -34,6 +34,8 @@ std::vector<TensorType> infer_conv(const InferContext& c) {
   c.require_inputs(2, 3);
   check_float(c);
   const Shape &x = c.shape(0), &w = c.shape(1);
+  if (x.size() < 3 || x.size() > 5)  // before any x[1]/w[1] (found by fuzz_loadable)
+    c.unsupported("input of rank ", x.size(), " (", shape_str(x), "); 1-D, 2-D and 3-D spatial inputs (rank 3..5) are supported");
   if (w.size() != x.size())
     c.invalid("weight rank ", w.size(), " (", shape_str(w), ") differs from input rank ", x.size());
   const int64_t G = c.node().attr_int("group", 1);
