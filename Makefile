@@ -3,7 +3,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= 2
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= ci
 CMAKE_GEN  := -G Ninja
 
 .PHONY: all setup fetch build test test-fast test-asan fuzz demo bench format clean
@@ -32,7 +32,7 @@ test-asan: setup fetch   ## the unit and conformance tests again under AddressSa
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target dlakit_unit_tests dlakit_conformance dlakit_capi_tests cudla_hybrid_steps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L "unit|conformance"
 
-fuzz: setup       ## libFuzzer on the ONNX importer and the .npy reader, FUZZ_SECONDS each
+fuzz: setup       ## libFuzzer on the ONNX importer, .npy and loadable readers (FUZZ_SECONDS=ci: deterministic smoke run; =N: N s each)
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLAKIT_FUZZ=ON -DDLAKIT_BENCH=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx_import fuzz_npy fuzz_loadable
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
