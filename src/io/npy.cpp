@@ -1,5 +1,7 @@
 #include "io/npy.h"
 
+#include "base/file.h"
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -111,13 +113,7 @@ Tensor parse_npy(const std::string& b, const std::string& origin) {
   return t;
 }
 
-Tensor read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(Status::kIoError, "cannot open '", path, "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_npy(ss.str(), path);
-}
+Tensor read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
 
 std::string serialize_npy(const Tensor& t) {
   std::string shape = "(";

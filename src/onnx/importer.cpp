@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "base/file.h"
 #include "engine/engine.h"
 #include "kernels/registry.h"
 
@@ -18,14 +19,6 @@ namespace {
 // 7..17 is the supported range. Older opsets import too: legacy broadcast/axis attributes are honoured and
 // consumed_inputs/is_test are ignored, which is what they mean for inference.
 constexpr int kMinOpset = 1, kMaxOpset = 17;
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(Status::kIoError, "cannot open '", path, "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 void parse_model(onnx::ModelProto& m, const void* data, size_t size, const std::string& origin) {
   if (size == 0) fail(Status::kParseError, origin, ": file is empty");

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/file.h"
 #include "onnx/importer.h"
 #include "placement/placement.h"
 
@@ -40,8 +41,7 @@ PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& p);
 
 inline int exit_code = 0;  // what main returns when a command succeeded but has a verdict (inspect)
 
-std::string human(double v);                       // 1.2 K, 3.4 M, 5.6 G
-std::string read_binary(const std::string& path);  // a whole file; IoError names the path
+std::string human(double v);  // 1.2 K, 3.4 M, 5.6 G
 
 void register_info(CLI::App& app);
 void register_run(CLI::App& app);

@@ -62,7 +62,7 @@ Stats stats(std::vector<double> v) {
 }
 
 void run_bench(const BenchFlags& f) {
-  const std::string blob = read_binary(f.engine);
+  const std::string blob = read_file(f.engine);
   const auto* data = reinterpret_cast<const uint8_t*>(blob.data());
   std::vector<int> cores;
   if (f.cores == "all")

@@ -202,7 +202,7 @@ void print_profile(const Graph& g, const ReferenceEngine& engine) {
 void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img,
                   std::vector<std::pair<std::string, Tensor>>& outputs, std::vector<std::string>& input_lines,
                   std::vector<double>& times) {
-  const std::string blob = read_binary(f.engine);
+  const std::string blob = read_file(f.engine);
   if (is_plan(reinterpret_cast<const uint8_t*>(blob.data()),
               blob.size())) {  // a hybrid plan: DLA + GPU segments
     rt::PlanExecutor plan(reinterpret_cast<const uint8_t*>(blob.data()), blob.size(), f.dla_core);

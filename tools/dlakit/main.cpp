@@ -27,12 +27,6 @@ void ModelFlags::apply_threads() const {
   if (threads > 0) set_num_threads(threads);
 }
 
-std::string read_binary(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(Status::kIoError, "cannot open '", path, "'");
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
-
 std::string human(double v) {
   const char* units[] = {"", " K", " M", " G", " T"};
   int u = 0;
