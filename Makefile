@@ -26,15 +26,16 @@ test-fast: build fetch   ## unit tests, ONNX conformance and the real-model comp
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	cp $(BUILD)/conformance.md docs/conformance.md
 	cp $(BUILD)/model_comparison.md docs/model-comparison.md
+	cp $(BUILD)/accuracy.md docs/accuracy.md
 
 test-asan: setup fetch   ## the unit and conformance tests again under AddressSanitizer + UBSan
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLAKIT_SANITIZE=ON -DDLAKIT_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target dlakit_unit_tests dlakit_conformance dlakit_capi_tests cudla_hybrid_steps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L "unit|conformance"
 
-fuzz: setup       ## libFuzzer on the ONNX importer, .npy and loadable readers (FUZZ_SECONDS=ci: deterministic smoke run; =N: N s each)
+fuzz: setup       ## libFuzzer on the ONNX importer, .npy, loadable and calibration-cache readers (FUZZ_SECONDS=ci: deterministic smoke run; =N: N s each)
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLAKIT_FUZZ=ON -DDLAKIT_BENCH=OFF
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx_import fuzz_npy fuzz_loadable
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx_import fuzz_npy fuzz_loadable fuzz_calib_cache
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 test: test-fast test-asan fuzz   ## everything CI runs

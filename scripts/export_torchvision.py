@@ -78,7 +78,47 @@ MODELS = {
     "lraspp_mobilenet_v3": (lambda: tvs.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None), 520),
     "tiny_yolo": (lambda: TinyYolo(), 416),
     "ssdlite_mbv2": (lambda: SsdLite(), 300),
+    "resnet18_qdq": (lambda: resnet18_qdq(), 224),
 }
+
+
+class FakeQuantConv(nn.Module):
+    """A QAT-style convolution: per-tensor INT8 fake quantization of its input, per-output-channel of its
+    weights (symmetric, zero point 0), which torch exports as QuantizeLinear/DequantizeLinear pairs."""
+
+    def __init__(self, conv, input_amax):
+        super().__init__()
+        self.conv = conv
+        self.scale = max(float(input_amax), 1e-6) / 127
+        self.register_buffer("w_scale", conv.weight.detach().abs().amax(dim=(1, 2, 3)).clamp(min=1e-8) / 127)
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, self.scale, 0, -128, 127)
+        zero = torch.zeros_like(self.w_scale, dtype=torch.int32)
+        w = torch.fake_quantize_per_channel_affine(self.conv.weight, self.w_scale, zero, 0, -128, 127)
+        c = self.conv
+        return nn.functional.conv2d(x, w, c.bias, c.stride, c.padding, c.dilation, c.groups)
+
+
+def resnet18_qdq():
+    """ResNet-18 with every Conv wrapped in FakeQuantConv; input ranges from one seeded forward pass."""
+    model = tvm.resnet18(weights=None).eval()
+    randomise_bn(model, torch.Generator().manual_seed(1))
+    amax, hooks = {}, []
+    for name, m in model.named_modules():
+        if isinstance(m, nn.Conv2d):
+            hooks.append(m.register_forward_pre_hook(
+                lambda mod, inp, name=name: amax.__setitem__(name, max(amax.get(name, 0.0), float(inp[0].abs().max())))))
+    with torch.no_grad():
+        model(torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(3)))
+    for h in hooks:
+        h.remove()
+    for name, m in list(model.named_modules()):
+        for child_name, child in list(m.named_children()):
+            full = (name + "." if name else "") + child_name
+            if isinstance(child, nn.Conv2d):
+                setattr(m, child_name, FakeQuantConv(child, amax[full]))
+    return model
 
 
 def randomise_bn(model, gen):

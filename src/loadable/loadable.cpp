@@ -2,7 +2,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstring>
+#include <map>
 
 #include "base/fp16.h"
 #include "ir/stats.h"
@@ -15,7 +17,7 @@ namespace dlakit {
 namespace {
 
 constexpr uint32_t kFormatVersion = 1;
-constexpr uint8_t kWeightF16 = 1;
+constexpr uint8_t kWeightF16 = 1, kWeightI8 = 2, kWeightF32 = 3;
 
 flatbuffers::Offset<fb::TensorDesc> write_desc(flatbuffers::FlatBufferBuilder& b, const rt::TensorDesc& d) {
   std::vector<uint32_t> strides(d.stride.begin(), d.stride.end());
@@ -28,9 +30,35 @@ flatbuffers::Offset<fb::TensorDesc> write_desc(flatbuffers::FlatBufferBuilder& b
 
 std::string write_loadable(const Graph& g, const LoadableOptions& opt) {
   const dla::DlaLimits& lim = dla::limits_for(opt.target);
+  if (opt.int8 && (!opt.plan || opt.plan->nodes.size() != g.nodes.size()))
+    fail(Status::kInvalidArgument,
+         "an INT8 loadable needs the numerics plan of its graph (calibration scales)");
+  for (const auto* list : {&opt.inputs, &opt.outputs})
+    for (const rt::IoSpec& s : *list)
+      if (s.dtype == DType::kI8)
+        fail(Status::kUnsupported,
+             "INT8 I/O formats (int8:chw32, int8:dla_linear) are not built yet; an INT8 "
+             "loadable takes fp16 I/O (--inputIOFormats=fp16:chw16)");
+  // INT8 layers' weights are stored as int8 with per-output-channel scales, their other constants
+  // (bias, scale factors) as f32, so the runtime computes exactly what the emulation computed; FP16
+  // layers' constants are fp16.
+  std::map<std::string, std::pair<std::vector<float>, int>> int8_weights;
+  std::map<std::string, bool> exact;
   if (opt.int8)
-    fail(Status::kUnsupported,
-         "INT8 loadables need calibration scales, which dlakit does not build yet (FP16 only)");
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      if (opt.plan->nodes[i].mode != quant::Mode::kINT8) continue;
+      for (int v : n.inputs)
+        if (v >= 0 && g.value(v).constant) exact[g.value(v).name] = true;
+      const int axis = quant::weight_axis(g, n);
+      if (axis < 0) continue;
+      const Value& w = g.value(n.inputs[1]);
+      auto ws = opt.plan->weight_scales.find(w.name);
+      std::vector<float> s =
+          ws != opt.plan->weight_scales.end() ? ws->second : quant::per_channel_scales(*w.constant, axis);
+      if (s.size() == 1) s.assign(size_t(w.type.shape[size_t(axis)]), s[0]);
+      int8_weights[w.name] = {s, axis};
+    }
   if (opt.inputs.size() != g.inputs.size() || opt.outputs.size() != g.outputs.size())
     fail(Status::kInvalidArgument, "I/O formats: ", opt.inputs.size(), "/", opt.outputs.size(), " given for ",
          g.inputs.size(), "/", g.outputs.size(), " inputs/outputs");
@@ -52,13 +80,26 @@ std::string write_loadable(const Graph& g, const LoadableOptions& opt) {
       *kept.Add() = t;
       continue;
     }
-    std::vector<uint8_t> bits(size_t(c->numel()) * 2);
-    for (int64_t i = 0; i < c->numel(); ++i) {
-      const uint16_t h = float_to_half(c->data<float>()[i]);
-      std::memcpy(&bits[size_t(i) * 2], &h, 2);
-    }
     std::vector<int64_t> dims(c->shape().begin(), c->shape().end());
-    weights.push_back(fb::CreateWeightDirect(b, t.name().c_str(), kWeightF16, &dims, &bits, nullptr));
+    auto i8 = int8_weights.find(t.name());
+    if (i8 != int8_weights.end()) {
+      const auto& [s, axis] = i8->second;
+      const Tensor q = quant::quantize_weights(*c, s, axis, quant::Rounding::kHalfAwayFromZero);
+      std::vector<uint8_t> bytes(size_t(c->numel()));
+      for (int64_t i = 0; i < c->numel(); ++i) bytes[size_t(i)] = uint8_t(int8_t(q.data<float>()[i]));
+      weights.push_back(fb::CreateWeightDirect(b, t.name().c_str(), kWeightI8, &dims, &bytes, &s, axis));
+    } else if (exact.count(t.name())) {
+      std::vector<uint8_t> bytes(c->nbytes());
+      std::memcpy(bytes.data(), c->raw(), bytes.size());
+      weights.push_back(fb::CreateWeightDirect(b, t.name().c_str(), kWeightF32, &dims, &bytes, nullptr));
+    } else {
+      std::vector<uint8_t> bits(size_t(c->numel()) * 2);
+      for (int64_t i = 0; i < c->numel(); ++i) {
+        const uint16_t h = float_to_half(c->data<float>()[i]);
+        std::memcpy(&bits[size_t(i) * 2], &h, 2);
+      }
+      weights.push_back(fb::CreateWeightDirect(b, t.name().c_str(), kWeightF16, &dims, &bits, nullptr));
+    }
     auto* in = gp->add_input();
     in->set_name(t.name());
     auto* tt = in->mutable_type()->mutable_tensor_type();
@@ -78,10 +119,20 @@ std::string write_loadable(const Graph& g, const LoadableOptions& opt) {
                                                opt.outputs[i], lim.line_stride_align_bytes)));
   }
   std::vector<uint8_t> net(network.begin(), network.end());
+  std::vector<flatbuffers::Offset<fb::ActivationScale>> act_scales;
+  std::vector<flatbuffers::Offset<flatbuffers::String>> fp16_layers;
+  if (opt.int8) {
+    for (auto& [v, s] : opt.plan->scale)
+      act_scales.push_back(fb::CreateActivationScaleDirect(b, g.value(v).name.c_str(), s));
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (opt.plan->nodes[i].mode != quant::Mode::kINT8)
+        fp16_layers.push_back(b.CreateString(g.nodes[i].name));
+  }
   auto root =
       fb::CreateLoadableDirect(b, kFormatVersion, "dlakit 0.1", opt.target.c_str(), lim.dla_version.c_str(),
                                opt.int8 ? fb::Precision_INT8 : fb::Precision_FP16, opt.dla_core, &ins, &outs,
-                               &net, &weights, uint32_t(g.nodes.size()), uint64_t(graph_macs(g)));
+                               &net, &weights, uint32_t(g.nodes.size()), uint64_t(graph_macs(g)),
+                               opt.int8 ? &act_scales : nullptr, opt.int8 ? &fp16_layers : nullptr);
   fb::FinishLoadableBuffer(b, root);
   return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
@@ -114,7 +165,8 @@ Loadable read_loadable(const uint8_t* data, size_t size, const std::string& orig
   out.layers = l->layers();
   out.macs = l->macs();
   const dla::DlaLimits& lim = dla::limits_for(out.target.empty() ? "?" : out.target);
-  if (out.int8) fail(Status::kUnsupported, origin, ": INT8 loadables are not supported by this dlakit yet");
+  if (out.int8 && (!l->activation_scales() || !l->fp16_layers()))
+    fail(Status::kParseError, origin, ": an INT8 loadable without activation scales or FP16 layer list");
   if (!l->network() || !l->inputs() || !l->outputs())
     fail(Status::kParseError, origin, ": the loadable has no network or no I/O descriptors");
   ImportOptions io;
@@ -122,9 +174,10 @@ Loadable read_loadable(const uint8_t* data, size_t size, const std::string& orig
     for (const fb::Weight* w : *l->weights()) {
       if (!w->name() || !w->dims() || !w->data())
         fail(Status::kParseError, origin, ": a weight entry is incomplete");
-      if (w->dtype() != kWeightF16)
+      if (w->dtype() != kWeightF16 && w->dtype() != kWeightI8 && w->dtype() != kWeightF32)
         fail(Status::kUnsupported, origin, ": weight '", w->name()->str(), "' has dtype code ",
              int(w->dtype()));
+      const bool i8 = w->dtype() == kWeightI8, f32 = w->dtype() == kWeightF32;
       Shape dims(w->dims()->begin(), w->dims()->end());
       int64_t count = 1;
       for (int64_t d : dims) {
@@ -134,16 +187,39 @@ Loadable read_loadable(const uint8_t* data, size_t size, const std::string& orig
         if (count > (int64_t(1) << 32))
           fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' is too large");
       }
-      if (uint64_t(w->data()->size()) != uint64_t(count) * 2)
+      const int64_t bpe = i8 ? 1 : f32 ? 4 : 2;
+      if (uint64_t(w->data()->size()) != uint64_t(count) * uint64_t(bpe))
         fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' holds ", w->data()->size(),
-             " bytes, its shape needs ", count * 2);
+             " bytes, its shape needs ", count * bpe);
       Tensor t(DType::kF32, dims);
-      for (int64_t i = 0; i < count; ++i) {
-        uint16_t h;
-        std::memcpy(&h, w->data()->data() + i * 2, 2);
-        t.data<float>()[i] = half_to_float(h);
+      if (i8) {  // int8 levels * per-output-channel scale: the weight on its INT8 grid
+        const int axis = w->axis();
+        const int64_t len = axis >= 0 && axis < int(dims.size()) ? dims[size_t(axis)] : -1;
+        if (len <= 0 || !w->scales() || int64_t(w->scales()->size()) != len)
+          fail(Status::kParseError, origin, ": int8 weight '", w->name()->str(),
+               "' needs one scale per output "
+               "channel along axis ",
+               axis, ", has ", w->scales() ? w->scales()->size() : 0);
+        std::vector<float> s(w->scales()->begin(), w->scales()->end());
+        for (float x : s)
+          if (!(x >= 0) || !std::isfinite(x))
+            fail(Status::kParseError, origin, ": int8 weight '", w->name()->str(), "' has scale ", x);
+        int64_t inner = 1;
+        for (size_t d = size_t(axis) + 1; d < dims.size(); ++d) inner *= dims[d];
+        for (int64_t i = 0; i < count; ++i)
+          t.data<float>()[i] =
+              float(int8_t(w->data()->Get(flatbuffers::uoffset_t(i)))) * s[size_t((i / inner) % len)];
+        out.scales.weight_scales[w->name()->str()] = std::move(s);
+      } else if (f32) {
+        std::memcpy(t.data<float>(), w->data()->data(), size_t(count) * 4);
+      } else {
+        for (int64_t i = 0; i < count; ++i) {
+          uint16_t h;
+          std::memcpy(&h, w->data()->data() + i * 2, 2);
+          t.data<float>()[i] = half_to_float(h);
+        }
       }
-      out.weight_bytes += size_t(count) * 2;
+      out.weight_bytes += size_t(count * bpe);
       io.constant_inputs[w->name()->str()] = std::move(t);
     }
   out.graph = import_onnx_bytes(l->network()->data(), l->network()->size(), io, origin + " (network)");
@@ -181,6 +257,18 @@ Loadable read_loadable(const uint8_t* data, size_t size, const std::string& orig
     }
     return r;
   };
+  if (out.int8) {
+    for (const fb::ActivationScale* a : *l->activation_scales()) {
+      if (!a->name() || !(a->scale() >= 0) || !std::isfinite(a->scale()))
+        fail(Status::kParseError, origin,
+             ": an activation scale entry is incomplete or not a finite scale >= 0");
+      if (!out.graph.find_value(a->name()->str()))
+        fail(Status::kParseError, origin, ": activation scale for '", a->name()->str(),
+             "', which the network lacks");
+      out.scales.set_scale(a->name()->str(), a->scale());
+    }
+    for (const flatbuffers::String* n : *l->fp16_layers()) out.fp16_layers.push_back(n->str());
+  }
   out.inputs = read_descs(l->inputs(), out.graph.inputs, true);
   out.outputs = read_descs(l->outputs(), out.graph.outputs, false);
   return out;

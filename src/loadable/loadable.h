@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "quant/numerics.h"
 #include "runtime/io_format.h"
 
 namespace dlakit {
@@ -13,6 +14,9 @@ namespace dlakit {
 struct LoadableOptions {
   std::string target = "orin";
   bool int8 = false;
+  // INT8: the numerics plan (`quant::plan_numerics` on the standalone placement) decides which layers
+  // run in INT8, their weight scales and the activation scales stored in the loadable.
+  const quant::NumericsPlan* plan = nullptr;
   int dla_core = 0;
   std::vector<rt::IoSpec> inputs, outputs;  // one per graph input/output
 };
@@ -25,7 +29,9 @@ struct Loadable {
   bool int8 = false;
   int dla_core = 0;
   std::vector<rt::TensorDesc> inputs, outputs;
-  Graph graph;  // weights bound as constants (fp16 values)
+  Graph graph;  // weights bound as constants (fp16 values; INT8 layers' weights on their int8 grid)
+  quant::ScaleTable scales;              // INT8: activation scales and per-channel weight scales
+  std::vector<std::string> fp16_layers;  // INT8: layers kept in FP16 (the rest INT8 where scales allow)
   uint32_t layers = 0;
   uint64_t macs = 0;
   size_t weight_bytes = 0;

@@ -1,5 +1,6 @@
 #include "runtime/runtime.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/engine.h"
@@ -64,8 +65,12 @@ const char* status_name(cudlaStatus s) {
 Module::Module(const uint8_t* data, size_t size) {
   try {
     l_ = read_loadable(data, size, "loadable");
-    engine_ = std::make_unique<ReferenceEngine>(l_.graph);
-    engine_->set_fp16_storage(true);
+    if (l_.int8) {
+      int8_ = std::make_unique<quant::EmulatedEngine>(l_.graph, plan());
+    } else {
+      engine_ = std::make_unique<ReferenceEngine>(l_.graph);
+      engine_->set_fp16_storage(true);
+    }
   } catch (const Error& e) {
     throw RuntimeError(cudlaErrorUmd, e.what());
   }
@@ -74,14 +79,30 @@ Module::Module(const uint8_t* data, size_t size) {
 void Module::execute(const std::vector<const void*>& in, const std::vector<void*>& out) const {
   TensorMap feeds;
   for (size_t i = 0; i < l_.inputs.size(); ++i) feeds[l_.inputs[i].name] = unpack(in[i], l_.inputs[i]);
-  TensorMap res = engine_->run(feeds);
+  TensorMap res = int8_ ? int8_->run(feeds) : engine_->run(feeds);
   for (size_t i = 0; i < l_.outputs.size(); ++i) pack(res.at(l_.outputs[i].name), l_.outputs[i], out[i]);
+}
+
+// Every layer on the DLA: INT8 unless the loadable lists it as FP16 (or it lacks scales).
+quant::NumericsPlan Module::plan() const {
+  Placement p;
+  p.layers.resize(l_.graph.nodes.size());
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    p.layers[i].device = dlakit::Device::kDLA;
+    const std::string& name = l_.graph.nodes[i].name;
+    const bool fp16 = std::find(l_.fp16_layers.begin(), l_.fp16_layers.end(), name) != l_.fp16_layers.end();
+    p.layers[i].precision = fp16 ? dla::Precision::kFP16 : dla::Precision::kINT8;
+  }
+  return quant::plan_numerics(l_.graph, p, &l_.scales);
 }
 
 std::vector<std::pair<std::string, double>> Module::profile(const std::vector<const void*>& in,
                                                             const std::vector<void*>& out) const {
-  ReferenceEngine e(l_.graph);
-  e.set_fp16_storage(true);
+  std::unique_ptr<quant::EmulatedEngine> q;
+  if (l_.int8) q = std::make_unique<quant::EmulatedEngine>(l_.graph, plan());
+  ReferenceEngine own(l_.graph);
+  ReferenceEngine& e = q ? q->engine() : own;
+  e.set_fp16_storage(!q);
   e.set_profiling(true);
   TensorMap feeds;
   for (size_t i = 0; i < l_.inputs.size(); ++i) feeds[l_.inputs[i].name] = unpack(in[i], l_.inputs[i]);

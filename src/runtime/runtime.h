@@ -22,6 +22,7 @@
 #include "cudla.h"
 #include "engine/engine.h"
 #include "loadable/loadable.h"
+#include "quant/numerics.h"
 
 namespace dlakit::rt {
 
@@ -55,7 +56,9 @@ class Module {
 
  private:
   Loadable l_;
-  std::unique_ptr<ReferenceEngine> engine_;  // built once; run() is re-entrant when not profiling
+  std::unique_ptr<ReferenceEngine> engine_;      // FP16 loadables; run() is re-entrant when not profiling
+  std::unique_ptr<quant::EmulatedEngine> int8_;  // INT8 loadables: the DLA's INT8 numerics
+  quant::NumericsPlan plan() const;
 };
 
 // One emulated DLA core: a worker thread running submitted jobs in order. Two cores run concurrently.

@@ -72,5 +72,32 @@ head -c 1000 "$TMP/r18.dla" > "$TMP/trunc.dla"
 "$DLAKIT" run --loadEngine="$TMP/trunc.dla" --random-inputs > "$TMP/trunc.txt" 2>&1; rc=$?
 check "truncated loadable: clear error, exit 1" bash -c "test $rc -eq 1 && grep -q 'corrupt or truncated' '$TMP/trunc.txt'"
 
+# INT8: calibrate -> cache -> compare --fix --apply --html -> inspect --overrides; Q/DQ -> cache.
+IMG="$ROOT/.cache/images"
+CAL=(--input-shape x:1x3x48x192 --size 192x48 --mean 0.5,0.5,0.5 --std 0.5,0.5,0.5)
+"$DLAKIT" calibrate "$M/ppocr_cls.onnx" "${CAL[@]}" --data "$IMG/ocr_calib" --max-samples 16 --calib-algo all \
+  --cache "$TMP/cls.cache" > "$TMP/calib.txt"; rc=$?
+check "calibrate writes one cache per calibrator" bash -c "test $rc -eq 0 && ls >/dev/null '$TMP'/cls.entropy2.cache '$TMP'/cls.minmax.cache '$TMP'/cls.percentile.cache '$TMP'/cls.mse.cache"
+check "cache has the TensorRT header and hex scales" bash -c "head -1 '$TMP/cls.mse.cache' | grep -qx 'TRT-100300-EntropyCalibration2' && grep -Eq '^x: [0-9a-f]+$' '$TMP/cls.mse.cache'"
+"$DLAKIT" compare "$M/ppocr_cls.onnx" "${CAL[@]}" --int8 --calib "$TMP/cls.mse.cache" --data "$IMG/ocr_calib" \
+  --max-samples 8 --fix --apply "$TMP/fix.json" --html "$TMP/cmp.html" --json > "$TMP/cmp.json"; rc=$?
+check "compare --json has per-layer own and end-to-end metrics" /usr/bin/python3 -c "
+import json; j=json.load(open('$TMP/cmp.json'))
+l=j['before']['layers']; assert len(l)>100 and all('own_rel_l2' in x and 'cosine' in x for x in l)
+assert j['before']['outputs'][0]['cosine']>0.9 and 'layerPrecisions' in j['fix']"
+check "compare --html is a self-contained report with an SVG chart" bash -c "grep -q '<svg' '$TMP/cmp.html' && ! grep -q '<script src' '$TMP/cmp.html'"
+check "--apply writes overrides JSON" /usr/bin/python3 -c "import json; j=json.load(open('$TMP/fix.json')); assert set(j)=={'layerPrecisions','layerDeviceTypes'}"
+"$DLAKIT" inspect "$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --int8 --overrides "$TMP/fix.json" > /dev/null 2>&1; rc=$?
+check "--overrides file is accepted" test "$rc" -ne 1
+"$DLAKIT" compare "$M/ppocr_cls.onnx" "${CAL[@]}" --int8 --data "$IMG/ocr_calib" > "$TMP/nocal.txt" 2>&1; rc=$?
+check "--int8 without --calib: clear error" bash -c "test $rc -eq 1 && grep -q 'needs ranges' '$TMP/nocal.txt'"
+printf 'TRT-8602-EntropyCalibration2\nx 3c010204\n' > "$TMP/bad.cache"
+"$DLAKIT" compare "$M/ppocr_cls.onnx" "${CAL[@]}" --int8 --calib "$TMP/bad.cache" --data "$IMG/ocr_calib" > "$TMP/bad.txt" 2>&1; rc=$?
+check "malformed cache: error names the line" bash -c "test $rc -eq 1 && grep -q 'bad.cache:2' '$TMP/bad.txt'"
+"$DLAKIT" qdq-to-cache "$M/resnet18_qdq.onnx" -o "$TMP/qdq.cache" --save-onnx "$TMP/noqdq.onnx" > "$TMP/qdq.txt"; rc=$?
+check "qdq-to-cache folds a torch QAT export" bash -c "test $rc -eq 0 && grep -q 'per-channel weight scales' '$TMP/qdq.txt' && test \$(wc -l < '$TMP/qdq.cache') -gt 10"
+"$DLAKIT" info "$TMP/noqdq.onnx" > "$TMP/noqdq.txt"; rc=$?
+check "the folded model has no Q/DQ nodes" bash -c "test $rc -eq 0 && ! grep -q 'QuantizeLinear' '$TMP/noqdq.txt'"
+
 echo "$pass passed, $failn failed"
 test "$failn" -eq 0

@@ -9,9 +9,9 @@ CORPUS="$BUILD/fuzz-corpus"
 rm -rf "$CORPUS"
 mkdir -p "$CORPUS/onnx" "$CORPUS/npy"
 if [ "$SECONDS_EACH" = ci ]; then
-  LIMIT_ONNX=(-seed=1 -runs=300000); LIMIT_NPY=(-seed=1 -runs=1000000); LIMIT_LOADABLE=(-seed=1 -runs=100000)
+  LIMIT_ONNX=(-seed=1 -runs=300000); LIMIT_NPY=(-seed=1 -runs=1000000); LIMIT_LOADABLE=(-seed=1 -runs=100000); LIMIT_CALIB=(-seed=1 -runs=300000)
 else
-  LIMIT_ONNX=(-max_total_time="$SECONDS_EACH"); LIMIT_NPY=("${LIMIT_ONNX[@]}"); LIMIT_LOADABLE=("${LIMIT_ONNX[@]}")
+  LIMIT_ONNX=(-max_total_time="$SECONDS_EACH"); LIMIT_NPY=("${LIMIT_ONNX[@]}"); LIMIT_LOADABLE=("${LIMIT_ONNX[@]}"); LIMIT_CALIB=("${LIMIT_ONNX[@]}")
 fi
 for c in test_conv_with_strides_padding test_resize_upsample_scales_linear test_reshape_negative_dim test_slice \
          test_maxpool_2d_pads test_gemm_all_attributes test_concat_2d_axis_0 test_pad_reflect_pad; do
@@ -43,4 +43,6 @@ run fuzz_npy "${LIMIT_NPY[@]}" -rss_limit_mb=2048 "$CORPUS/npy"
 mkdir -p "$CORPUS/loadable" && cp "$ROOT/tests/fuzz/seeds/"*.dla "$CORPUS/loadable/"
 run fuzz_loadable -runs=0 "$ROOT/tests/fuzz/regressions/loadable"
 run fuzz_loadable "${LIMIT_LOADABLE[@]}" -rss_limit_mb=2048 "$CORPUS/loadable"
-echo "fuzz: all three targets ran (${SECONDS_EACH}) without a crash"
+mkdir -p "$CORPUS/calib" && cp "$ROOT/tests/fuzz/seeds/calib/"*.cache "$CORPUS/calib/"
+run fuzz_calib_cache "${LIMIT_CALIB[@]}" -rss_limit_mb=2048 -max_len=4096 "$CORPUS/calib"
+echo "fuzz: all four targets ran (${SECONDS_EACH}) without a crash"

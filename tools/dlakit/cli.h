@@ -1,12 +1,15 @@
 // Shared pieces of the dlakit subcommands.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/file.h"
+#include "engine/engine.h"
 #include "onnx/importer.h"
 #include "placement/placement.h"
+#include "quant/calib_cache.h"
 
 namespace dlakit::cli {
 
@@ -23,7 +26,7 @@ struct ModelFlags {
 // Flags every placement-aware command shares (inspect, split, build).
 struct PlacementFlags {
   PlacementFlags();
-  std::string target = "orin", layer_devices, layer_precisions, op_devices, op_precisions;
+  std::string target = "orin", layer_devices, layer_precisions, op_devices, op_precisions, overrides_file;
   bool standalone = false, fallback = false, int8 = false, fp16 = false, no_passes = false;
   int dla_core = 0;
   std::vector<std::string> disabled_passes;
@@ -36,8 +39,29 @@ struct PlacementFlags {
 struct PlacedModel {
   Graph graph;
   Placement placement;
+  quant::ScaleTable qdq;  // scales of a Q/DQ model (its Q/DQ nodes are folded away at load)
+  bool has_qdq = false;
 };
 PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& p);
+
+// "0.485,0.456,0.406" -> 3 floats; "640x480" -> {640, 480}. Errors name the flag.
+std::vector<float> floats(const std::string& s, const char* what);
+std::pair<int, int> parse_size(const std::string& s);
+
+// Calibration / comparison data: image files or folders (preprocessed like `run --image`) and .npy files
+// (a leading batch dimension larger than the model's is split into samples), for the model's first input.
+struct DataFlags {
+  std::vector<std::string> data;
+  std::string size, mean = "0,0,0", std = "1,1,1";
+  float scale = 1.0f / 255.0f;
+  bool bgr = false, nhwc = false;
+  int max_samples = 0;
+  void add(CLI::App& app);
+  std::vector<TensorMap> load(const Graph& g) const;
+};
+
+// A progress bar on stderr when it is a terminal ("calibrating [#####.....] 12/64"); silent otherwise.
+std::function<void(int, int)> progress_bar(const std::string& what);
 
 inline int exit_code = 0;  // what main returns when a command succeeded but has a verdict (inspect)
 
@@ -49,5 +73,7 @@ void register_inspect(CLI::App& app);
 void register_split(CLI::App& app);
 void register_build(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_calibrate(CLI::App& app);
+void register_compare(CLI::App& app);
 
 }  // namespace dlakit::cli

@@ -19,7 +19,7 @@ struct BuildFlags {
 };
 
 void build_plan(const BuildFlags& f) {
-  const auto [g, p] = load_and_place(f.model, f.placement);
+  const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
   const std::string bytes = write_plan(g, p);
   std::ofstream out(f.save, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
@@ -36,13 +36,27 @@ void run_build(BuildFlags& f) {
   if (f.placement.fallback && f.placement.standalone)
     fail(Status::kInvalidArgument,
          "--allowGPUFallback and --buildDLAStandalone contradict each other (trtexec forbids it too)");
-  if (f.placement.int8)
+  if (f.placement.int8 && f.placement.fallback)
     fail(Status::kUnsupported,
-         "--int8: INT8 loadables need calibration, which is not built yet; build with --fp16");
+         "--int8 with --allowGPUFallback: INT8 hybrid plans are not built yet; build an "
+         "INT8 loadable (standalone) or an FP16 plan");
   if (f.placement.fallback) return build_plan(f);
   f.placement.standalone = true;  // a loadable is one DLA graph: trtexec --buildDLAStandalone semantics
-  const auto [g, p] = load_and_place(f.model, f.placement);
+  const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
+  quant::ScaleTable scales = qdq_scales;
+  quant::NumericsPlan plan;
+  if (f.placement.int8) {
+    if (!f.calib.empty())
+      for (auto& [n, s] : quant::read_calib_cache(f.calib).scales) scales.set_scale(n, s);
+    if (scales.scales.empty())
+      fail(Status::kInvalidArgument,
+           "--int8 needs --calib CACHE (from `dlakit calibrate` or TensorRT) or a "
+           "Q/DQ model");
+    plan = quant::plan_numerics(g, p, &scales);
+  }
   LoadableOptions o;
+  o.int8 = f.placement.int8;
+  o.plan = f.placement.int8 ? &plan : nullptr;
   o.target = f.placement.target;
   o.dla_core = f.placement.dla_core;
   o.inputs = rt::parse_io_formats(f.input_formats, g.inputs.size(), true);
@@ -54,8 +68,12 @@ void run_build(BuildFlags& f) {
   const Loadable l = read_loadable(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
                                    f.save);  // verify what we wrote
   std::cout << "built " << f.save << ": " << bytes.size() << " bytes, target " << l.target << " (DLA "
-            << l.dla_version << "), FP16, " << l.layers << " layers, " << human(double(l.macs)) << " MACs, "
-            << l.weight_bytes << " bytes of fp16 weights\n";
+            << l.dla_version << "), " << (l.int8 ? "INT8" : "FP16") << ", " << l.layers << " layers, "
+            << human(double(l.macs)) << " MACs, " << l.weight_bytes << " bytes of weights\n";
+  if (l.int8)
+    std::cout << "  INT8: " << plan.int8_nodes << " layers in INT8, " << plan.fp16_nodes << " in FP16, "
+              << l.scales.scales.size() << " activation scales, " << l.scales.weight_scales.size()
+              << " int8 weights with per-channel scales\n";
   for (const auto* list : {&l.inputs, &l.outputs})
     for (const auto& d : *list)
       std::cout << (list == &l.inputs ? "  input  " : "  output ") << d.name << "  "
@@ -67,9 +85,10 @@ void run_build(BuildFlags& f) {
 
 void register_build(CLI::App& app) {
   auto f = std::make_shared<BuildFlags>();
-  CLI::App* sub = app.add_subcommand("build",
-                                     "Build an FP16 DLA loadable (standalone, default) or a hybrid plan "
-                                     "(--allowGPUFallback) from ONNX, with trtexec's flags");
+  CLI::App* sub =
+      app.add_subcommand("build",
+                         "Build an FP16 or INT8 (--int8 --calib C) DLA loadable (standalone, default) "
+                         "or an FP16 hybrid plan (--allowGPUFallback) from ONNX, with trtexec's flags");
   sub->add_option("--onnx", f->model.model, "ONNX model")->required()->check(CLI::ExistingFile);
   sub->add_option("--input-shape,--shapes", f->model.input_shape, "Pin input shapes: name:1x3x224x224[,...]");
   f->placement.add(*sub);
@@ -78,7 +97,9 @@ void register_build(CLI::App& app) {
                   "type:format per input, e.g. fp16:chw16 (default), fp16:dla_linear, fp16:dla_hwc4");
   sub->add_option("--outputIOFormats", f->output_formats,
                   "type:format per output, e.g. fp16:chw16 (default), fp16:dla_linear");
-  sub->add_option("--calib", f->calib, "INT8 calibration cache (INT8 is not built yet)");
+  sub->add_option("--calib", f->calib,
+                  "INT8 calibration cache (TensorRT format, from `dlakit calibrate` or trtexec); a Q/DQ "
+                  "model brings its own scales");
   sub->add_option("--memPoolSize", f->mem_pool,
                   "e.g. dlaSRAM:1 (accepted for trtexec compatibility; the emulator has no pools)");
   sub->callback([f] { run_build(*f); });

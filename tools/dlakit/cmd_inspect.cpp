@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "cli.h"
 #include "placement/placement.h"
+#include "quant/qdq.h"
 #include "targets/dla/matrix.h"
 
 namespace dlakit::cli {
@@ -25,6 +26,9 @@ void PlacementFlags::add(CLI::App& app) {
                  "Per-layer device, trtexec style: name:GPU|DLA[,...]; names may use * and ?");
   app.add_option("--layerPrecisions", layer_precisions,
                  "Per-layer precision: name:fp16|int8[,...]; names may use * and ?");
+  app.add_option("--overrides", overrides_file,
+                 "JSON file with layerPrecisions / layerDeviceTypes strings (what `dlakit compare --fix "
+                 "--apply` writes); flags given on the command line win");
   app.add_option("--opDeviceTypes", op_devices, "Per-op-type device: Conv:GPU,Softmax:DLA");
   app.add_option("--opPrecisions", op_precisions, "Per-op-type precision: Sigmoid:fp16");
   app.add_option("--disable-pass", disabled_passes,
@@ -46,6 +50,21 @@ PlacementOptions PlacementFlags::options() const {
   o.layer_devices = parse_device_overrides(layer_devices);
   o.op_devices = parse_device_overrides(op_devices);
   o.layer_precisions = parse_precision_overrides(layer_precisions);
+  if (!overrides_file.empty()) {  // after the command line's: first match wins
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_file(overrides_file));
+    } catch (const nlohmann::json::exception& e) {
+      fail(Status::kParseError, overrides_file, ": not valid JSON (", e.what(), ")");
+    }
+    auto str = [&](const char* key) {
+      if (!j.contains(key)) return std::string();
+      if (!j[key].is_string()) fail(Status::kParseError, overrides_file, ": '", key, "' must be a string");
+      return j[key].get<std::string>();
+    };
+    for (auto& x : parse_device_overrides(str("layerDeviceTypes"))) o.layer_devices.push_back(x);
+    for (auto& x : parse_precision_overrides(str("layerPrecisions"))) o.layer_precisions.push_back(x);
+  }
   o.op_precisions = parse_precision_overrides(op_precisions);
   return o;
 }
@@ -57,11 +76,20 @@ std::vector<Remark> PlacementFlags::optimize(Graph& g) const {
 
 PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& pf) {
   Graph g = import_onnx_file(m.model, m.import_options());
+  const bool qdq = quant::has_qdq(g);
+  quant::ScaleTable scales;
+  if (qdq) scales = quant::fold_qdq(g);  // the DLA takes scales, not Q/DQ nodes
   std::vector<Remark> remarks = pf.optimize(g);
   Placement p = place(g, pf.options());
   p.model = m.model;
   p.remarks = std::move(remarks);
-  return {std::move(g), std::move(p)};
+  if (qdq)
+    p.remarks.insert(
+        p.remarks.begin(),
+        {"fold-qdq", "", true,
+         "folded the Q/DQ nodes into " + std::to_string(scales.scales.size()) + " activation ranges and " +
+             std::to_string(scales.weight_scales.size()) + " weight scales"});
+  return {std::move(g), std::move(p), std::move(scales), qdq};
 }
 
 namespace {
@@ -74,7 +102,7 @@ struct InspectFlags {
 };
 
 void run_inspect(const InspectFlags& f) {
-  const auto [g, p] = load_and_place(f.model, f.placement);
+  const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
   if (!f.explain.empty()) {
     std::cout << explain_node(g, p, f.explain);
   } else if (f.json) {

@@ -31,30 +31,6 @@ struct RunFlags {
   std::string engine;  // --loadEngine: run a DLA loadable through the runtime instead of an ONNX model
 };
 
-std::vector<float> floats(const std::string& s, const char* what) {
-  std::vector<float> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    float x = std::strtof(item.c_str(), &end);
-    if (item.empty() || *end)
-      fail(Status::kInvalidArgument, what, " '", s, "': '", item, "' is not a number");
-    v.push_back(x);
-  }
-  if (v.size() != 3) fail(Status::kInvalidArgument, what, " '", s, "' needs 3 comma-separated values");
-  return v;
-}
-
-std::pair<int, int> parse_size(const std::string& s) {
-  int w = 0, h = 0;
-  char x = 0;
-  std::stringstream ss(s);
-  if (!(ss >> w >> x >> h) || x != 'x' || w < 1 || h < 1 || w > 16384 || h > 16384)
-    fail(Status::kInvalidArgument, "--size '", s, "' should be WIDTHxHEIGHT, e.g. 640x640");
-  return {w, h};
-}
-
 Tensor random_tensor(const TensorType& t, uint32_t seed) {
   Tensor r(t.dtype, t.shape);
   std::mt19937 gen(seed);
@@ -199,9 +175,9 @@ void print_profile(const Graph& g, const ReferenceEngine& engine) {
 }
 
 // Runs a DLA loadable through the C++ runtime (emulated DLA): inputs packed per descriptor, outputs unpacked.
-void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img,
-                  std::vector<std::pair<std::string, Tensor>>& outputs, std::vector<std::string>& input_lines,
-                  std::vector<double>& times) {
+std::string run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img,
+                         std::vector<std::pair<std::string, Tensor>>& outputs,
+                         std::vector<std::string>& input_lines, std::vector<double>& times) {
   const std::string blob = read_file(f.engine);
   if (is_plan(reinterpret_cast<const uint8_t*>(blob.data()),
               blob.size())) {  // a hybrid plan: DLA + GPU segments
@@ -231,7 +207,7 @@ void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img,
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     for (auto& n : plan.output_names()) outputs.push_back({n, res.at(n)});
-    return;
+    return "hybrid plan: emulated DLA FP16 + GPU FP32";
   }
   rt::Device dev(f.dla_core);
   dev.load(reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
@@ -269,6 +245,7 @@ void run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img,
   for (size_t i = 0; i < m.outputs().size(); ++i)
     outputs.push_back({m.outputs()[i].name, rt::unpack(bufs[nin + i], m.outputs()[i])});
   for (void* p : bufs) std::free(p);
+  return m.loadable().int8 ? "emulated DLA, INT8" : "emulated DLA, FP16";
 }
 
 void run_cmd(const RunFlags& f) {
@@ -288,8 +265,9 @@ void run_cmd(const RunFlags& f) {
     std::vector<std::pair<std::string, Tensor>> outputs;
     std::vector<std::string> input_lines;
     std::vector<double> times;
-    run_loadable(f, pre, f.image.empty() ? nullptr : &img, outputs, input_lines, times);
-    return report(f, f.engine, img, input_lines, outputs, times, "emulated DLA, FP16");
+    const std::string where =
+        run_loadable(f, pre, f.image.empty() ? nullptr : &img, outputs, input_lines, times);
+    return report(f, f.engine, img, input_lines, outputs, times, where.c_str());
   }
   ImportOptions opt = f.model.import_options();
   const OnnxSignature sig = read_onnx_signature(f.model.model);

@@ -51,7 +51,9 @@ int main(int argc, char** argv) {
       "0.229,0.224,0.225\n"
       "  dlakit run det.onnx --image photo.jpg --size 640x640 --overlay heat.png\n"
       "  dlakit inspect model.onnx --target orin --int8 --layerDeviceTypes 'head*:GPU'\n"
-      "  dlakit split model.onnx -o segments/"};
+      "  dlakit split model.onnx -o segments/\n"
+      "  dlakit calibrate det.onnx --data images/ --cache det.cache\n"
+      "  dlakit compare det.onnx --int8 --calib det.cache --data images/ --fix --html report.html"};
   app.require_subcommand(1);
   dlakit::cli::register_info(app);
   dlakit::cli::register_run(app);
@@ -59,6 +61,8 @@ int main(int argc, char** argv) {
   dlakit::cli::register_split(app);
   dlakit::cli::register_build(app);
   dlakit::cli::register_bench(app);
+  dlakit::cli::register_calibrate(app);
+  dlakit::cli::register_compare(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "base/threadpool.h"
+#include "kernels/fused_activation.h"
 #include "kernels/gemm.h"
 #include "kernels/ref/common.h"
 #include "kernels/ref/conv_geom.h"
@@ -35,7 +36,8 @@ std::vector<TensorType> infer_conv(const InferContext& c) {
   check_float(c);
   const Shape &x = c.shape(0), &w = c.shape(1);
   if (x.size() < 3 || x.size() > 5)  // before any x[1]/w[1] (found by fuzz_loadable)
-    c.unsupported("input of rank ", x.size(), " (", shape_str(x), "); 1-D, 2-D and 3-D spatial inputs (rank 3..5) are supported");
+    c.unsupported("input of rank ", x.size(), " (", shape_str(x),
+                  "); 1-D, 2-D and 3-D spatial inputs (rank 3..5) are supported");
   if (w.size() != x.size())
     c.invalid("weight rank ", w.size(), " (", shape_str(w), ") differs from input rank ", x.size());
   const int64_t G = c.node().attr_int("group", 1);
@@ -168,40 +170,6 @@ std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64
   bytes += p->data.size() * sizeof(float);
   cache[key] = {W, p};
   return p;
-}
-
-// The activation a fuse-activation pass attached ("dlakit_activation"), applied to the finished output with
-// exactly the arithmetic of the separate node, so fusion never changes results.
-void apply_fused_activation(const Node& n, float* y, int64_t count) {
-  if (!n.has("dlakit_activation")) return;
-  const std::string act = n.attr_str("dlakit_activation", "");
-  const auto p = n.attr_floats("dlakit_activation_params", {});
-  if (act == "Relu") {
-    parallel_for(
-        count,
-        [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) y[i] = y[i] > 0.f ? y[i] : 0.f;
-        },
-        16384);
-  } else if (act == "Clip" && p.size() == 2) {
-    const float lo = p[0], hi = p[1];
-    parallel_for(
-        count,
-        [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) y[i] = y[i] != y[i] ? y[i] : std::min(std::max(y[i], lo), hi);
-        },
-        16384);
-  } else if (act == "LeakyRelu" && p.size() == 1) {
-    const float a = p[0];
-    parallel_for(
-        count,
-        [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) y[i] = y[i] >= 0.f ? y[i] : y[i] * a;
-        },
-        16384);
-  } else {
-    fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
-  }
 }
 
 void run_conv(const KernelContext& c) {
@@ -360,6 +328,41 @@ void run_conv_transpose(const KernelContext& c) {
 }
 
 }  // namespace
+
+// The activation a fuse-activation pass attached ("dlakit_activation"), applied to the finished output with
+// exactly the arithmetic of the separate node, so fusion never changes results.
+void apply_fused_activation(const Node& n, float* y, int64_t count) {
+  if (!n.has("dlakit_activation")) return;
+  const std::string act = n.attr_str("dlakit_activation", "");
+  const auto p = n.attr_floats("dlakit_activation_params", {});
+  if (act == "Relu") {
+    parallel_for(
+        count,
+        [&](int64_t s, int64_t e) {
+          for (int64_t i = s; i < e; ++i) y[i] = y[i] > 0.f ? y[i] : 0.f;
+        },
+        16384);
+  } else if (act == "Clip" && p.size() == 2) {
+    const float lo = p[0], hi = p[1];
+    parallel_for(
+        count,
+        [&](int64_t s, int64_t e) {
+          for (int64_t i = s; i < e; ++i) y[i] = y[i] != y[i] ? y[i] : std::min(std::max(y[i], lo), hi);
+        },
+        16384);
+  } else if (act == "LeakyRelu" && p.size() == 1) {
+    const float a = p[0];
+    parallel_for(
+        count,
+        [&](int64_t s, int64_t e) {
+          for (int64_t i = s; i < e; ++i) y[i] = y[i] >= 0.f ? y[i] : y[i] * a;
+        },
+        16384);
+  } else {
+    fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
+  }
+}
+
 }  // namespace dlakit::ref
 
 namespace dlakit {

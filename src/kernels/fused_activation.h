@@ -1,0 +1,10 @@
+// The activation the fuse-activation pass attaches to a Conv ("dlakit_activation" with
+// "dlakit_activation_params"), applied to a finished output with the separate node's exact arithmetic.
+#pragma once
+#include <cstdint>
+
+#include "ir/graph.h"
+
+namespace dlakit::ref {
+void apply_fused_activation(const Node& n, float* y, int64_t count);
+}  // namespace dlakit::ref

@@ -1,0 +1,190 @@
+#include "quant/calibrator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/error.h"
+
+namespace dlakit::quant {
+
+double AbsHistogram::total() const {
+  double t = 0;
+  for (double c : counts_) t += c;
+  return t;
+}
+
+void AbsHistogram::grow_to(float max_abs) {
+  if (counts_.empty()) {
+    width_ = double(max_abs) / kInitialBins;
+    counts_.assign(kInitialBins, 0.0);
+    return;
+  }
+  const double need = std::ceil(double(max_abs) / width_);
+  size_t bins = size_t(std::max<double>(need, double(counts_.size())));
+  while (bins > size_t(kMaxBins)) {  // merge pairs: same data, half the resolution
+    std::vector<double> merged((counts_.size() + 1) / 2, 0.0);
+    for (size_t i = 0; i < counts_.size(); ++i) merged[i / 2] += counts_[i];
+    counts_ = std::move(merged);
+    width_ *= 2;
+    bins = size_t(std::max<double>(std::ceil(double(max_abs) / width_), double(counts_.size())));
+  }
+  counts_.resize(bins, 0.0);
+}
+
+void AbsHistogram::add(const float* x, int64_t n) {
+  float m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    if (a > m && std::isfinite(a)) m = a;
+  }
+  amax_ = std::max(amax_, m);
+  if (counts_.empty() && m == 0) {
+    // All zeros so far: nothing fixes the width yet; remember the zeros.
+    pending_zeros_ += double(n);
+    return;
+  }
+  if (counts_.empty() || m > counts_.size() * width_) grow_to(m);
+  if (pending_zeros_ > 0) {
+    counts_[0] += pending_zeros_;
+    pending_zeros_ = 0;
+  }
+  const double inv = 1.0 / width_;
+  const int64_t last = int64_t(counts_.size()) - 1;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    if (!std::isfinite(a)) continue;
+    const int64_t b = std::min<int64_t>(int64_t(double(a) * inv), last);
+    counts_[size_t(b)] += 1;
+  }
+}
+
+CalibAlgo parse_calib_algo(const std::string& s) {
+  if (s == "entropy2" || s == "entropy") return CalibAlgo::kEntropy2;
+  if (s == "minmax") return CalibAlgo::kMinMax;
+  if (s == "percentile") return CalibAlgo::kPercentile;
+  if (s == "mse") return CalibAlgo::kMse;
+  fail(Status::kInvalidArgument, "unknown calibrator '", s, "'; use entropy2, minmax, percentile or mse");
+}
+
+const char* calib_algo_name(CalibAlgo a) {
+  switch (a) {
+    case CalibAlgo::kEntropy2:
+      return "entropy2";
+    case CalibAlgo::kMinMax:
+      return "minmax";
+    case CalibAlgo::kPercentile:
+      return "percentile";
+    case CalibAlgo::kMse:
+      return "mse";
+  }
+  return "?";
+}
+
+float compute_amax(const AbsHistogram& h, const CalibOptions& o) {
+  if (h.counts().empty() || h.amax() == 0) return 0.f;
+  switch (o.algo) {
+    case CalibAlgo::kMinMax:
+      return h.amax();
+    case CalibAlgo::kPercentile:
+      return amax_percentile(h.counts(), h.width(), o.percentile, h.amax());
+    case CalibAlgo::kMse:
+      return std::min(h.amax(), amax_mse(h.counts(), h.width()));
+    case CalibAlgo::kEntropy2:
+      // A 2048-bin histogram of a few hundred values (a squeeze-excitation vector over a small calibration
+      // set) is mostly empty bins, and KL then picks the smallest candidate. Below kMinEntropyValues
+      // observed values the range is the max (dlakit's guard; TensorRT's behaviour here is unknown).
+      if (h.total() < kMinEntropyValues) return h.amax();
+      return std::min(h.amax(), amax_entropy(h.counts(), h.width()));
+  }
+  return h.amax();
+}
+
+// KL(P || Q) for candidate thresholds of i bins (i = start_bin .. n): P is bins[0..i) with every
+// outlier added to its last bin; Q squeezes bins[0..i) (without the outliers) into `levels` levels (bin j
+// goes to level j * levels / i) and spreads each level's count evenly over that level's non-empty bins;
+// empty bins stay empty. P and Q are each normalised. bins[0] takes bins[1]'s count so a spike at 0
+// (ReLU) does not dominate. The last minimum wins; amax is the threshold's bin edge, i * width. This is
+// the public description of TensorRT's algorithm (GTC 2017 S7310) as pytorch-quantization implements it;
+// TensorRT's own code is closed. A grown histogram is searched every n/2048 bins to bound the cost.
+float amax_entropy(std::vector<double> bins, double width, int levels, int start_bin) {
+  const int n = int(bins.size());
+  if (n <= levels || n < 2) return float(n * width);
+  bins[0] = bins[1];
+  std::vector<double> suffix(size_t(n) + 1, 0.0);  // suffix[i] = sum bins[i..n)
+  for (int i = n - 1; i >= 0; --i) suffix[size_t(i)] = suffix[size_t(i) + 1] + bins[size_t(i)];
+  const double p_total = suffix[0];
+  if (p_total <= 0) return float(n * width);
+  const int stride = std::max(1, n / 2048);
+  double best = std::numeric_limits<double>::infinity();
+  int best_i = n;
+  std::vector<double> level_sum(static_cast<size_t>(levels)), level_nonzero(static_cast<size_t>(levels));
+  for (int i = std::max(start_bin, levels); i <= n; i += stride) {
+    std::fill(level_sum.begin(), level_sum.end(), 0.0);
+    std::fill(level_nonzero.begin(), level_nonzero.end(), 0.0);
+    for (int j = 0; j < i; ++j) {
+      if (bins[size_t(j)] == 0) continue;
+      const size_t l = size_t(int64_t(j) * levels / i);
+      level_sum[l] += bins[size_t(j)];
+      level_nonzero[l] += 1;
+    }
+    const double q_total = p_total - suffix[size_t(i)];
+    if (q_total <= 0) continue;
+    double kl = 0;
+    for (int j = 0; j < i; ++j) {
+      const double p = bins[size_t(j)] + (j == i - 1 ? suffix[size_t(i)] : 0.0);
+      if (p == 0) continue;
+      if (bins[size_t(j)] == 0) {  // P has the outliers where Q has nothing
+        kl = std::numeric_limits<double>::infinity();
+        break;
+      }
+      const size_t l = size_t(int64_t(j) * levels / i);
+      const double pn = p / p_total, qn = level_sum[l] / level_nonzero[l] / q_total;
+      kl += pn * std::log(pn / qn);
+    }
+    if (kl <= best) {
+      best = kl;
+      best_i = i;
+    }
+  }
+  return float(best_i * width);
+}
+
+float amax_percentile(const std::vector<double>& bins, double width, double percentile, float max_abs) {
+  if (!(percentile > 0 && percentile <= 100))
+    fail(Status::kInvalidArgument, "percentile ", percentile, " must be in (0, 100]");
+  double total = 0;
+  for (double b : bins) total += b;
+  const double target = total * percentile / 100.0;
+  double cum = 0;
+  for (size_t i = 0; i < bins.size(); ++i) {
+    cum += bins[i];
+    if (cum >= target) return std::min(max_abs, float(double(i + 1) * width));
+  }
+  return max_abs;
+}
+
+float amax_mse(const std::vector<double>& bins, double width, int start_bin) {
+  const int n = int(bins.size());
+  // Candidates every `stride` bins keep the O(n^2) search bounded when the histogram has grown.
+  const int stride = std::max(1, n / 2048);
+  double best = std::numeric_limits<double>::infinity();
+  int best_i = n;
+  for (int i = std::min(start_bin, n); i <= n; i += stride) {
+    const double amax = i * width, scale = amax / 127.0;
+    double err = 0;
+    for (int j = 0; j < n; ++j) {
+      if (bins[size_t(j)] == 0) continue;
+      const double c = (j + 0.5) * width;
+      const double q = std::min(std::round(c / scale), 127.0) * scale;
+      err += bins[size_t(j)] * (c - q) * (c - q);
+    }
+    if (err < best) {
+      best = err;
+      best_i = i;
+    }
+  }
+  return float(best_i * width);
+}
+
+}  // namespace dlakit::quant

@@ -1,0 +1,117 @@
+#include "quant/quantize.h"
+
+#include <algorithm>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "base/threadpool.h"
+
+namespace dlakit::quant {
+
+const char* rounding_name(Rounding r) {
+  return r == Rounding::kHalfAwayFromZero ? "half away from zero (DLA)" : "half to even (GPU)";
+}
+
+namespace {
+
+// q[i] = quantize(x[i]) (* scale when `dequant`), eight lanes at a time; the same arithmetic as
+// quantize(): x / scale, round (ties by the mode), clamp to [-128, 127], NaN -> 0.
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void levels_avx2(const float* x, float* q, int64_t n, float scale, Rounding r,
+                                                 bool dequant) {
+  const __m256 s = _mm256_set1_ps(scale), lo = _mm256_set1_ps(-128.f), hi = _mm256_set1_ps(127.f),
+               half = _mm256_set1_ps(0.5f), sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), s);
+    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (r == Rounding::kHalfAwayFromZero) {  // a tie rounded to even towards zero moves one step out
+      const __m256 diff = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
+      const __m256 tie = _mm256_cmp_ps(diff, half, _CMP_EQ_OQ);
+      const __m256 away = _mm256_cmp_ps(_mm256_andnot_ps(sign, t), _mm256_andnot_ps(sign, v), _CMP_LT_OQ);
+      const __m256 step = _mm256_or_ps(_mm256_and_ps(v, sign), one);  // +-1 with v's sign
+      t = _mm256_add_ps(t, _mm256_and_ps(_mm256_and_ps(tie, away), step));
+    }
+    t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);
+    t = _mm256_and_ps(t, _mm256_cmp_ps(v, v, _CMP_ORD_Q));  // NaN -> 0
+    if (dequant) t = _mm256_mul_ps(t, s);
+    _mm256_storeu_ps(q + i, t);
+  }
+  for (; i < n; ++i)
+    q[i] = dequant ? float(quantize(x[i], scale, r)) * scale : float(quantize(x[i], scale, r));
+}
+const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+#endif
+
+void levels(const float* x, float* q, int64_t n, float scale, Rounding r, bool dequant) {
+  if (!(scale > 0)) {  // zero range: everything quantizes to 0
+    std::fill(q, q + n, 0.f);
+    return;
+  }
+  parallel_for(
+      n,
+      [&](int64_t s, int64_t e) {
+#if defined(__x86_64__)
+        if (kHasAvx2) return levels_avx2(x + s, q + s, e - s, scale, r, dequant);
+#endif
+        for (int64_t i = s; i < e; ++i)
+          q[i] = dequant ? float(quantize(x[i], scale, r)) * scale : float(quantize(x[i], scale, r));
+      },
+      16384);
+}
+
+}  // namespace
+
+void fake_quantize(float* x, int64_t n, float scale, Rounding r) { levels(x, x, n, scale, r, true); }
+
+void quantize_to_levels(const float* x, float* q, int64_t n, float scale, Rounding r) {
+  levels(x, q, n, scale, r, false);
+}
+
+namespace {
+// Splits a tensor as [outer, channels, inner] around `axis`.
+void split_dims(const Tensor& w, int axis, int64_t& outer, int64_t& ch, int64_t& inner) {
+  if (axis < 0 || axis >= w.rank())
+    fail(Status::kInvalidArgument, "per-channel axis ", axis, " is out of range for a rank-", w.rank(),
+         " weight");
+  outer = inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= w.dim(i);
+  ch = w.dim(axis);
+  for (int i = axis + 1; i < w.rank(); ++i) inner *= w.dim(i);
+}
+}  // namespace
+
+std::vector<float> per_channel_scales(const Tensor& w, int axis) {
+  if (w.dtype() != DType::kF32) fail(Status::kInvalidArgument, "weights must be float32 to quantize");
+  int64_t outer, ch, inner;
+  split_dims(w, axis, outer, ch, inner);
+  std::vector<float> amax(size_t(ch), 0.f);
+  const float* p = w.data<float>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < ch; ++c)
+      for (int64_t i = 0; i < inner; ++i)
+        amax[size_t(c)] = std::max(amax[size_t(c)], std::fabs(p[(o * ch + c) * inner + i]));
+  for (float& a : amax) a = scale_from_amax(a);
+  return amax;
+}
+
+Tensor quantize_weights(const Tensor& w, const std::vector<float>& scales, int axis, Rounding r) {
+  int64_t outer, ch, inner;
+  split_dims(w, axis, outer, ch, inner);
+  if (int64_t(scales.size()) != ch)
+    fail(Status::kInvalidArgument, "weight has ", ch, " channels on axis ", axis, " but ", scales.size(),
+         " scales were given");
+  Tensor q = Tensor::uninitialized(DType::kF32, w.shape());
+  const float* p = w.data<float>();
+  float* d = q.data<float>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < ch; ++c)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = (o * ch + c) * inner + i;
+        d[k] = float(quantize(p[k], scales[size_t(c)], r));
+      }
+  return q;
+}
+
+}  // namespace dlakit::quant

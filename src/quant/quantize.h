@@ -1,0 +1,40 @@
+// INT8 arithmetic as TensorRT and the DLA define it: symmetric, signed, zero point 0; scale = amax / 127;
+// q = clamp(round(x / scale), -128, 127); x' = q * scale. The DLA rounds half away from zero, the GPU
+// (IQuantizeLayer) half to even (dla-constraints.md §4.1).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "ir/tensor.h"
+
+namespace dlakit::quant {
+
+enum class Rounding { kHalfAwayFromZero, kHalfToEven };
+const char* rounding_name(Rounding r);
+
+inline float round_with(float v, Rounding r) {
+  return r == Rounding::kHalfAwayFromZero ? std::round(v) : std::nearbyint(v);  // nearbyint: ties to even
+}
+
+// The scale for a dynamic range; a zero range gives scale 0 (every value quantizes to 0).
+inline float scale_from_amax(float amax) { return amax > 0 ? amax / 127.0f : 0.0f; }
+
+// One value to INT8. NaN quantizes to 0; +-inf saturate.
+inline int8_t quantize(float x, float scale, Rounding r) {
+  if (!(scale > 0) || x != x) return 0;
+  const float q = round_with(x / scale, r);
+  return int8_t(q < -128.f ? -128.f : q > 127.f ? 127.f : q);
+}
+
+// Quantize-dequantize in place ("fake quantization"): every element becomes q * scale.
+void fake_quantize(float* x, int64_t n, float scale, Rounding r);
+// The integer levels q (as floats) of x, for integer-exact arithmetic on float hardware.
+void quantize_to_levels(const float* x, float* q, int64_t n, float scale, Rounding r);
+
+// Per-output-channel weight scales max|w_k| / 127 along `axis` (0 for KCRS conv weights).
+std::vector<float> per_channel_scales(const Tensor& w, int axis);
+// The weight's integer levels with those scales (values in [-127, 127], as float32).
+Tensor quantize_weights(const Tensor& w, const std::vector<float>& scales, int axis, Rounding r);
+
+}  // namespace dlakit::quant

@@ -1,0 +1,557 @@
+// INT8 arithmetic (rounding at every tie, saturation, per-channel scales), the TensorRT calibration cache,
+// the calibrators on known distributions, and the INT8/FP16 emulation against hand-computed results.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "base/fp16.h"
+#include "quant/calib_cache.h"
+#include "quant/calibrator.h"
+#include "quant/numerics.h"
+#include "quant/quantize.h"
+
+using namespace dlakit;
+using namespace dlakit::quant;
+
+TEST(Quantize, EveryTieRoundsByTheDeviceRule) {
+  for (int k = -129; k <= 128; ++k) {
+    const float tie = float(k) + 0.5f;    // exactly representable, scale 1
+    const int away = k >= 0 ? k + 1 : k;  // half away from zero: 0.5 -> 1, -0.5 -> -1
+    const int even = (k % 2 == 0) ? k : k + 1;
+    auto sat = [](int v) { return std::min(127, std::max(-128, v)); };
+    EXPECT_EQ(quantize(tie, 1.f, Rounding::kHalfAwayFromZero), sat(away)) << tie;
+    EXPECT_EQ(quantize(tie, 1.f, Rounding::kHalfToEven), sat(even)) << tie;
+  }
+  // Ties reached through a scale: 2.5 / 0.5 = 5 (exact), 1.25 / 0.5 = 2.5 (tie).
+  EXPECT_EQ(quantize(1.25f, 0.5f, Rounding::kHalfAwayFromZero), 3);
+  EXPECT_EQ(quantize(1.25f, 0.5f, Rounding::kHalfToEven), 2);
+  EXPECT_EQ(quantize(-1.25f, 0.5f, Rounding::kHalfAwayFromZero), -3);
+  EXPECT_EQ(quantize(-1.25f, 0.5f, Rounding::kHalfToEven), -2);
+}
+
+TEST(Quantize, SaturatesAndHandlesSpecialValues) {
+  const float s = 1.f / 127;
+  EXPECT_EQ(quantize(1000.f, s, Rounding::kHalfAwayFromZero), 127);
+  EXPECT_EQ(quantize(-1000.f, s, Rounding::kHalfAwayFromZero), -128);
+  EXPECT_EQ(quantize(-1.0f, s, Rounding::kHalfAwayFromZero), -127);  // amax maps to +-127
+  EXPECT_EQ(quantize(INFINITY, s, Rounding::kHalfToEven), 127);
+  EXPECT_EQ(quantize(-INFINITY, s, Rounding::kHalfToEven), -128);
+  EXPECT_EQ(quantize(NAN, s, Rounding::kHalfToEven), 0);
+  EXPECT_EQ(quantize(5.f, 0.f, Rounding::kHalfToEven), 0);  // zero range
+  std::vector<float> v{0.3f, -2.f, 0.999f};
+  fake_quantize(v.data(), 3, 0.5f, Rounding::kHalfAwayFromZero);
+  EXPECT_FLOAT_EQ(v[0], 0.5f);
+  EXPECT_FLOAT_EQ(v[1], -2.f);
+  EXPECT_FLOAT_EQ(v[2], 1.f);
+}
+
+TEST(Quantize, VectorPathMatchesTheScalarDefinition) {
+  // Random values, exact ties at every level, out-of-range values and specials, with a non-power-of-two
+  // scale; the array is long enough for the threaded, vectorised path.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-3.f, 3.f);
+  const float s = 0.0213f;
+  std::vector<float> x(200003);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (i % 7 == 0)
+      x[i] = (float(int(i % 300) - 150) + 0.5f) * 0.25f;  // ties at scale 0.25
+    else
+      x[i] = u(rng);
+  }
+  x[5] = NAN;
+  x[6] = INFINITY;
+  x[8] = -INFINITY;
+  x[9] = 1e30f;
+  for (Rounding r : {Rounding::kHalfAwayFromZero, Rounding::kHalfToEven})
+    for (float scale : {s, 0.25f}) {
+      std::vector<float> fq = x, lv(x.size());
+      fake_quantize(fq.data(), int64_t(fq.size()), scale, r);
+      quantize_to_levels(x.data(), lv.data(), int64_t(x.size()), scale, r);
+      int bad = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const float q = float(quantize(x[i], scale, r));
+        bad += std::memcmp(&lv[i], &q, 4) != 0 && !(lv[i] == 0 && q == 0);
+        const float d = q * scale;
+        bad += std::memcmp(&fq[i], &d, 4) != 0 && !(fq[i] == 0 && d == 0);
+      }
+      EXPECT_EQ(bad, 0) << rounding_name(r) << " scale " << scale;
+    }
+}
+
+TEST(Quantize, PerOutputChannelWeightScales) {
+  // [2 out, 1 in, 1, 3]: channel 0 max 0.5, channel 1 max 2.54.
+  Tensor w = Tensor::from_f32({2, 1, 1, 3}, {0.5f, -0.25f, 0.1f, -2.54f, 1.27f, 0.f});
+  auto s = per_channel_scales(w, 0);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_FLOAT_EQ(s[0], 0.5f / 127);
+  EXPECT_FLOAT_EQ(s[1], 2.54f / 127);
+  Tensor q = quantize_weights(w, s, 0, Rounding::kHalfAwayFromZero);
+  const float expect[] = {127, -64, 25, -127, 64, 0};  // -0.25/(0.5/127) = -63.5 -> -64 away from zero
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(q.data<float>()[i], expect[i]) << i;
+  EXPECT_THROW(quantize_weights(w, {1.f}, 0, Rounding::kHalfToEven), Error);
+  EXPECT_THROW(per_channel_scales(w, 4), Error);
+}
+
+TEST(CalibCache, KnownBitPatternsAndRoundTrip) {
+  EXPECT_EQ(scale_to_hex(1.f / 127), "3c010204");
+  EXPECT_EQ(scale_to_hex(0.f), "0");
+  ScaleTable t = parse_calib_cache(
+      "TRT-8602-EntropyCalibration2\n"
+      "images: 3c010204\n"
+      "(Unnamed Layer* 64) [Shuffle]_output: 3c00f9f4\n"
+      "odd: name: 3d000000\r\n"
+      "zero: 0\n");
+  EXPECT_EQ(t.trt_version, 8602);
+  EXPECT_EQ(t.algorithm, "EntropyCalibration2");
+  ASSERT_EQ(t.scales.size(), 4u);
+  EXPECT_NEAR(*t.find_scale("images") * 127, 1.0f, 1e-6);
+  EXPECT_NEAR(*t.find_scale("(Unnamed Layer* 64) [Shuffle]_output") * 127, 0.9998f, 1e-4);
+  EXPECT_EQ(*t.find_scale("odd: name"), 0.03125f);  // split at the last ": "
+  EXPECT_EQ(*t.find_scale("zero"), 0.f);
+  // Writing and reading back keeps every scale's bits and the order.
+  ScaleTable back = parse_calib_cache(format_calib_cache(t));
+  ASSERT_EQ(back.scales.size(), t.scales.size());
+  for (size_t i = 0; i < t.scales.size(); ++i) {
+    EXPECT_EQ(back.scales[i].first, t.scales[i].first);
+    EXPECT_EQ(scale_to_hex(back.scales[i].second), scale_to_hex(t.scales[i].second));
+  }
+  EXPECT_EQ(format_calib_cache(back).substr(0, 29), "TRT-8602-EntropyCalibration2\n");
+}
+
+TEST(CalibCache, MalformedInputIsAClearError) {
+  auto err = [](const std::string& text) {
+    try {
+      parse_calib_cache(text, "c");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::kParseError);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(err("").find("empty"), std::string::npos);
+  EXPECT_NE(err("hello\n").find("c:1: expected the header"), std::string::npos);
+  EXPECT_NE(err("TRT-x1-EntropyCalibration2\n").find("digits"), std::string::npos);
+  EXPECT_NE(err("TRT-8602-EntropyCalibration2\nnoscale\n").find("c:2:"), std::string::npos);
+  EXPECT_NE(err("TRT-8602-EntropyCalibration2\na: xyz\n").find("hex digits"), std::string::npos);
+  EXPECT_NE(err("TRT-8602-EntropyCalibration2\na: 123456789\n").find("hex digits"), std::string::npos);
+  EXPECT_NE(err("TRT-8602-EntropyCalibration2\na: bf800000\n").find(">= 0"), std::string::npos);    // -1
+  EXPECT_NE(err("TRT-8602-EntropyCalibration2\na: 7fc00000\n").find("finite"), std::string::npos);  // NaN
+  EXPECT_NE(err("TRT-8602-EntropyCalibration2\na: 1\na: 2\n").find("twice"), std::string::npos);
+}
+
+namespace {
+AbsHistogram histogram_of(const std::vector<float>& v, size_t batches = 4) {
+  AbsHistogram h;
+  const size_t step = v.size() / batches;
+  for (size_t b = 0; b < batches; ++b)
+    h.add(v.data() + b * step, int64_t(b + 1 == batches ? v.size() - b * step : step));
+  return h;
+}
+float amax_of(const AbsHistogram& h, CalibAlgo a) {
+  CalibOptions o;
+  o.algo = a;
+  return compute_amax(h, o);
+}
+}  // namespace
+
+TEST(Calibrators, UniformDataWithOneOutlier) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(1 << 20);
+  for (float& x : v) x = u(rng);
+  v[v.size() - 5] = 100.f;  // one outlier in the last batch: minmax follows it, the others must not
+  AbsHistogram h = histogram_of(v);
+  EXPECT_EQ(amax_of(h, CalibAlgo::kMinMax), 100.f);
+  EXPECT_NEAR(amax_of(h, CalibAlgo::kPercentile), 1.0f, 0.01f);  // 99.99th pct of |U(-1,1)| = 0.9999
+  const float ent = amax_of(h, CalibAlgo::kEntropy2), mse = amax_of(h, CalibAlgo::kMse);
+  EXPECT_GT(ent, 0.9f);
+  EXPECT_LT(ent, 1.1f);
+  // MSE weighs the outlier's squared error (99^2 at amax 1) against 1M samples' rounding noise
+  // (n * step^2 / 12): the optimum is near 15, between the data's range and the outlier.
+  EXPECT_GT(mse, 5.f);
+  EXPECT_LT(mse, 25.f);
+  // The outlier in the first batch fixes a coarse bin width (100/2048, the data in 21 bins): percentile
+  // still clips; KL has no finite candidate below the outlier's bin (P holds mass where Q has none).
+  std::swap(v[v.size() - 5], v[5]);
+  AbsHistogram first = histogram_of(v);
+  EXPECT_EQ(amax_of(first, CalibAlgo::kEntropy2), 100.f);
+  EXPECT_NEAR(amax_of(first, CalibAlgo::kPercentile), 1.0f, 0.06f);
+}
+
+TEST(Calibrators, GaussianClipsTheTail) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> v(1 << 20);
+  for (float& x : v) x = nd(rng);
+  AbsHistogram h = histogram_of(v);
+  const float mx = amax_of(h, CalibAlgo::kMinMax);
+  EXPECT_GT(mx, 4.5f);  // the max of 1M normal samples is about 5 sigma
+  const float ent = amax_of(h, CalibAlgo::kEntropy2), mse = amax_of(h, CalibAlgo::kMse);
+  CalibOptions p999;
+  p999.algo = CalibAlgo::kPercentile;
+  p999.percentile = 99.9;
+  EXPECT_NEAR(compute_amax(h, p999), 3.29f, 0.05f);  // P(|x| < 3.29) = 0.999
+  // Clipping ranges for 8 bits on a Gaussian sit between 2.5 and 4.5 sigma (ACIQ: ~3.9 for MSE).
+  EXPECT_GT(ent, 2.5f);
+  EXPECT_LT(ent, mx);
+  EXPECT_GT(mse, 2.5f);
+  EXPECT_LT(mse, 4.6f);
+  // Deterministic: the same data gives the same bits.
+  EXPECT_EQ(amax_of(histogram_of(v), CalibAlgo::kEntropy2), ent);
+}
+
+TEST(Calibrators, HistogramGrowsWithTheSameBinWidth) {
+  AbsHistogram h;
+  std::vector<float> zeros(10, 0.f), a{0.5f, 1.f}, b{4.f, -3.f};
+  h.add(zeros.data(), 10);  // no width yet: remembered
+  h.add(a.data(), 2);
+  EXPECT_EQ(h.counts().size(), 2048u);
+  const double w = h.width();
+  h.add(b.data(), 2);
+  EXPECT_EQ(h.width(), w);
+  EXPECT_EQ(h.counts().size(), 8192u);
+  EXPECT_EQ(h.total(), 14.0);
+  EXPECT_EQ(h.amax(), 4.f);
+  EXPECT_EQ(h.counts()[0], 10.0);
+  EXPECT_THROW(parse_calib_algo("kl"), Error);
+}
+
+// ---- emulation on small graphs ----
+namespace {
+
+// x [1, C, H, W] -> Conv(w [M, C, K, K], b, pad) -> y, optionally with a fused Relu.
+Graph conv_graph(const Tensor& w, const Tensor& b, int64_t H, int64_t W, int64_t pad, bool relu) {
+  Graph g;
+  const int64_t M = w.dim(0), C = w.dim(1), K = w.dim(2);
+  const int x = g.add_value("x", {DType::kF32, {1, C, H, W}});
+  const int wi = g.add_constant("w", w), bi = g.add_constant("b", b);
+  const int y = g.add_value("y", {DType::kF32, {1, M, H + 2 * pad - K + 1, W + 2 * pad - K + 1}});
+  Node n;
+  n.op = OpKind::Conv;
+  n.name = "conv";
+  n.opset = 13;
+  n.inputs = {x, wi, bi};
+  n.outputs = {y};
+  n.attrs["pads"] = std::vector<int64_t>{pad, pad, pad, pad};
+  if (relu) n.attrs["dlakit_activation"] = std::string("Relu");
+  g.nodes.push_back(n);
+  g.inputs = {x};
+  g.outputs = {y};
+  g.relink();
+  return g;
+}
+
+Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 r(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  Tensor t(DType::kF32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(r);
+  return t;
+}
+
+// The INT8 conv written out with integer loops: the oracle for the im2col/sgemm/chunked path.
+std::vector<int> int8_conv_levels(const Tensor& x, const Tensor& w, const Tensor& b, int64_t pad,
+                                  float amax_in, float amax_out, bool relu, Rounding r) {
+  const int64_t C = x.dim(1), H = x.dim(2), W = x.dim(3), M = w.dim(0), K = w.dim(2);
+  const int64_t OH = H + 2 * pad - K + 1, OW = W + 2 * pad - K + 1;
+  const float s_in = amax_in / 127, s_out = amax_out / 127;
+  auto sw = per_channel_scales(w, 0);
+  std::vector<int> out;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        int64_t acc = 0;
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t kh = 0; kh < K; ++kh)
+            for (int64_t kw = 0; kw < K; ++kw) {
+              const int64_t ih = oh - pad + kh, iw = ow - pad + kw;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+              const int qx = quantize(x.data<float>()[(c * H + ih) * W + iw], s_in, r);
+              const int qw = quantize(w.data<float>()[((m * C + c) * K + kh) * K + kw], sw[size_t(m)], r);
+              acc += int64_t(qx) * qw;
+            }
+        const float mult = s_in * sw[size_t(m)];
+        const double bq = round_with(b.data<float>()[m] / mult, r);
+        float real = float(double(acc) + bq) * mult;
+        if (relu) real = real > 0 ? real : 0;
+        out.push_back(quantize(real, s_out, r));
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST(Int8Emulation, HandComputedOneByOneConv) {
+  // w = 0.5 -> scale 0.5/127, level 127; x = 0.25, -0.75 at input range 1 -> levels 32 (31.75), -95 (-95.25);
+  // bias 0.1 -> round(0.1 / (1/127 * 0.5/127)) = round(3225.8) = 3226;
+  // (32*127 + 3226) * m = 0.22599 -> 28.70 -> 29 at output range 1; (-95*127 + 3226) * m -> -34.80 -> -35.
+  Graph g = conv_graph(Tensor::from_f32({1, 1, 1, 1}, {0.5f}), Tensor::from_f32({1}, {0.1f}), 1, 2, 0, false);
+  ScaleTable t;
+  t.set_amax("x", 1.f);
+  t.set_amax("y", 1.f);
+  // Make y an internal tensor so it is requantized to INT8 (graph outputs leave as fp16): an Identity
+  // after it (a Relu would fuse into the convolution's pipeline and keep y in fp32).
+  const int z = g.add_value("z", {DType::kF32, {1, 1, 1, 2}});
+  Node relu;
+  relu.op = OpKind::Identity;
+  relu.name = "id";
+  relu.opset = 13;
+  relu.inputs = {g.outputs[0]};
+  relu.outputs = {z};
+  g.nodes.push_back(relu);
+  g.outputs = {z};
+  g.relink();
+  t.set_amax("z", 1.f);
+  NumericsPlan plan = plan_uniform(g, Mode::kINT8, &t);
+  EXPECT_EQ(plan.int8_nodes, 2);
+  std::vector<float> y_seen;
+  EmulatedEngine e(g, plan);
+  e.engine().set_observer([&](const Node& n, const std::vector<Tensor>& outs) {
+    if (n.name == "conv") y_seen = outs[0].to_f32();
+  });
+  e.run({{"x", Tensor::from_f32({1, 1, 1, 2}, {0.25f, -0.75f})}});
+  ASSERT_EQ(y_seen.size(), 2u);
+  EXPECT_FLOAT_EQ(y_seen[0] * 127, 29.f);
+  EXPECT_FLOAT_EQ(y_seen[1] * 127, -35.f);
+}
+
+TEST(Int8Emulation, ConvMatchesIntegerLoopsIncludingChunkedSums) {
+  struct Case {
+    int64_t C, M, K, H, pad;
+    bool relu;
+    Rounding r;
+  };
+  // 256 channels x 3x3 taps of levels up to 127 overflow fp32's 2^24 exact range: the chunked path.
+  const Case cases[] = {{3, 8, 3, 9, 1, true, Rounding::kHalfAwayFromZero},
+                        {16, 4, 1, 6, 0, false, Rounding::kHalfToEven},
+                        {256, 3, 3, 5, 1, false, Rounding::kHalfAwayFromZero}};
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    Tensor w = random_tensor({c.M, c.C, c.K, c.K}, seed++);
+    Tensor b = random_tensor({c.M}, seed++);
+    Tensor x = random_tensor({1, c.C, c.H, c.H}, seed++, -2.f, 2.f);
+    Graph g = conv_graph(w, b, c.H, c.H, c.pad, c.relu);
+    const float amax_in = 1.5f, amax_out = c.C > 100 ? 40.f : 3.f;  // inputs beyond 1.5 saturate
+    // Keep y internal (a graph output would leave as fp16): observe it through an Identity.
+    const Shape ys = g.value(g.outputs[0]).type.shape;
+    const int z = g.add_value("z", {DType::kF32, ys});
+    Node id;
+    id.op = OpKind::Identity;
+    id.name = "id";
+    id.opset = 13;
+    id.inputs = {g.outputs[0]};
+    id.outputs = {z};
+    g.nodes.push_back(id);
+    g.outputs = {z};
+    g.relink();
+    ScaleTable t;
+    t.set_amax("x", amax_in);
+    t.set_amax("y", amax_out);
+    t.set_amax("z", amax_out);
+    NumericsPlan plan = plan_uniform(g, Mode::kINT8, &t);
+    for (auto& n : plan.nodes) n.rounding = c.r;
+    EmulatedEngine e(g, plan);
+    std::vector<float> y;
+    e.engine().set_observer([&](const Node& n, const std::vector<Tensor>& outs) {
+      if (n.name == "conv") y = outs[0].to_f32();
+    });
+    e.run({{"x", x}});
+    const auto expect = int8_conv_levels(x, w, b, c.pad, amax_in, amax_out, c.relu, c.r);
+    ASSERT_EQ(y.size(), expect.size());
+    int mismatches = 0;
+    for (size_t i = 0; i < y.size(); ++i) mismatches += std::lround(y[i] * 127 / amax_out) != expect[i];
+    EXPECT_EQ(mismatches, 0) << "C=" << c.C;
+  }
+}
+
+TEST(Int8Emulation, MissingScaleKeepsTheLayerFp16AndEqualRangesUnify) {
+  // x -> Concat(x, y_in) -> out, with y_in's range larger: both inputs and the output take the larger.
+  Graph g;
+  const int a = g.add_value("a", {DType::kF32, {1, 2, 2, 2}}),
+            b = g.add_value("b", {DType::kF32, {1, 2, 2, 2}});
+  const int c = g.add_value("c", {DType::kF32, {1, 4, 2, 2}}),
+            d = g.add_value("d", {DType::kF32, {1, 4, 2, 2}});
+  Node cat;
+  cat.op = OpKind::Concat;
+  cat.name = "cat";
+  cat.opset = 13;
+  cat.attrs["axis"] = int64_t(1);
+  cat.inputs = {a, b};
+  cat.outputs = {c};
+  Node sig;
+  sig.op = OpKind::Sigmoid;
+  sig.name = "sig";
+  sig.opset = 13;
+  sig.inputs = {c};
+  sig.outputs = {d};
+  g.nodes = {cat, sig};
+  g.inputs = {a, b};
+  g.outputs = {d};
+  g.relink();
+  ScaleTable t;
+  t.set_amax("a", 1.f);
+  t.set_amax("b", 4.f);
+  t.set_amax("c", 2.f);
+  NumericsPlan plan = plan_uniform(g, Mode::kINT8, &t);
+  EXPECT_EQ(plan.scale.at(a), 4.f / 127);
+  EXPECT_EQ(plan.scale.at(c), 4.f / 127);
+  EXPECT_EQ(plan.nodes[0].mode, Mode::kINT8);
+  EXPECT_EQ(plan.nodes[1].mode, Mode::kINT8);  // d is a graph output: no range needed
+  EXPECT_TRUE(plan.nodes[1].compute_fp16);
+  ScaleTable partial;
+  partial.set_amax("a", 1.f);
+  NumericsPlan p2 = plan_uniform(g, Mode::kINT8, &partial);
+  EXPECT_EQ(p2.nodes[0].mode, Mode::kINT8);  // b and c join a's group through the Concat rule
+  ScaleTable none;
+  NumericsPlan p3 = plan_uniform(g, Mode::kINT8, &none);
+  EXPECT_EQ(p3.nodes[0].mode, Mode::kFP16);
+  EXPECT_NE(p3.nodes[0].note.find("no dynamic range for tensor 'a'"), std::string::npos);
+}
+
+TEST(Fp16Emulation, RoundsInputsWeightsAndOutputs) {
+  Tensor w = random_tensor({4, 3, 3, 3}, 5), b = random_tensor({4}, 6), x = random_tensor({1, 3, 6, 6}, 7);
+  Graph g = conv_graph(w, b, 6, 6, 1, false);
+  EmulatedEngine e(g, plan_uniform(g, Mode::kFP16, nullptr));
+  Tensor y = e.run({{"x", x}}).at("y");
+  // Oracle: the FP32 conv of the fp16-rounded input and weights, rounded to fp16.
+  auto to_half = [](Tensor t) {
+    Tensor c = t.clone();
+    for (int64_t i = 0; i < c.numel(); ++i)
+      c.data<float>()[i] = half_to_float(float_to_half(c.data<float>()[i]));
+    return c;
+  };
+  Graph g2 = conv_graph(to_half(w), to_half(b), 6, 6, 1, false);
+  ReferenceEngine ref(g2);
+  Tensor yr = ref.run({{"x", to_half(x)}}).at("y");
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    EXPECT_EQ(y.data<float>()[i], half_to_float(float_to_half(yr.data<float>()[i]))) << i;
+  }
+}
+
+TEST(Int8Emulation, ConvPostProcessingFusesWithoutRequantizing) {
+  // Conv -> Mul(constant) -> Add(constant) -> Identity: the Conv and the Mul outputs stay fp32 inside
+  // the DLA pipeline; only the Add's output is quantized.
+  Tensor w = random_tensor({4, 3, 3, 3}, 21), b = random_tensor({4}, 22);
+  Graph g = conv_graph(w, b, 6, 6, 1, false);
+  const int y = g.outputs[0];
+  auto add_node = [&](OpKind op, const std::string& name, std::vector<int> ins) {
+    const int o = g.add_value(name + "_out", g.value(y).type);
+    Node n;
+    n.op = op;
+    n.name = name;
+    n.opset = 13;
+    n.inputs = std::move(ins);
+    n.outputs = {o};
+    g.nodes.push_back(n);
+    return o;
+  };
+  const int m = add_node(OpKind::Mul, "scale", {y, g.add_constant("k", Tensor::scalar_f32(0.5f))});
+  const int a = add_node(OpKind::Add, "bias", {m, g.add_constant("c", Tensor::scalar_f32(0.25f))});
+  const int z = add_node(OpKind::Identity, "id", {a});
+  g.outputs = {z};
+  g.relink();
+  ScaleTable t;
+  for (const char* n : {"x", "y", "scale_out", "bias_out", "id_out"}) t.set_amax(n, 2.f);
+  const NumericsPlan plan = plan_uniform(g, Mode::kINT8, &t);
+  EXPECT_TRUE(plan.fused[size_t(y)]);
+  EXPECT_TRUE(plan.fused[size_t(m)]);
+  EXPECT_FALSE(plan.fused[size_t(a)]);
+  EXPECT_EQ(plan.fused_values, 2);
+  std::map<std::string, std::vector<float>> seen;
+  EmulatedEngine e(g, plan);
+  e.engine().set_observer(
+      [&](const Node& n, const std::vector<Tensor>& outs) { seen[n.name] = outs[0].to_f32(); });
+  e.run({{"x", random_tensor({1, 3, 6, 6}, 23)}});
+  auto on_grid = [](const std::vector<float>& v) {
+    int off = 0;
+    for (float x : v) off += std::fabs(x * 127 / 2 - std::nearbyint(x * 127 / 2)) > 1e-3;
+    return off == 0;
+  };
+  EXPECT_FALSE(on_grid(seen["conv"]));  // fp32 inside the pipeline
+  EXPECT_TRUE(on_grid(seen["bias"]));   // quantized where it leaves it
+  for (size_t i = 0; i < seen["bias"].size(); ++i) {
+    const float want =
+        float(quantize(seen["conv"][i] * 0.5f + 0.25f, 2.f / 127, Rounding::kHalfAwayFromZero)) * (2.f / 127);
+    EXPECT_EQ(seen["bias"][i], want) << i;
+  }
+}
+
+#include "quant/qdq.h"
+
+namespace {
+// x -> Q -> DQ -> Conv(DQ(int8 weights, per-channel)) -> y
+Graph qdq_graph(float zero_point, bool q_feeds_conv) {
+  Graph g;
+  const int x = g.add_value("x", {DType::kF32, {1, 2, 4, 4}});
+  const int xs = g.add_constant("x_scale", Tensor::scalar_f32(0.02f));
+  Tensor zp(DType::kI8, {});
+  zp.data<int8_t>()[0] = int8_t(zero_point);
+  const int xz = g.add_constant("x_zp", zp);
+  const int xq = g.add_value("x_q", {DType::kI8, {1, 2, 4, 4}});
+  const int xd = g.add_value("x_dq", {DType::kF32, {1, 2, 4, 4}});
+  Tensor wq(DType::kI8, {3, 2, 1, 1});
+  for (int i = 0; i < 6; ++i) wq.data<int8_t>()[i] = int8_t(i * 40 - 127);
+  const int wi = g.add_constant("w_int8", wq);
+  const int ws = g.add_constant("w_scale", Tensor::from_f32({3}, {0.1f, 0.2f, 0.3f}));
+  Tensor wz(DType::kI8, {3});
+  const int wzi = g.add_constant("w_zp", wz);
+  const int wd = g.add_value("w", {DType::kF32, {3, 2, 1, 1}});
+  const int y = g.add_value("y", {DType::kF32, {1, 3, 4, 4}});
+  Node q, dq, wdq, conv;
+  q.op = OpKind::QuantizeLinear;
+  q.name = "q";
+  q.inputs = {x, xs, xz};
+  q.outputs = {xq};
+  dq.op = OpKind::DequantizeLinear;
+  dq.name = "dq";
+  dq.inputs = {xq, xs, xz};
+  dq.outputs = {xd};
+  wdq.op = OpKind::DequantizeLinear;
+  wdq.name = "wdq";
+  wdq.inputs = {wi, ws, wzi};
+  wdq.outputs = {wd};
+  wdq.attrs["axis"] = int64_t(0);
+  conv.op = OpKind::Conv;
+  conv.name = "conv";
+  conv.inputs = {q_feeds_conv ? xq : xd, wd};
+  conv.outputs = {y};
+  for (Node* n : {&q, &dq, &wdq, &conv}) n->opset = 13;
+  g.nodes = {q, dq, wdq, conv};
+  g.inputs = {x};
+  g.outputs = {y};
+  g.relink();
+  return g;
+}
+}  // namespace
+
+TEST(QDQ, FoldsPairsIntoRangesAndWeightsOntoTheGrid) {
+  Graph g = qdq_graph(0, false);
+  ScaleTable t = fold_qdq(g);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op, OpKind::Conv);
+  EXPECT_EQ(g.value(g.nodes[0].inputs[0]).name, "x");  // the Conv reads x directly
+  ASSERT_NE(t.find_scale("x"), nullptr);
+  EXPECT_EQ(*t.find_scale("x"), 0.02f);
+  ASSERT_EQ(t.weight_scales.count("w"), 1u);
+  EXPECT_EQ(t.weight_scales["w"], (std::vector<float>{0.1f, 0.2f, 0.3f}));
+  const Tensor& w = *g.value(g.nodes[0].inputs[1]).constant;
+  for (int i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(w.data<float>()[i], float(i * 40 - 127) * (0.1f * float(1 + i / 2)));
+  // The cache it writes: x's scale bits.
+  EXPECT_NE(format_calib_cache(t).find("x: " + scale_to_hex(0.02f)), std::string::npos);
+}
+
+TEST(QDQ, RejectsWhatTheDlaCannotTake) {
+  Graph asym = qdq_graph(3, false);
+  try {
+    fold_qdq(asym);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("zero point 3"), std::string::npos) << e.what();
+  }
+  Graph direct = qdq_graph(0, true);
+  EXPECT_THROW(fold_qdq(direct), Error);
+}
