@@ -11,7 +11,15 @@ rm -rf "$D" && mkdir -p "$D/lib"
 cp -L "$ROOT/$BUILD/libcudla.so.1" "$D/lib/"
 cp -L /lib/x86_64-linux-gnu/libonnx_proto.so.1 /lib/x86_64-linux-gnu/libprotobuf.so.32 "$D/lib/"
 cp "$ROOT/tests/device/run_bindings.py" "$D/"
-"$ROOT/$BUILD/dlakit" build --onnx="$ROOT/.cache/models/mobilenet_v2.onnx" --saveEngine="$D/model.dla" > /dev/null
+# PRECISION=int8: an INT8 loadable calibrated on two opencv-doc photos (default: FP16).
+if [ "${PRECISION:-fp16}" = int8 ]; then
+  "$ROOT/$BUILD/dlakit" calibrate "$ROOT/.cache/models/mobilenet_v2.onnx" --data "$ROOT/.cache/images/messi5.jpg" \
+    "$ROOT/.cache/images/fruits.jpg" --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225 --cache "$D/model.cache" > /dev/null
+  "$ROOT/$BUILD/dlakit" build --onnx="$ROOT/.cache/models/mobilenet_v2.onnx" --int8 --calib="$D/model.cache" \
+    --saveEngine="$D/model.dla" > /dev/null
+else
+  "$ROOT/$BUILD/dlakit" build --onnx="$ROOT/.cache/models/mobilenet_v2.onnx" --saveEngine="$D/model.dla" > /dev/null
+fi
 /usr/bin/python3 - "$D/in.bin" <<'PY'
 import sys, numpy as np
 x = np.random.RandomState(7).randn(1, 3, 224, 224).astype(np.float16)
