@@ -41,4 +41,12 @@ print(f"  best face score on messi5.jpg (DLA): sigmoid {1 / (1 + np.exp(-s.max()
 print(f"  latency: emulated DLA {dla['latency_ms']['mean']:.1f} ms, reference engine {ref['latency_ms']['mean']:.1f} ms (CPU; not DLA hardware)")
 PY
 echo
-echo "Open $OUT/scenetext01_text_heatmap.png to see where the model found text."
+echo "== INT8: calibrate PP-OCRv4 det (TensorRT cache), then compare the emulated DLA INT8 with FP32 per layer"
+DET=(--input-shape x:1x3x640x640 --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225)
+"$DLAKIT" calibrate "$MODEL" "${DET[@]}" --data "$ROOT/.cache/images/pages_calib" "$ROOT/.cache/images/messi5.jpg" \
+  "$ROOT/.cache/images/fruits.jpg" --calib-algo mse --cache "$OUT/det.cache"
+"$DLAKIT" compare "$MODEL" "${DET[@]}" --int8 --calib "$OUT/det.cache" --data "$PHOTO" --top 8 \
+  --html "$OUT/det_int8.html" | sed -n '/before /,$p'
+echo
+echo "Open $OUT/scenetext01_text_heatmap.png to see where the model found text, and $OUT/det_int8.html for"
+echo "the INT8 error per layer (docs/int8.md explains it; docs/accuracy.md has the measured accuracy)."
