@@ -250,6 +250,7 @@ NumericsPlan plan_uniform(const Graph& g, Mode mode, const ScaleTable* scales) {
 NumericsRunner::NumericsRunner(const Graph& g, NumericsPlan plan) : g_(g), plan_(std::move(plan)) {
   if (plan_.nodes.size() != g.nodes.size())
     fail(Status::kInternal, "numerics plan has ", plan_.nodes.size(), " nodes for ", g.nodes.size());
+  plan_.fused.resize(g.values.size(), 0);  // a hand-made plan may leave it empty: nothing fused
   on_grid_.assign(g.values.size(), 0);
   is_fp16_.assign(g.values.size(), 0);
   for (size_t i = 0; i < g.nodes.size(); ++i)

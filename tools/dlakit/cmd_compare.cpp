@@ -135,8 +135,9 @@ void run_compare(const CompareFlags& f) {
     return;
   }
   std::cout << "dlakit compare: " << f.model.model << ", emulated DLA " << what << " vs FP32 reference, "
-            << before.samples << " samples\n  layers: " << plan.int8_nodes << " int8, " << plan.fp16_nodes
-            << " fp16, " << plan.fp32_nodes << " fp32 (GPU or non-float)\n\n";
+            << before.samples << " samples\n  layers" << (a.rounds > 0 ? " after --fix" : "") << ": "
+            << plan.int8_nodes << " int8, " << plan.fp16_nodes << " fp16, " << plan.fp32_nodes
+            << " fp32 (GPU or non-float)\n\n";
   print_outputs(before, "before");
   print_layers(before, f.top);
   if (f.fix) {

@@ -47,7 +47,13 @@ std::string error_chart(const quant::CompareResult& before, const quant::Compare
     s << "<line x1='" << L << "' x2='" << W - R << "' y1='" << yy << "' y2='" << yy << "' stroke='#ddd'/>"
       << "<text x='4' y='" << yy + 4 << "'>1e" << d << "</text>";
   }
-  s << "<text x='" << L << "' y='" << H - 8 << "'>layer (graph order) -> ; y: relative L2 vs FP32</text>";
+  s << "<text x='" << L << "' y='" << H - 8
+    << "'>layer (graph order) -> ; y: relative L2 vs FP32, end to end (solid) and the layer's own "
+       "(dashed)</text>";
+  // The layers' own error (each alone on FP32 inputs), dashed, under the end-to-end lines.
+  s << "<polyline fill='none' stroke='#7f8c8d' stroke-dasharray='3,3' stroke-width='1' points='";
+  for (size_t i = 0; i < before.layers.size(); ++i) s << x(i) << "," << y(before.layers[i].own.rel_l2) << " ";
+  s << "'/><text x='" << W - 330 << "' y='20' fill='#7f8c8d'>own error (dashed)</text>";
   auto line = [&](const quant::CompareResult& r, const char* color) {
     s << "<polyline fill='none' stroke='" << color << "' stroke-width='1.5' points='";
     for (size_t i = 0; i < r.layers.size(); ++i) s << x(i) << "," << y(r.layers[i].err.rel_l2) << " ";
