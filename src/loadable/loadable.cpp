@@ -53,11 +53,7 @@ std::string write_loadable(const Graph& g, const LoadableOptions& opt) {
       const int axis = quant::weight_axis(g, n);
       if (axis < 0) continue;
       const Value& w = g.value(n.inputs[1]);
-      auto ws = opt.plan->weight_scales.find(w.name);
-      std::vector<float> s =
-          ws != opt.plan->weight_scales.end() ? ws->second : quant::per_channel_scales(*w.constant, axis);
-      if (s.size() == 1) s.assign(size_t(w.type.shape[size_t(axis)]), s[0]);
-      int8_weights[w.name] = {s, axis};
+      int8_weights[w.name] = {quant::weight_scales_for(*opt.plan, w, axis), axis};
     }
   if (opt.inputs.size() != g.inputs.size() || opt.outputs.size() != g.outputs.size())
     fail(Status::kInvalidArgument, "I/O formats: ", opt.inputs.size(), "/", opt.outputs.size(), " given for ",

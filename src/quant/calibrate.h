@@ -1,7 +1,6 @@
 // Calibration: one pass of the FP32 graph over the data, a histogram of |x| per float activation (graph
 // inputs and every node output), then a calibrator turns each histogram into a dynamic range.
 #pragma once
-#include <functional>
 #include <vector>
 
 #include "engine/engine.h"
@@ -25,9 +24,5 @@ class HistogramCollector {
   std::vector<int> order_;          // value ids in graph order
   int samples_ = 0;
 };
-
-// Convenience: collect over all samples (progress(i, n) after each) and compute one table.
-ScaleTable calibrate(const Graph& g, const std::vector<TensorMap>& samples, const CalibOptions& o,
-                     const std::function<void(int, int)>& progress = {});
 
 }  // namespace dlakit::quant

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "passes/passes.h"
+
 namespace dlakit::quant {
 
 namespace {
@@ -32,10 +34,6 @@ struct Acc {
   }
 };
 
-bool is_act(const Graph& g, int v) {
-  return v >= 0 && !g.value(v).constant && g.value(v).type.dtype == DType::kF32;
-}
-
 }  // namespace
 
 CompareResult compare_numerics(const Graph& g, const NumericsPlan& plan,
@@ -52,14 +50,14 @@ CompareResult compare_numerics(const Graph& g, const NumericsPlan& plan,
     if (plan.nodes[n].mode != Mode::kFP32) {
       const std::vector<Tensor> e = alone(n, in);
       for (size_t k = 0; k < outs.size(); ++k)
-        if (is_act(g, g.nodes[n].outputs[k]) && !outs[k].empty())
+        if (is_float_activation(g, g.nodes[n].outputs[k]) && !outs[k].empty())
           own[size_t(g.nodes[n].outputs[k])].add(outs[k].data<float>(), e[k].data<float>(), outs[k].numel());
     }
     return outs;
   });
   ref.set_observer([&](const Node& n, const std::vector<Tensor>& outs) {
     for (size_t k = 0; k < outs.size(); ++k)
-      if (is_act(g, n.outputs[k]) && !outs[k].empty()) ref_out[n.outputs[k]] = outs[k];
+      if (is_float_activation(g, n.outputs[k]) && !outs[k].empty()) ref_out[n.outputs[k]] = outs[k];
   });
   EmulatedEngine emu(g, plan);
   emu.engine().set_observer([&](const Node& n, const std::vector<Tensor>& outs) {
@@ -84,17 +82,16 @@ CompareResult compare_numerics(const Graph& g, const NumericsPlan& plan,
     const Node& n = g.nodes[i];
     int out = -1;
     for (int v : n.outputs)
-      if (out < 0 && is_act(g, v)) out = v;
+      if (out < 0 && is_float_activation(g, v)) out = v;
     if (out < 0) continue;
     for (int v : n.outputs)
-      if (is_act(g, v)) value_err[size_t(v)] = acc[size_t(v)].metrics().rel_l2;
+      if (is_float_activation(g, v)) value_err[size_t(v)] = acc[size_t(v)].metrics().rel_l2;
     LayerError e;
     e.node = n.name;
     e.op = op_name(n.op);
     if (n.has("dlakit_activation")) e.op += "+" + n.attr_str("dlakit_activation", "");
     e.tensor = g.value(out).name;
-    for (const Node& r2 : g.nodes)
-      if (std::find(r2.inputs.begin(), r2.inputs.end(), out) != r2.inputs.end()) e.readers.push_back(r2.name);
+    for (int k : consumers(g, out)) e.readers.push_back(g.nodes[size_t(k)].name);
     std::vector<int> up(n.inputs.begin(), n.inputs.end());  // walk fused inputs back to the convolution
     while (!up.empty()) {
       const int v = up.back();
@@ -111,7 +108,7 @@ CompareResult compare_numerics(const Graph& g, const NumericsPlan& plan,
     e.own = own[size_t(out)].metrics();
     double in_err = 0;
     for (int v : n.inputs)
-      if (is_act(g, v)) in_err = std::max(in_err, value_err[size_t(v)]);
+      if (is_float_activation(g, v)) in_err = std::max(in_err, value_err[size_t(v)]);
     e.step = std::isfinite(e.err.rel_l2) ? e.err.rel_l2 - in_err : 0.0;
     if (e.step > 0) positive.push_back(e.step);
     r.layers.push_back(e);

@@ -33,11 +33,18 @@ int weight_axis(const Graph& g, const Node& n) {
 
 const char* mode_name(Mode m) { return m == Mode::kINT8 ? "int8" : m == Mode::kFP16 ? "fp16" : "fp32"; }
 
-namespace {
-
 bool is_float_activation(const Graph& g, int v) {
   return v >= 0 && !g.value(v).constant && g.value(v).type.dtype == DType::kF32;
 }
+
+std::vector<float> weight_scales_for(const NumericsPlan& plan, const Value& w, int axis) {
+  auto it = plan.weight_scales.find(w.name);
+  std::vector<float> s = it != plan.weight_scales.end() ? it->second : per_channel_scales(*w.constant, axis);
+  if (s.size() == 1) s.assign(size_t(w.type.shape[size_t(axis)]), s[0]);
+  return s;
+}
+
+namespace {
 
 // Layers the DLA computes in FP16 even in an INT8 build (dla-support-matrix.md, "FP16" cells).
 bool fp16_only_in_int8(OpKind op) {
@@ -126,10 +133,6 @@ bool conv_like(const Node& n) {
 void mark_fused(const Graph& g, const Placement& p, NumericsPlan& plan) {
   plan.fused.assign(g.values.size(), 0);
   std::vector<int> depth(g.nodes.size(), -1);  // ops fused after the convolution that starts the chain
-  std::vector<int> readers(g.values.size(), 0);
-  for (const Node& n : g.nodes)
-    for (int v : n.inputs)
-      if (v >= 0) ++readers[size_t(v)];
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     const Mode m = plan.nodes[i].mode;
@@ -137,16 +140,14 @@ void mark_fused(const Graph& g, const Placement& p, NumericsPlan& plan) {
     if (conv_like(n) && weight_axis(g, n) >= 0) depth[i] = std::max(depth[i], 0);
     if (depth[i] < 0 || depth[i] >= kMaxFusedOps || n.outputs.empty()) continue;
     const int v = n.outputs[0];
-    if (!is_float_activation(g, v) || readers[size_t(v)] != 1 || is_graph_output(g, v)) continue;
-    for (size_t k = i + 1; k < g.nodes.size(); ++k) {
-      const Node& r = g.nodes[k];
-      if (std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end()) continue;
-      if (p.layers[k].device == Device::kDLA && plan.nodes[k].mode == m && sdp_op(g, r)) {
-        plan.fused[size_t(v)] = 1;
-        ++plan.fused_values;
-        depth[k] = depth[i] + 1;
-      }
-      break;
+    if (!is_float_activation(g, v) || is_graph_output(g, v)) continue;
+    const std::vector<int> readers = consumers(g, v);
+    if (readers.size() != 1) continue;
+    const size_t k = size_t(readers[0]);  // an SDP op reads its one activation once
+    if (p.layers[k].device == Device::kDLA && plan.nodes[k].mode == m && sdp_op(g, g.nodes[k])) {
+      plan.fused[size_t(v)] = 1;
+      ++plan.fused_values;
+      depth[k] = depth[i] + 1;
     }
   }
 }
@@ -275,16 +276,9 @@ NumericsRunner::NumericsRunner(const Graph& g, NumericsPlan plan) : g_(g), plan_
         round_to_half_inplace(t.data<float>(), t.numel());
         const_cache_.emplace(std::make_pair(i, int(k)), std::move(t));
       } else if (k == 1 && weight_axis(g, node) >= 0 && node.op != OpKind::Conv) {
-        const Tensor& w = *g.value(v).constant;
         const int axis = weight_axis(g, node);
-        auto ws = plan_.weight_scales.find(g.value(v).name);
-        std::vector<float> s = ws != plan_.weight_scales.end() ? ws->second : per_channel_scales(w, axis);
-        if (s.size() == 1) s.assign(size_t(w.dim(axis)), s[0]);
-        Tensor q = quantize_weights(w, s, axis, plan_.nodes[i].rounding);
-        int64_t inner = 1;
-        for (int d = axis + 1; d < w.rank(); ++d) inner *= w.dim(d);
-        float* d = q.data<float>();
-        for (int64_t e = 0; e < q.numel(); ++e) d[e] *= s[size_t((e / inner) % w.dim(axis))];
+        Tensor q = fake_quantize_weights(*g.value(v).constant, weight_scales_for(plan_, g.value(v), axis),
+                                         axis, plan_.nodes[i].rounding);
         const_cache_.emplace(std::make_pair(i, int(k)), std::move(q));
       }
     }
@@ -396,9 +390,7 @@ const NumericsRunner::ConvInt8& NumericsRunner::conv_prep(size_t n) {
   c.node.inputs.resize(2);
   const Tensor& w = *g_.value(node.inputs[1]).constant;
   const int64_t M = w.dim(0), Cg = w.dim(1), taps = w.numel() / (M * Cg);
-  auto ws = plan_.weight_scales.find(g_.value(node.inputs[1]).name);
-  c.w_scale = ws != plan_.weight_scales.end() ? ws->second : per_channel_scales(w, 0);
-  if (c.w_scale.size() == 1) c.w_scale.assign(size_t(M), c.w_scale[0]);
+  c.w_scale = weight_scales_for(plan_, g_.value(node.inputs[1]), 0);
   if (int64_t(c.w_scale.size()) != M)
     fail(Status::kInvalidArgument, node.label(), ": ", c.w_scale.size(), " weight scales for ", M,
          " output channels");

@@ -57,9 +57,16 @@ NumericsPlan plan_numerics(const Graph& g, const Placement& p, const ScaleTable*
 // kMaxFusedOps after the convolution. Set by plan_numerics; dlakit's reading of NVDLA, [U] for Orin.
 inline constexpr int kMaxFusedOps = 4;
 
+// A float32 tensor computed at run time (not a constant): what gets scales, histograms and metrics.
+bool is_float_activation(const Graph& g, int v);
+
 // The output-channel axis of a layer's constant weight input (input 1): Conv 0, ConvTranspose 1,
 // Gemm 0 or 1 (transB), MatMul 1; -1 when the layer has no constant weight.
 int weight_axis(const Graph& g, const Node& n);
+
+// The per-output-channel scales INT8 uses for a weight along `axis`: the plan's (from a Q/DQ model or a
+// loadable; a single value is per-tensor) or the weight's own max|w| / 127.
+std::vector<float> weight_scales_for(const NumericsPlan& plan, const Value& w, int axis);
 
 // Every float node in `mode` on the DLA (FP16 everywhere, or INT8 where scales allow).
 NumericsPlan plan_uniform(const Graph& g, Mode mode, const ScaleTable* scales);

@@ -114,4 +114,13 @@ Tensor quantize_weights(const Tensor& w, const std::vector<float>& scales, int a
   return q;
 }
 
+Tensor fake_quantize_weights(const Tensor& w, const std::vector<float>& scales, int axis, Rounding r) {
+  Tensor q = quantize_weights(w, scales, axis, r);
+  int64_t outer, ch, inner;
+  split_dims(w, axis, outer, ch, inner);
+  float* d = q.data<float>();
+  for (int64_t e = 0; e < q.numel(); ++e) d[e] *= scales[size_t((e / inner) % ch)];
+  return q;
+}
+
 }  // namespace dlakit::quant

@@ -36,5 +36,7 @@ void quantize_to_levels(const float* x, float* q, int64_t n, float scale, Roundi
 std::vector<float> per_channel_scales(const Tensor& w, int axis);
 // The weight's integer levels with those scales (values in [-127, 127], as float32).
 Tensor quantize_weights(const Tensor& w, const std::vector<float>& scales, int axis, Rounding r);
+// The levels times their channel's scale: the weight on its INT8 grid.
+Tensor fake_quantize_weights(const Tensor& w, const std::vector<float>& scales, int axis, Rounding r);
 
 }  // namespace dlakit::quant

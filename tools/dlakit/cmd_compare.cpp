@@ -24,12 +24,7 @@ struct CompareFlags {
   double fix_target = 0;
 };
 
-std::string fmt(double v, const char* f = "%.3g") {
-  if (std::isinf(v)) return "inf";
-  char b[32];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+std::string fmt(double v, const char* f = "%.3g") { return format_metric(v, f); }
 
 nlohmann::json to_json(const quant::CompareResult& r) {
   nlohmann::json j;

@@ -5,6 +5,14 @@
 #include <sstream>
 
 namespace dlakit::cli {
+
+std::string format_metric(double v, const char* fmt) {
+  if (std::isinf(v)) return "inf";
+  char b[32];
+  std::snprintf(b, sizeof b, fmt, v);
+  return b;
+}
+
 namespace {
 
 std::string esc(const std::string& s) {
@@ -24,12 +32,7 @@ std::string esc(const std::string& s) {
   return o;
 }
 
-std::string num(double v, const char* fmt = "%.3g") {
-  if (std::isinf(v)) return "inf";
-  char b[32];
-  std::snprintf(b, sizeof b, fmt, v);
-  return b;
-}
+std::string num(double v, const char* fmt = "%.3g") { return format_metric(v, fmt); }
 
 // Relative L2 per layer on a log axis (1e-6 .. 10), one polyline per run; flagged layers circled.
 std::string error_chart(const quant::CompareResult& before, const quant::CompareResult* after) {
