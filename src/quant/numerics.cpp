@@ -395,10 +395,21 @@ const NumericsRunner::ConvInt8& NumericsRunner::conv_prep(size_t n) {
     fail(Status::kInvalidArgument, node.label(), ": ", c.w_scale.size(), " weight scales for ", M,
          " output channels");
   Tensor wq = quantize_weights(w, c.w_scale, 0, nn.rounding);
+  c.w_levels = wq;
   if (node.inputs.size() > 2 && node.inputs[2] >= 0) {
     const Tensor* b = g_.value(node.inputs[2]).constant ? &*g_.value(node.inputs[2]).constant : nullptr;
     if (!b) fail(Status::kUnsupported, node.label(), ": INT8 emulation needs a constant bias");
     c.bias = b->to_f32();
+  }
+  // Requantize: r = (acc + bias_q) * s_in * s_w[k], the bias quantized to int32 at the product's scale.
+  const float s_in = plan_.scale.count(node.inputs[0]) ? plan_.scale.at(node.inputs[0]) : 0.f;
+  for (int64_t m = 0; m < M; ++m) {
+    const float mult = s_in * c.w_scale[size_t(m)];
+    const float b = c.bias.empty() ? 0.f : c.bias[size_t(m)];
+    double bq = 0;
+    if (mult > 0) bq = std::clamp<double>(round_with(b / mult, nn.rounding), -2147483648.0, 2147483647.0);
+    c.mult.push_back(mult);
+    c.bias_q.push_back(bq);
   }
   const int64_t group = node.attr_int("group", 1);
   std::vector<double> col(size_t(Cg), 0.0);  // per input channel: max over k of sum |w_q[k, c, :]|
@@ -471,13 +482,12 @@ Tensor NumericsRunner::run_conv_int8(size_t n, const Tensor& x) {
       for (int64_t i = 0; i < acc.numel(); ++i) sum[size_t(i)] += int64_t(a[i]);
     }
   }
-  // Requantize: r = (acc + bias_q) * s_in * s_w[k]; fused activation on r; r to the output's range.
+  // Requantize (conv_prep's mult and bias_q); fused activation on r; r to the output's range.
   float* y = acc.data<float>();
   for (int64_t m = 0; m < M; ++m) {
-    const float mult = s_in * c.w_scale[size_t(m)];
+    const float mult = c.mult[size_t(m)];
     const float b = c.bias.empty() ? 0.f : c.bias[size_t(m)];
-    double bq = 0;
-    if (mult > 0) bq = std::clamp<double>(round_with(b / mult, nn.rounding), -2147483648.0, 2147483647.0);
+    const double bq = c.bias_q[size_t(m)];
     for (int64_t b0 = 0; b0 < N; ++b0) {
       const int64_t base = (b0 * M + m) * plane;
       for (int64_t i = 0; i < plane; ++i) {

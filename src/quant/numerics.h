@@ -81,13 +81,31 @@ class NumericsRunner {
   // input (per-layer "own error" analysis).
   void set_raw_inputs(bool on) { raw_inputs_ = on; }
 
- private:
   struct ConvInt8 {                                   // prepared once per INT8 Conv
     Node node;                                        // the Conv without bias and fused activation
-    std::vector<Tensor> w_q;                          // integer weight levels, one per input-channel chunk
+    Tensor w_levels;                                  // all integer weight levels (KCRS, as float)
+    std::vector<Tensor> w_q;                          // the same, one per input-channel chunk
     std::vector<std::pair<int64_t, int64_t>> chunks;  // input-channel ranges (exact fp32 sums per chunk)
     std::vector<float> w_scale, bias;
+    // Requantization per output channel: y = mult > 0 ? float(acc + bias_q) * mult : bias.
+    std::vector<float> mult;
+    std::vector<double> bias_q;
   };
+  // What a run reads, for other executors of the same plan (the CUDA backend), so both stay one rule.
+  bool value_on_grid(int v) const { return on_grid_[size_t(v)] != 0; }  // producer quantized it already
+  bool value_is_fp16(int v) const { return is_fp16_[size_t(v)] != 0; }  // producer rounded it to fp16
+  // The prepared form of a constant input (fp16-rounded or fake-quantized weights); null: use it as is.
+  const Tensor* prepared_constant(size_t node, int input) const {
+    auto it = const_cache_.find({node, input});
+    return it == const_cache_.end() ? nullptr : &it->second;
+  }
+  // An INT8 Conv's integer form; null when the node does not take the exact integer path.
+  const ConvInt8* conv_int8(size_t node) const {
+    auto it = conv_.find(node);
+    return it == conv_.end() ? nullptr : &it->second;
+  }
+
+ private:
   std::vector<Tensor> run_fp16(size_t n, const std::vector<const Tensor*>& in);
   std::vector<Tensor> run_int8(size_t n, const std::vector<const Tensor*>& in);
   Tensor run_conv_int8(size_t n, const Tensor& x);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 
 #include "engine/engine.h"
 
@@ -94,6 +96,16 @@ quant::NumericsPlan Module::plan() const {
     p.layers[i].precision = fp16 ? dla::Precision::kFP16 : dla::Precision::kINT8;
   }
   return quant::plan_numerics(l_.graph, p, &l_.scales);
+}
+
+quant::NumericsPlan Module::numerics() const {
+  return l_.int8 ? plan() : quant::plan_uniform(l_.graph, quant::Mode::kFP16, nullptr);
+}
+
+gpu::GpuEngine& Module::gpu_engine() const {
+  std::lock_guard<std::mutex> lk(gpu_mu_);
+  if (!gpu_) gpu_ = std::make_unique<gpu::GpuEngine>(l_.graph, numerics());
+  return *gpu_;
 }
 
 std::vector<std::pair<std::string, double>> Module::profile(const std::vector<const void*>& in,
@@ -248,6 +260,10 @@ void Device::submit(const Task& t, void* stream, bool noop) {
                                                        std::to_string(m.outputs()[i].size) +
                                                        " bytes) is not a registered buffer of that size");
   if (noop) return;
+  bool on_gpu = false;
+  for (auto* p : t.inputs) on_gpu = on_gpu || gpu::memory_kind(p) != gpu::MemoryKind::kHost;
+  for (auto* p : t.outputs) on_gpu = on_gpu || gpu::memory_kind(p) != gpu::MemoryKind::kHost;
+  if (on_gpu) return submit_cuda(t, stream);
   std::vector<const void*> in(t.inputs.begin(), t.inputs.end());
   std::vector<void*> out(t.outputs.begin(), t.outputs.end());
   const uint32_t timeout = timeout_ms_;
@@ -272,7 +288,91 @@ void Device::submit(const Task& t, void* stream, bool noop) {
   if (!stream) core.wait(ticket);
 }
 
+// The DLA task between the stream's earlier and later work: copies into pinned staging buffers, the
+// emulated DLA (on CUDA, or the CPU emulator in a host step), copies back; all in this device's queue.
+void Device::submit_cuda(const Task& t, void* stream) {
+  const Module& m = module();
+  const char* env = std::getenv("DLAKIT_DLA_BACKEND");
+  const bool cpu = env && std::string(env) == "cpu";
+  std::lock_guard<std::mutex> lk(mu_);
+  try {
+    if (!queue_) queue_ = std::make_unique<gpu::Queue>();
+    if (staging_.empty()) {
+      for (auto& d : m.inputs()) staging_.emplace_back(d.size);
+      for (auto& d : m.outputs()) staging_.emplace_back(d.size);
+    }
+    const size_t ni = m.inputs().size(), no = m.outputs().size();
+    gpu::Queue& q = *queue_;
+    q.begin(stream);
+    for (size_t i = 0; i < ni; ++i) q.copy(staging_[i].data(), t.inputs[i], m.inputs()[i].size);
+    std::vector<const void*> in;
+    std::vector<void*> out;
+    for (size_t i = 0; i < ni; ++i) in.push_back(staging_[i].data());
+    for (size_t i = 0; i < no; ++i) out.push_back(staging_[ni + i].data());
+    if (cpu) {
+      q.host([this, &m, in, out] {
+        try {
+          m.execute(in, out);
+        } catch (...) {
+          record_failure(cudlaErrorDlaErrInvalidInput);
+        }
+      });
+    } else {
+      gpu::GpuEngine& e = m.gpu_engine();
+      const Graph& g = m.loadable().graph;
+      auto bytes = [&](int v) { return size_t(numel(g.value(v).type.shape)) * dtype_size(g.value(v).type.dtype); };
+      if (nchw_.empty()) {
+        for (int v : g.inputs) nchw_.emplace_back(bytes(v));
+        for (int v : g.outputs) nchw_.emplace_back(bytes(v));
+      }
+      std::vector<void*> f32;
+      for (auto& b : nchw_) f32.push_back(b.data());
+      // Descriptor layouts to dense float32 NCHW on the host (the same pack/unpack as the CPU path).
+      q.host([this, &m, in, f32] {
+        try {
+          for (size_t i = 0; i < m.inputs().size(); ++i) {
+            Tensor x = unpack(in[i], m.inputs()[i]);
+            std::memcpy(f32[i], x.raw(), x.nbytes());
+          }
+        } catch (...) {
+          record_failure(cudlaErrorDlaErrInvalidInput);
+        }
+      });
+      for (size_t i = 0; i < g.inputs.size(); ++i) q.copy(e.input(i), f32[i], bytes(g.inputs[i]));
+      e.enqueue(q.stream());
+      for (size_t i = 0; i < g.outputs.size(); ++i)
+        q.copy(f32[g.inputs.size() + i], e.output(i), bytes(g.outputs[i]));
+      q.host([this, &m, &g, f32, out] {
+        try {
+          for (size_t i = 0; i < m.outputs().size(); ++i) {
+            const int v = g.outputs[i];
+            Tensor y = Tensor::uninitialized(g.value(v).type.dtype, g.value(v).type.shape);
+            std::memcpy(y.raw(), f32[g.inputs.size() + i], y.nbytes());
+            pack(y, m.outputs()[i], out[i]);
+          }
+        } catch (...) {
+          record_failure(cudlaErrorDlaErrInvalidInput);
+        }
+      });
+    }
+    for (size_t i = 0; i < no; ++i) q.copy(t.outputs[i], staging_[ni + i].data(), m.outputs()[i].size);
+    q.end(stream);
+  } catch (const RuntimeError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw RuntimeError(cudlaErrorCuda, std::string("CUDA backend: ") + e.what());
+  }
+}
+
 void Device::synchronize() {
+  if (queue_) {
+    try {
+      queue_->synchronize();
+      if (module_ && module_->has_gpu_engine()) module_->gpu_engine().synchronize();
+    } catch (...) {
+      record_failure(cudlaErrorDlaErrInvalidInput);
+    }
+  }
   uint64_t t;
   {
     std::lock_guard<std::mutex> lk(mu_);

@@ -2,9 +2,13 @@
 // RuntimeError carrying the cuDLA status, its readable name and the context. libcudla.so.1 is a thin
 // noexcept shim over these classes.
 //
-// CPU-only behaviour (no CUDA here): "device pointers" are host pointers; register_memory returns the
-// same address. A task submitted with a null stream runs before submit() returns; with a stream handle
-// from Stream, tasks are queued on the device's core and run in order, and Stream::synchronize() waits.
+// Without a GPU: "device pointers" are host pointers; register_memory returns the same address. A task
+// submitted with a null stream runs before submit() returns; with any other stream handle, tasks are
+// queued on the device's core and run in order, and synchronize() waits.
+// With a GPU (CUDA backend) and a task whose buffers are CUDA device memory: the stream is a cudaStream_t.
+// The task is queued after the work already on it and later work waits for the task, so GPU
+// pre-processing, the DLA task and GPU post-processing run in stream order. It runs on the emulated DLA on
+// CUDA (gpu::GpuEngine) or, with DLAKIT_DLA_BACKEND=cpu, on the CPU emulator between two copies.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -21,6 +25,8 @@
 
 #include "cudla.h"
 #include "engine/engine.h"
+#include "gpu/engine.h"
+#include "gpu/gpu.h"
 #include "loadable/loadable.h"
 #include "quant/numerics.h"
 
@@ -53,9 +59,19 @@ class Module {
   // Milliseconds per layer of one run on the given buffers (a separate, profiling executor).
   std::vector<std::pair<std::string, double>> profile(const std::vector<const void*>& in,
                                                       const std::vector<void*>& out) const;
+  // The numerics every backend runs: INT8 (the loadable's scales, FP16 layers) or DLA FP16 everywhere.
+  quant::NumericsPlan numerics() const;
+  // The emulated DLA on CUDA for this module, built on first use (throws without a GPU).
+  gpu::GpuEngine& gpu_engine() const;
+  bool has_gpu_engine() const {
+    std::lock_guard<std::mutex> lk(gpu_mu_);
+    return gpu_ != nullptr;
+  }
 
  private:
   Loadable l_;
+  mutable std::mutex gpu_mu_;
+  mutable std::unique_ptr<gpu::GpuEngine> gpu_;
   std::unique_ptr<ReferenceEngine> engine_;      // FP16 loadables; run() is re-entrant when not profiling
   std::unique_ptr<quant::EmulatedEngine> int8_;  // INT8 loadables: the DLA's INT8 numerics
   quant::NumericsPlan plan() const;
@@ -112,7 +128,11 @@ class Device {
 
  private:
   void record_failure(cudlaStatus s);
+  void submit_cuda(const Task& t, void* stream);
   int core_;
+  std::unique_ptr<gpu::Queue> queue_;        // CUDA tasks of this device, in order
+  std::vector<gpu::PinnedBuffer> staging_;   // CUDA tasks: inputs then outputs, as the descriptors lay out
+  std::vector<gpu::PinnedBuffer> nchw_;      // CUDA backend: graph inputs then outputs, float32 NCHW
   std::unique_ptr<Module> module_;
   std::map<uintptr_t, size_t> registered_;
   mutable std::mutex mu_;

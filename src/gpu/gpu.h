@@ -1,0 +1,75 @@
+// The CUDA side of dlakit, behind an interface free of CUDA headers: whether a GPU is usable, what kind of
+// memory a pointer is, pinned host buffers, and a queue (a CUDA stream of its own) that orders work after
+// a caller's stream and makes the caller's stream wait for it: how a DLA task sits between GPU kernels.
+// Built without CUDA (DLAKIT_CUDA=OFF) every query says "no GPU" and constructors throw kUnsupported.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace dlakit::gpu {
+
+// True when dlakit was built with CUDA and a device answers. `why` gets the reason when not.
+bool available(std::string* why = nullptr);
+std::string device_name();  // "NVIDIA H200 (sm_90)"; empty when unavailable
+
+enum class MemoryKind { kHost, kDevice, kManaged };
+MemoryKind memory_kind(const void* p);  // unknown to CUDA (or no GPU): kHost
+
+// Page-locked host memory (fast, asynchronous copies).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
+  void* data() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  void* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// Device memory.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  void* data() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  void* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// A stream of dlakit's own. Work goes on it in order; begin(s) makes it wait for what stream `s` (a
+// cudaStream_t, null = the legacy default stream) has queued so far, end(s) makes `s` wait for it.
+class Queue {
+ public:
+  Queue();
+  ~Queue();
+  Queue(const Queue&) = delete;
+  Queue& operator=(const Queue&) = delete;
+  void* stream() const { return stream_; }
+  void begin(void* user_stream);
+  void end(void* user_stream);
+  void copy(void* dst, const void* src, size_t bytes);  // any memory kinds, in queue order
+  // Runs f on a CUDA host thread in queue order. f must not call CUDA; exceptions are caught and kept.
+  void host(std::function<void()> f);
+  void synchronize();  // waits for the queue, then rethrows the first failure of a host step
+  std::string take_error();  // the first host-step failure since the last call ("" if none)
+  struct Errors;
+
+ private:
+  void* stream_ = nullptr;
+  void* event_ = nullptr;
+  Errors* errors_;
+};
+
+}  // namespace dlakit::gpu

@@ -1,0 +1,156 @@
+// gpu.h on the CUDA runtime.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <mutex>
+
+#include "base/error.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu_check.h"
+
+namespace dlakit::gpu {
+
+void check_cuda(int err, const char* what) {
+  if (err != cudaSuccess)
+    fail(Status::kInternal, "CUDA: ", what, " failed: ", cudaGetErrorName(cudaError_t(err)), " (",
+         cudaGetErrorString(cudaError_t(err)), ")");
+}
+
+bool available(std::string* why) {
+  static const std::pair<bool, std::string> state = [] {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) return std::make_pair(false, std::string("no usable CUDA device: ") + cudaGetErrorString(e));
+    if (n == 0) return std::make_pair(false, std::string("no CUDA device"));
+    return std::make_pair(true, std::string());
+  }();
+  if (why) *why = state.second;
+  return state.first;
+}
+
+std::string device_name() {
+  if (!available()) return "";
+  int dev = 0;
+  cudaDeviceProp p{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&p, dev) != cudaSuccess) return "";
+  return std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) + ")";
+}
+
+MemoryKind memory_kind(const void* p) {
+  if (!p || !available()) return MemoryKind::kHost;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error of an unknown pointer
+    return MemoryKind::kHost;
+  }
+  if (a.type == cudaMemoryTypeDevice) return MemoryKind::kDevice;
+  if (a.type == cudaMemoryTypeManaged) return MemoryKind::kManaged;
+  return MemoryKind::kHost;
+}
+
+PinnedBuffer::PinnedBuffer(size_t bytes) : n_(bytes) {
+  if (bytes) DLAKIT_CUDA(cudaHostAlloc(&p_, bytes, cudaHostAllocDefault));
+}
+PinnedBuffer::~PinnedBuffer() {
+  if (p_) cudaFreeHost(p_);
+}
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  std::swap(p_, o.p_);
+  std::swap(n_, o.n_);
+  return *this;
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : n_(bytes) {
+  if (bytes) DLAKIT_CUDA(cudaMalloc(&p_, bytes));
+}
+DeviceBuffer::~DeviceBuffer() {
+  if (p_) cudaFree(p_);
+}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  std::swap(p_, o.p_);
+  std::swap(n_, o.n_);
+  return *this;
+}
+
+struct Queue::Errors {
+  std::mutex mu;
+  std::string first;
+};
+
+Queue::Queue() : errors_(new Errors) {
+  std::string why;
+  if (!available(&why)) {
+    delete errors_;
+    fail(Status::kUnsupported, "the CUDA backend needs a GPU: ", why);
+  }
+  cudaStream_t s;
+  cudaEvent_t e;
+  DLAKIT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  DLAKIT_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  stream_ = s;
+  event_ = e;
+}
+
+Queue::~Queue() {
+  cudaStreamSynchronize(cudaStream_t(stream_));
+  cudaEventDestroy(cudaEvent_t(event_));
+  cudaStreamDestroy(cudaStream_t(stream_));
+  delete errors_;
+}
+
+void Queue::begin(void* user) {
+  DLAKIT_CUDA(cudaEventRecord(cudaEvent_t(event_), cudaStream_t(user)));
+  DLAKIT_CUDA(cudaStreamWaitEvent(cudaStream_t(stream_), cudaEvent_t(event_), 0));
+}
+
+void Queue::end(void* user) {
+  DLAKIT_CUDA(cudaEventRecord(cudaEvent_t(event_), cudaStream_t(stream_)));
+  DLAKIT_CUDA(cudaStreamWaitEvent(cudaStream_t(user), cudaEvent_t(event_), 0));
+}
+
+void Queue::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes) DLAKIT_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStream_t(stream_)));
+}
+
+namespace {
+struct HostCall {
+  std::function<void()> f;
+  Queue::Errors* errors;
+};
+}  // namespace
+
+void Queue::host(std::function<void()> f) {
+  auto* call = new HostCall{std::move(f), errors_};
+  auto run = [](void* p) {
+    std::unique_ptr<HostCall> c(static_cast<HostCall*>(p));
+    try {
+      c->f();
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lk(c->errors->mu);
+      if (c->errors->first.empty()) c->errors->first = e.what();
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(c->errors->mu);
+      if (c->errors->first.empty()) c->errors->first = "unknown failure in a host step";
+    }
+  };
+  const cudaError_t e = cudaLaunchHostFunc(cudaStream_t(stream_), run, call);
+  if (e != cudaSuccess) {
+    delete call;
+    check_cuda(e, "cudaLaunchHostFunc");
+  }
+}
+
+std::string Queue::take_error() {
+  std::lock_guard<std::mutex> lk(errors_->mu);
+  std::string s;
+  s.swap(errors_->first);
+  return s;
+}
+
+void Queue::synchronize() {
+  DLAKIT_CUDA(cudaStreamSynchronize(cudaStream_t(stream_)));
+  const std::string e = take_error();
+  if (!e.empty()) fail(Status::kInternal, e);
+}
+
+}  // namespace dlakit::gpu

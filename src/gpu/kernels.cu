@@ -1,0 +1,293 @@
+// CUDA kernels of the emulated DLA (see kernels.h). Compiled with -fmad=false so every a * b + c rounds
+// twice, as the reference kernels do on the CPU.
+#include <cuda_fp16.h>
+
+#include <cfloat>
+#include <cmath>
+
+#include "gpu/kernels.h"
+
+namespace dlakit::gpu::k {
+namespace {
+
+constexpr int kThreads = 256;
+
+inline unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return unsigned(b < 1 ? 1 : (b > 1048576 ? 1048576 : b));  // grid-stride loops cover the rest
+}
+
+#define GRID_STRIDE(i, n) \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+// std::max / std::min exactly (the first argument wins ties, so signed zeros match the CPU).
+__device__ inline float smax(float a, float b) { return a < b ? b : a; }
+__device__ inline float smin(float a, float b) { return b < a ? b : a; }
+
+__device__ inline float unary_op(const UnaryParams& p, float v) {
+  switch (p.op) {
+    case Unary::kCopy:
+      return v;
+    case Unary::kRelu:
+      return v > 0.f ? v : 0.f;
+    case Unary::kLeakyRelu:
+      return v >= 0.f ? v : v * p.alpha;
+    case Unary::kClip:
+      return v != v ? v : smin(smax(v, p.lo), p.hi);
+    case Unary::kHardSigmoid:
+      return smax(0.f, smin(1.f, p.alpha * v + p.beta));
+    case Unary::kHardSwish:
+      return v * smax(0.f, smin(1.f, v / 6.f + 0.5f));
+    case Unary::kNeg:
+      return -v;
+    case Unary::kAbs:
+      return fabsf(v);
+    case Unary::kSqrt:
+      return float(sqrt(double(v)));
+    case Unary::kReciprocal:
+      return float(1.0 / double(v));
+    case Unary::kFloor:
+      return floorf(v);
+    case Unary::kCeil:
+      return ceilf(v);
+    case Unary::kSigmoid:
+      return 1.0f / (1.0f + expf(-v));
+    case Unary::kTanh:
+      return float(tanh(double(v)));
+    case Unary::kElu:
+      return v >= 0 ? v : float(double(p.alpha) * (exp(double(v)) - 1.0));
+    case Unary::kSoftplus:
+      return v > 30 ? v : float(log1p(exp(double(v))));
+    case Unary::kExp:
+      return float(exp(double(v)));
+    case Unary::kLog:
+      return float(log(double(v)));
+    case Unary::kErf:
+      return float(erf(double(v)));
+  }
+  return v;
+}
+
+__global__ void unary_kernel(UnaryParams p, const float* x, float* y, int64_t n) {
+  GRID_STRIDE(i, n) y[i] = unary_op(p, x[i]);
+}
+
+// NumPy maximum/minimum: NaN propagates.
+__device__ inline float pick(float a, float b, bool max) {
+  if (a != a || b != b) return __int_as_float(0x7fc00000);
+  return max ? (a > b ? a : b) : (a < b ? a : b);
+}
+
+__global__ void binary_kernel(Binary op, BroadcastShape sh, const float* a, const float* b, float* y, int64_t n) {
+  GRID_STRIDE(i, n) {
+    int64_t r = i, ia = 0, ib = 0;
+    for (int d = sh.rank - 1; d >= 0; --d) {
+      const int64_t c = r % sh.out[d];
+      r /= sh.out[d];
+      ia += c * sh.a_stride[d];
+      ib += c * sh.b_stride[d];
+    }
+    const float u = a[ia], v = b[ib];
+    float o;
+    switch (op) {
+      case Binary::kAdd: o = u + v; break;
+      case Binary::kSub: o = u - v; break;
+      case Binary::kMul: o = u * v; break;
+      case Binary::kDiv: o = u / v; break;
+      case Binary::kMax: o = pick(u, v, true); break;
+      case Binary::kMin: o = pick(u, v, false); break;
+      case Binary::kPow: o = powf(u, v); break;
+      default: o = u < 0 ? float(double(u) * double(v)) : u; break;  // PRelu: the reference's double product
+    }
+    y[i] = o;
+  }
+}
+
+__global__ void round_half_kernel(const float* x, float* y, int64_t n) {
+  GRID_STRIDE(i, n) y[i] = __half2float(__float2half_rn(x[i]));
+}
+
+// quantize() of src/quant/quantize.h: x / scale, round (ties by mode), clamp to [-128, 127], NaN -> 0.
+__device__ inline float level(float x, float scale, int rounding) {
+  if (x != x) return 0.f;
+  const float v = x / scale;
+  float t = rintf(v);  // ties to even
+  if (rounding == 0 && fabsf(v - t) == 0.5f && fabsf(t) < fabsf(v)) t += v < 0 ? -1.f : 1.f;
+  return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
+}
+
+__global__ void quantize_kernel(const float* x, float* y, int64_t n, float scale, int rounding, bool dequant) {
+  GRID_STRIDE(i, n) {
+    if (!(scale > 0)) {
+      y[i] = 0.f;
+      continue;
+    }
+    const float q = level(x[i], scale, rounding);
+    y[i] = dequant ? q * scale : q;
+  }
+}
+
+__global__ void quantize_i8_kernel(const float* x, int8_t* y, int64_t n, float scale, int rounding) {
+  GRID_STRIDE(i, n) y[i] = scale > 0 ? int8_t(level(x[i], scale, rounding)) : int8_t(0);
+}
+
+__device__ inline float activate(ActParams a, float v) {
+  switch (a.act) {
+    case Act::kRelu: return v > 0.f ? v : 0.f;
+    case Act::kClip: return v != v ? v : smin(smax(v, a.a), a.b);
+    case Act::kLeakyRelu: return v >= 0.f ? v : v * a.a;
+    default: return v;
+  }
+}
+
+// One thread per output element: a direct convolution (correctness first; see docs/runtime.md).
+template <typename In, typename Acc>
+__device__ inline Acc conv_sum(const ConvGeom& g, const In* x, const In* w, int64_t n, int64_t m, int64_t oh,
+                               int64_t ow) {
+  const int64_t Cg = g.C / g.G, Mg = g.M / g.G, grp = m / Mg;
+  Acc acc = 0;
+  for (int64_t c = 0; c < Cg; ++c) {
+    const In* xc = x + ((n * g.C) + grp * Cg + c) * g.H * g.W;
+    const In* wc = w + (m * Cg + c) * g.KH * g.KW;
+    for (int64_t kh = 0; kh < g.KH; ++kh) {
+      const int64_t ih = oh * g.SH - g.PT + kh * g.DH;
+      if (ih < 0 || ih >= g.H) continue;
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const int64_t iw = ow * g.SW - g.PL + kw * g.DW;
+        if (iw < 0 || iw >= g.W) continue;
+        acc += Acc(xc[ih * g.W + iw]) * Acc(wc[kh * g.KW + kw]);
+      }
+    }
+  }
+  return acc;
+}
+
+__global__ void conv_f32_kernel(ConvGeom g, const float* x, const float* w, const float* bias, ActParams act,
+                                float* y, int64_t total) {
+  GRID_STRIDE(i, total) {
+    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M, n = i / (g.OW * g.OH * g.M);
+    float acc = conv_sum<float, float>(g, x, w, n, m, oh, ow);
+    if (bias) acc += bias[m];
+    y[i] = activate(act, acc);
+  }
+}
+
+__global__ void conv_int8_kernel(ConvGeom g, const int8_t* x, const int8_t* w, const float* mult,
+                                 const double* bq, const float* bias, ActParams act, float* y, int64_t total) {
+  GRID_STRIDE(i, total) {
+    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M, n = i / (g.OW * g.OH * g.M);
+    const long long acc = conv_sum<int8_t, long long>(g, x, w, n, m, oh, ow);
+    const float r = mult[m] > 0 ? float(double(acc) + bq[m]) * mult[m] : (bias ? bias[m] : 0.f);
+    y[i] = activate(act, r);
+  }
+}
+
+// The reference pool's loops for 2-D with the depth axis of size 1 (see src/kernels/ref/pool.cpp).
+__global__ void pool2d_kernel(PoolGeom g, const float* x, float* y, int64_t total) {
+  GRID_STRIDE(i, total) {
+    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, nc = i / (g.OW * g.OH);
+    const float* xc = x + nc * g.H * g.W;
+    float best = -INFINITY;
+    bool any = false;
+    double sum = 0;
+    int64_t count = 0, padded = 0;
+    for (int64_t kh = 0; kh < g.KH; ++kh) {
+      const int64_t ih = oh * g.SH - g.PT + kh * g.DH;
+      const bool hin = ih >= 0 && ih < g.H, hpad = ih >= -g.PT && ih < g.H + g.PB;
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const int64_t iw = ow * g.SW - g.PL + kw * g.DW;
+        const bool win = iw >= 0 && iw < g.W, wpad = iw >= -g.PL && iw < g.W + g.PR;
+        if (hpad && wpad) ++padded;
+        if (!(hin && win)) continue;
+        const float v = xc[ih * g.W + iw];
+        ++count;
+        sum += v;
+        if (v > best || !any) best = v;
+        any = true;
+      }
+    }
+    y[i] = g.is_max ? best : (count ? float(sum / double(g.include_pad ? padded : count)) : 0.f);
+  }
+}
+
+__global__ void global_pool_kernel(const float* x, float* y, int64_t planes, int64_t vol, bool is_max) {
+  GRID_STRIDE(i, planes) {
+    const float* p = x + i * vol;
+    double acc = is_max ? -INFINITY : 0.0;
+    for (int64_t j = 0; j < vol; ++j) acc = is_max ? (acc < double(p[j]) ? double(p[j]) : acc) : acc + p[j];
+    y[i] = float(is_max ? acc : acc / double(vol));
+  }
+}
+
+__global__ void transpose_kernel(TransposeShape t, const float* x, float* y, int64_t n) {
+  GRID_STRIDE(i, n) {
+    int64_t r = i, off = 0;
+    for (int d = t.rank - 1; d >= 0; --d) {
+      off += (r % t.out[d]) * t.in_stride[d];
+      r /= t.out[d];
+    }
+    y[i] = x[off];
+  }
+}
+
+__global__ void gemm_kernel(GemmGeom g, const float* a, const float* b, const float* c, float* y) {
+  GRID_STRIDE(i, g.M * g.N) {
+    const int64_t m = i / g.N, n = i % g.N;
+    float acc = 0;
+    for (int64_t k = 0; k < g.K; ++k) {
+      const float av = g.trans_a ? a[k * g.M + m] : a[m * g.K + k];
+      const float bv = g.trans_b ? b[n * g.K + k] : b[k * g.N + n];
+      acc += av * bv;
+    }
+    float r = g.alpha * acc;
+    if (c) r += g.beta * c[m * g.c_stride_m + n * g.c_stride_n];
+    y[i] = r;
+  }
+}
+
+}  // namespace
+
+void unary(const UnaryParams& p, const float* x, float* y, int64_t n, cudaStream_t s) {
+  if (n) unary_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, x, y, n);
+}
+void binary(Binary op, const BroadcastShape& sh, const float* a, const float* b, float* y, cudaStream_t s) {
+  int64_t n = 1;
+  for (int d = 0; d < sh.rank; ++d) n *= sh.out[d];
+  if (n) binary_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, sh, a, b, y, n);
+}
+void round_to_half(const float* x, float* y, int64_t n, cudaStream_t s) {
+  if (n) round_half_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);
+}
+void quantize(const float* x, float* y, int64_t n, float scale, int rounding, bool dequant, cudaStream_t s) {
+  if (n) quantize_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n, scale, rounding, dequant);
+}
+void quantize_i8(const float* x, int8_t* y, int64_t n, float scale, int rounding, cudaStream_t s) {
+  if (n) quantize_i8_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n, scale, rounding);
+}
+void conv_f32(const ConvGeom& g, const float* x, const float* w, const float* bias, ActParams act, float* y,
+              cudaStream_t s) {
+  const int64_t total = g.N * g.M * g.OH * g.OW;
+  if (total) conv_f32_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, x, w, bias, act, y, total);
+}
+void conv_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const float* mult, const double* bq,
+               const float* bias, ActParams act, float* y, cudaStream_t s) {
+  const int64_t total = g.N * g.M * g.OH * g.OW;
+  if (total) conv_int8_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, xq, wq, mult, bq, bias, act, y, total);
+}
+void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s) {
+  const int64_t total = g.NC * g.OH * g.OW;
+  if (total) pool2d_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, x, y, total);
+}
+void global_pool(const float* x, float* y, int64_t planes, int64_t vol, bool is_max, cudaStream_t s) {
+  if (planes) global_pool_kernel<<<blocks_for(planes), kThreads, 0, s>>>(x, y, planes, vol, is_max);
+}
+void transpose(const TransposeShape& t, const float* x, float* y, cudaStream_t s) {
+  int64_t n = 1;
+  for (int d = 0; d < t.rank; ++d) n *= t.out[d];
+  if (n) transpose_kernel<<<blocks_for(n), kThreads, 0, s>>>(t, x, y, n);
+}
+void gemm(const GemmGeom& g, const float* a, const float* b, const float* c, float* y, cudaStream_t s) {
+  if (g.M * g.N > 0) gemm_kernel<<<blocks_for(g.M * g.N), kThreads, 0, s>>>(g, a, b, c, y);
+}
+
+}  // namespace dlakit::gpu::k

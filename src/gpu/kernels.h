@@ -1,0 +1,86 @@
+// CUDA kernels of the emulated DLA on the GPU. Plain-data parameters only, so host code compiled by g++
+// includes this without CUDA's compiler. Every kernel mirrors one reference kernel's arithmetic; the ones
+// marked "exact" reproduce it bit for bit (same operations in the same order, no FMA contraction: the file
+// is compiled with -fmad=false), which INT8 layers rely on for CPU/GPU bit-exactness.
+#pragma once
+#include <cstdint>
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace dlakit::gpu::k {
+
+constexpr int kMaxRank = 6;
+
+// Unary ops; the codes are ours (not OpKind) to keep this header free of the IR.
+enum class Unary : int {
+  kCopy, kRelu, kLeakyRelu, kClip, kHardSigmoid, kHardSwish, kNeg, kAbs, kSqrt, kReciprocal, kFloor,
+  kCeil, kSigmoid, kTanh, kElu, kSoftplus, kExp, kLog, kErf
+};
+struct UnaryParams {
+  Unary op = Unary::kCopy;
+  float alpha = 0, beta = 0, lo = 0, hi = 0;
+};
+// exact for kCopy..kCeil; the transcendental ones follow the reference's formula within an ulp or so.
+void unary(const UnaryParams& p, const float* x, float* y, int64_t n, cudaStream_t s);
+
+enum class Binary : int { kAdd, kSub, kMul, kDiv, kMax, kMin, kPow, kPRelu };
+struct BroadcastShape {
+  int rank = 0;
+  int64_t out[kMaxRank] = {};
+  int64_t a_stride[kMaxRank] = {}, b_stride[kMaxRank] = {};  // element strides, 0 where broadcast
+};
+// exact except kPow
+void binary(Binary op, const BroadcastShape& sh, const float* a, const float* b, float* y, cudaStream_t s);
+
+// Precision emulation on a buffer, in place or not (exact).
+void round_to_half(const float* x, float* y, int64_t n, cudaStream_t s);
+// rounding: 0 half away from zero (DLA), 1 half to even (GPU INT8). dequant: q * scale, else the level.
+void quantize(const float* x, float* y, int64_t n, float scale, int rounding, bool dequant, cudaStream_t s);
+void quantize_i8(const float* x, int8_t* y, int64_t n, float scale, int rounding, cudaStream_t s);
+
+// 2-D convolution (N, C, H, W) * (M, C/G, KH, KW), ONNX semantics.
+struct ConvGeom {
+  int64_t N = 1, C = 1, H = 1, W = 1, M = 1, OH = 1, OW = 1, KH = 1, KW = 1;
+  int64_t SH = 1, SW = 1, DH = 1, DW = 1, PT = 0, PL = 0, G = 1;
+};
+enum class Act : int { kNone, kRelu, kClip, kLeakyRelu };
+struct ActParams {
+  Act act = Act::kNone;
+  float a = 0, b = 0;
+};
+// float conv with bias and the fused activation (FP32/FP16 layers; the sum order differs from the CPU's)
+void conv_f32(const ConvGeom& g, const float* x, const float* w, const float* bias, ActParams act, float* y,
+              cudaStream_t s);
+// INT8 conv, exact: integer sums of levels in int64, then y = mult[m] > 0 ? float(acc + bq[m]) * mult[m] :
+// bias[m], then the fused activation.
+void conv_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const float* mult, const double* bq,
+               const float* bias, ActParams act, float* y, cudaStream_t s);
+
+// 2-D pooling over (N*C) planes with the reference's window rules; exact (the average sums in double in
+// the reference's order).
+struct PoolGeom {
+  int64_t NC = 1, H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1, SH = 1, SW = 1, DH = 1, DW = 1;
+  int64_t PT = 0, PL = 0, PB = 0, PR = 0;
+  bool is_max = true, include_pad = false;
+};
+void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s);
+void global_pool(const float* x, float* y, int64_t planes, int64_t vol, bool is_max, cudaStream_t s);
+
+// y = permute(x): out index -> in offset via in_stride[perm[d]] (exact).
+struct TransposeShape {
+  int rank = 0;
+  int64_t out[kMaxRank] = {}, in_stride[kMaxRank] = {};
+};
+void transpose(const TransposeShape& t, const float* x, float* y, cudaStream_t s);
+
+// Y[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * C (C broadcast through c_stride_m / c_stride_n; may be
+// null). Float sums: not exact.
+struct GemmGeom {
+  int64_t M = 1, N = 1, K = 1;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1, beta = 1;
+  int64_t c_stride_m = 0, c_stride_n = 0;
+};
+void gemm(const GemmGeom& g, const float* a, const float* b, const float* c, float* y, cudaStream_t s);
+
+}  // namespace dlakit::gpu::k

@@ -1,0 +1,164 @@
+// The emulated DLA on CUDA against the CPU emulation (the oracle), on real models with random inputs:
+// INT8 outputs must be equal, FP16 / FP32 within float rounding. Skips where no GPU answers (CI).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "gpu/engine.h"
+#include "gpu/gpu.h"
+#include "onnx/importer.h"
+#include "passes/passes.h"
+#include "placement/placement.h"
+#include "quant/calibrate.h"
+#include "quant/numerics.h"
+
+using namespace dlakit;
+namespace fs = std::filesystem;
+
+// GTEST_SKIP returns from the function it is in, so this is a macro.
+#define REQUIRE_GPU()                                                      \
+  do {                                                                     \
+    std::string why_;                                                      \
+    if (!gpu::available(&why_)) GTEST_SKIP() << "no GPU: " << why_;        \
+  } while (0)
+
+namespace {
+// DLAKIT_SOURCE_DIR in the environment overrides the build's (the GPU machine runs a copy elsewhere).
+const fs::path kModels =
+    fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : DLAKIT_SOURCE_DIR) / ".cache" /
+    "models";
+
+
+TensorMap random_inputs(const Graph& g, uint32_t seed) {
+  TensorMap in;
+  for (int id : g.inputs) {
+    std::mt19937 gen(seed++);
+    std::normal_distribution<float> d(0.f, 1.f);
+    Tensor t(g.value(id).type.dtype, g.value(id).type.shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(gen);
+    in[g.value(id).name] = t;
+  }
+  return in;
+}
+
+double cosine(const Tensor& a, const Tensor& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = a.data<float>()[i], y = b.data<float>()[i];
+    ab += x * y, aa += x * x, bb += y * y;
+  }
+  return aa == 0 && bb == 0 ? 1.0 : ab / std::sqrt(aa * bb);
+}
+
+int64_t differing(const Tensor& a, const Tensor& b) {  // values, so -0 equals +0; NaN equals NaN
+  int64_t d = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const float x = a.data<float>()[i], y = b.data<float>()[i];
+    d += !(x == y || (x != x && y != y));
+  }
+  return d;
+}
+
+Graph load(const std::string& name) {
+  const fs::path f = kModels / (name + ".onnx");
+  if (!fs::exists(f)) throw std::runtime_error(f.string() + " is missing: run make fetch");
+  ImportOptions o;
+  if (name == "ppocr_det") o.input_shapes = parse_input_shapes("x:1x3x320x320");  // dynamic in the file
+  Graph g = import_onnx_file(f.string(), o);
+  run_passes(g);
+  return g;
+}
+
+quant::NumericsPlan int8_plan(const Graph& g) {
+  PlacementOptions po;
+  po.precision = dla::Precision::kINT8;
+  const Placement p = place(g, po);
+  quant::HistogramCollector hc(g);
+  hc.add(random_inputs(g, 100));
+  const quant::ScaleTable scales = hc.compute({});
+  return quant::plan_numerics(g, p, &scales);
+}
+}  // namespace
+
+TEST(GpuBackend, ReportsWhyItIsUnavailableOrNamesTheDevice) {
+  std::string why;
+  if (gpu::available(&why)) {
+    EXPECT_FALSE(gpu::device_name().empty());
+  } else {
+    EXPECT_FALSE(why.empty());
+    EXPECT_THROW(gpu::Queue(), Error);  // a clear error, not a crash
+  }
+}
+
+class GpuModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GpuModel, Int8IsBitExactWithTheCpuEmulation) {
+  REQUIRE_GPU();
+  const Graph g = load(GetParam());
+  const quant::NumericsPlan plan = int8_plan(g);
+  ASSERT_GT(plan.int8_nodes, 0);
+  gpu::GpuEngine gpu_engine(g, plan);
+  quant::EmulatedEngine cpu_engine(g, plan);
+  const TensorMap in = random_inputs(g, 7);
+  const TensorMap want = cpu_engine.run(in), got = gpu_engine.run(in);
+  int host = 0;
+  for (auto& n : gpu_engine.nodes()) host += !n.on_gpu;
+  std::printf("%s INT8: %d of %zu layers on the GPU, %d on the host\n", GetParam().c_str(),
+              gpu_engine.gpu_nodes(), g.nodes.size(), host);
+  EXPECT_GT(gpu_engine.gpu_nodes(), int(g.nodes.size()) / 2);
+  for (auto& [name, w] : want) {
+    ASSERT_EQ(got.at(name).numel(), w.numel());
+    EXPECT_EQ(differing(got.at(name), w), 0) << name << ": INT8 CUDA output differs from the CPU's";
+  }
+}
+
+TEST_P(GpuModel, Fp16AndFp32MatchTheCpuWithinRounding) {
+  REQUIRE_GPU();
+  const Graph g = load(GetParam());
+  const TensorMap in = random_inputs(g, 9);
+  for (quant::Mode mode : {quant::Mode::kFP32, quant::Mode::kFP16}) {
+    const quant::NumericsPlan plan = quant::plan_uniform(g, mode, nullptr);
+    gpu::GpuEngine gpu_engine(g, plan);
+    quant::EmulatedEngine cpu_engine(g, plan);
+    const TensorMap want = cpu_engine.run(in), got = gpu_engine.run(in);
+    std::printf("%s %s: %d of %zu layers on the GPU\n", GetParam().c_str(), quant::mode_name(mode),
+                gpu_engine.gpu_nodes(), g.nodes.size());
+    EXPECT_GT(gpu_engine.gpu_nodes(), int(g.nodes.size()) / 2);
+    for (auto& [name, w] : want) {
+      const double c = cosine(got.at(name), w);
+      std::printf("  %s cosine %.7f\n", name.c_str(), c);
+      EXPECT_GE(c, mode == quant::Mode::kFP32 ? 0.99999 : 0.999) << name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RealModels, GpuModel, ::testing::Values("mobilenet_v2", "squeezenet1_1", "ppocr_det"),
+                         [](const auto& info) { return info.param; });
+
+TEST(GpuBackend, AQueuedRunWaitsForTheCallersStreamAndRunsInOrder) {
+  REQUIRE_GPU();
+  const Graph g = load("squeezenet1_1");
+  const quant::NumericsPlan plan = int8_plan(g);
+  gpu::GpuEngine e(g, plan);
+  quant::EmulatedEngine cpu(g, plan);
+  // Three runs queued back to back on one stream, each input written by a copy queued before it.
+  gpu::Queue user;
+  const Value& iv = g.value(g.inputs[0]);
+  const Value& ov = g.value(g.outputs[0]);
+  std::vector<TensorMap> ins;
+  std::vector<Tensor> outs;
+  for (uint32_t k = 0; k < 3; ++k) ins.push_back(random_inputs(g, 20 + k));
+  for (uint32_t k = 0; k < 3; ++k) outs.push_back(Tensor::uninitialized(ov.type.dtype, ov.type.shape));
+  for (uint32_t k = 0; k < 3; ++k) {
+    user.copy(e.input(0), ins[k].at(iv.name).raw(), ins[k].at(iv.name).nbytes());
+    e.enqueue(user.stream());
+    user.copy(outs[k].raw(), e.output(0), outs[k].nbytes());
+  }
+  user.synchronize();
+  e.synchronize();
+  for (uint32_t k = 0; k < 3; ++k)
+    EXPECT_EQ(differing(outs[k], cpu.run(ins[k]).at(ov.name)), 0) << "run " << k;
+}
