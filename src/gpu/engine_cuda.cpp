@@ -34,42 +34,102 @@ bool exact(k::Unary u) { return int(u) <= int(k::Unary::kCeil); }
 
 bool unary_code(OpKind op, k::Unary& u) {
   switch (op) {
-    case OpKind::Relu: u = k::Unary::kRelu; return true;
-    case OpKind::LeakyRelu: u = k::Unary::kLeakyRelu; return true;
-    case OpKind::Clip: u = k::Unary::kClip; return true;
-    case OpKind::HardSigmoid: u = k::Unary::kHardSigmoid; return true;
-    case OpKind::HardSwish: u = k::Unary::kHardSwish; return true;
-    case OpKind::Neg: u = k::Unary::kNeg; return true;
-    case OpKind::Abs: u = k::Unary::kAbs; return true;
-    case OpKind::Sqrt: u = k::Unary::kSqrt; return true;
-    case OpKind::Reciprocal: u = k::Unary::kReciprocal; return true;
-    case OpKind::Floor: u = k::Unary::kFloor; return true;
-    case OpKind::Ceil: u = k::Unary::kCeil; return true;
-    case OpKind::Sigmoid: u = k::Unary::kSigmoid; return true;
-    case OpKind::Tanh: u = k::Unary::kTanh; return true;
-    case OpKind::Elu: u = k::Unary::kElu; return true;
-    case OpKind::Softplus: u = k::Unary::kSoftplus; return true;
-    case OpKind::Exp: u = k::Unary::kExp; return true;
-    case OpKind::Log: u = k::Unary::kLog; return true;
-    case OpKind::Erf: u = k::Unary::kErf; return true;
-    case OpKind::Reshape: case OpKind::Flatten: case OpKind::Squeeze: case OpKind::Unsqueeze:
-    case OpKind::Identity: case OpKind::Dropout:
-      u = k::Unary::kCopy; return true;
-    default: return false;
+    case OpKind::Relu:
+      u = k::Unary::kRelu;
+      return true;
+    case OpKind::LeakyRelu:
+      u = k::Unary::kLeakyRelu;
+      return true;
+    case OpKind::Clip:
+      u = k::Unary::kClip;
+      return true;
+    case OpKind::HardSigmoid:
+      u = k::Unary::kHardSigmoid;
+      return true;
+    case OpKind::HardSwish:
+      u = k::Unary::kHardSwish;
+      return true;
+    case OpKind::Neg:
+      u = k::Unary::kNeg;
+      return true;
+    case OpKind::Abs:
+      u = k::Unary::kAbs;
+      return true;
+    case OpKind::Sqrt:
+      u = k::Unary::kSqrt;
+      return true;
+    case OpKind::Reciprocal:
+      u = k::Unary::kReciprocal;
+      return true;
+    case OpKind::Floor:
+      u = k::Unary::kFloor;
+      return true;
+    case OpKind::Ceil:
+      u = k::Unary::kCeil;
+      return true;
+    case OpKind::Sigmoid:
+      u = k::Unary::kSigmoid;
+      return true;
+    case OpKind::Tanh:
+      u = k::Unary::kTanh;
+      return true;
+    case OpKind::Elu:
+      u = k::Unary::kElu;
+      return true;
+    case OpKind::Softplus:
+      u = k::Unary::kSoftplus;
+      return true;
+    case OpKind::Exp:
+      u = k::Unary::kExp;
+      return true;
+    case OpKind::Log:
+      u = k::Unary::kLog;
+      return true;
+    case OpKind::Erf:
+      u = k::Unary::kErf;
+      return true;
+    case OpKind::Reshape:
+    case OpKind::Flatten:
+    case OpKind::Squeeze:
+    case OpKind::Unsqueeze:
+    case OpKind::Identity:
+    case OpKind::Dropout:
+      u = k::Unary::kCopy;
+      return true;
+    default:
+      return false;
   }
 }
 
 bool binary_code(OpKind op, k::Binary& b) {
   switch (op) {
-    case OpKind::Add: case OpKind::Sum: b = k::Binary::kAdd; return true;
-    case OpKind::Sub: b = k::Binary::kSub; return true;
-    case OpKind::Mul: b = k::Binary::kMul; return true;
-    case OpKind::Div: b = k::Binary::kDiv; return true;
-    case OpKind::Max: b = k::Binary::kMax; return true;
-    case OpKind::Min: b = k::Binary::kMin; return true;
-    case OpKind::Pow: b = k::Binary::kPow; return true;
-    case OpKind::PRelu: b = k::Binary::kPRelu; return true;
-    default: return false;
+    case OpKind::Add:
+    case OpKind::Sum:
+      b = k::Binary::kAdd;
+      return true;
+    case OpKind::Sub:
+      b = k::Binary::kSub;
+      return true;
+    case OpKind::Mul:
+      b = k::Binary::kMul;
+      return true;
+    case OpKind::Div:
+      b = k::Binary::kDiv;
+      return true;
+    case OpKind::Max:
+      b = k::Binary::kMax;
+      return true;
+    case OpKind::Min:
+      b = k::Binary::kMin;
+      return true;
+    case OpKind::Pow:
+      b = k::Binary::kPow;
+      return true;
+    case OpKind::PRelu:
+      b = k::Binary::kPRelu;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -78,10 +138,14 @@ k::ActParams fused_act(const Node& n) {
   if (!n.has("dlakit_activation")) return a;
   const std::string act = n.attr_str("dlakit_activation", "");
   const auto p = n.attr_floats("dlakit_activation_params", {});
-  if (act == "Relu") a.act = k::Act::kRelu;
-  else if (act == "Clip" && p.size() == 2) a = {k::Act::kClip, p[0], p[1]};
-  else if (act == "LeakyRelu" && p.size() == 1) a = {k::Act::kLeakyRelu, p[0], 0};
-  else fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
+  if (act == "Relu")
+    a.act = k::Act::kRelu;
+  else if (act == "Clip" && p.size() == 2)
+    a = {k::Act::kClip, p[0], p[1]};
+  else if (act == "LeakyRelu" && p.size() == 1)
+    a = {k::Act::kLeakyRelu, p[0], 0};
+  else
+    fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
   return a;
 }
 }  // namespace
@@ -90,11 +154,11 @@ struct GpuEngine::Impl {
   const Graph& g;
   quant::NumericsRunner runner;
   Queue queue;
-  std::vector<DeviceBuffer> val;                  // per runtime value
-  std::vector<DeviceBuffer> owned;                // constants, temporaries
+  std::vector<DeviceBuffer> val;    // per runtime value
+  std::vector<DeviceBuffer> owned;  // constants, temporaries
   std::map<std::pair<size_t, int>, const void*> const_dev;
   using Step = std::function<void(cudaStream_t)>;
-  std::vector<std::vector<Step>> steps;           // per node
+  std::vector<std::vector<Step>> steps;  // per node
   std::vector<NodeInfo> info;
   std::vector<std::vector<PinnedBuffer>> pinned;  // host steps' staging
   std::mutex run_mu;
@@ -217,7 +281,8 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
     k::UnaryParams p;
     p.op = u;
     if (node.op == OpKind::LeakyRelu) p.alpha = node.attr_float("alpha", 0.01f);
-    if (node.op == OpKind::HardSigmoid) p.alpha = node.attr_float("alpha", 0.2f), p.beta = node.attr_float("beta", 0.5f);
+    if (node.op == OpKind::HardSigmoid)
+      p.alpha = node.attr_float("alpha", 0.2f), p.beta = node.attr_float("beta", 0.5f);
     if (node.op == OpKind::Elu) p.alpha = node.attr_float("alpha", 1.0f);
     if (node.op == OpKind::Clip) {
       p.lo = -INFINITY, p.hi = INFINITY;
@@ -236,7 +301,8 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
     const float* x = input(n, 0);
     steps[n].push_back([=](cudaStream_t s) { k::unary(p, x, y, count, s); });
   } else if (binary_code(node.op, b)) {
-    if (node.inputs.size() != 2 || node.opset < 7) return give_up("legacy broadcasting or more than two inputs");
+    if (node.inputs.size() != 2 || node.opset < 7)
+      return give_up("legacy broadcasting or more than two inputs");
     if (int8 && b == k::Binary::kPow) return give_up("INT8: powf may differ from the CPU's by an ulp");
     const Shape& as = g.value(node.inputs[0]).type.shape;
     const Shape& bs = g.value(node.inputs[1]).type.shape;
@@ -251,7 +317,8 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
   } else if (node.op == OpKind::Conv) {
     const Shape& xs = g.value(node.inputs[0]).type.shape;
     const int wv = node.inputs[1];
-    if (xs.size() != 4 || !g.value(wv).constant) return give_up("not a 2-D convolution with constant weights");
+    if (xs.size() != 4 || !g.value(wv).constant)
+      return give_up("not a 2-D convolution with constant weights");
     const Shape& ws = g.value(wv).type.shape;
     const int bv = node.inputs.size() > 2 ? node.inputs[2] : -1;
     if (bv >= 0 && !g.value(bv).constant) return give_up("a bias computed at run time");
@@ -274,7 +341,8 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
       const auto* wd = static_cast<const int8_t*>(upload(wq.data(), wq.size()));
       const auto* md = static_cast<const float*>(upload(c->mult.data(), c->mult.size() * 4));
       const auto* bqd = static_cast<const double*>(upload(c->bias_q.data(), c->bias_q.size() * 8));
-      const float* bd = c->bias.empty() ? nullptr : static_cast<const float*>(upload(c->bias.data(), c->bias.size() * 4));
+      const float* bd =
+          c->bias.empty() ? nullptr : static_cast<const float*>(upload(c->bias.data(), c->bias.size() * 4));
       const int xv = node.inputs[0];
       const float* x = dev(xv);
       const int64_t xn = count_of(g, xv);
@@ -324,7 +392,8 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
       const size_t width = size_t(len * inner) * 4, dpitch = size_t(ys[size_t(axis)] * inner) * 4;
       if (width && outer)
         steps[n].push_back([=](cudaStream_t s) {
-          DLAKIT_CUDA(cudaMemcpy2DAsync(dst, dpitch, x, width, width, size_t(outer), cudaMemcpyDeviceToDevice, s));
+          DLAKIT_CUDA(
+              cudaMemcpy2DAsync(dst, dpitch, x, width, width, size_t(outer), cudaMemcpyDeviceToDevice, s));
         });
       offset += len;
     }
@@ -335,7 +404,8 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
     if (perm.empty())
       for (int64_t d = int64_t(xs.size()) - 1; d >= 0; --d) perm.push_back(d);
     std::vector<int64_t> stride(xs.size(), 1);
-    for (int64_t d = int64_t(xs.size()) - 2; d >= 0; --d) stride[size_t(d)] = stride[size_t(d + 1)] * xs[size_t(d + 1)];
+    for (int64_t d = int64_t(xs.size()) - 2; d >= 0; --d)
+      stride[size_t(d)] = stride[size_t(d + 1)] * xs[size_t(d + 1)];
     k::TransposeShape t;
     t.rank = int(ys.size());
     for (size_t d = 0; d < ys.size(); ++d) t.out[d] = ys[d], t.in_stride[d] = stride[size_t(perm[d])];
@@ -387,9 +457,8 @@ void GpuEngine::Impl::emit_host(size_t n) {
   for (auto [v, p] : ins) {
     void* src = val[size_t(v)].data();
     const size_t bytes = bytes_of(g, v);
-    steps[n].push_back([=](cudaStream_t s) {
-      DLAKIT_CUDA(cudaMemcpyAsync(p, src, bytes, cudaMemcpyDeviceToHost, s));
-    });
+    steps[n].push_back(
+        [=](cudaStream_t s) { DLAKIT_CUDA(cudaMemcpyAsync(p, src, bytes, cudaMemcpyDeviceToHost, s)); });
   }
   Impl* self = this;
   steps[n].push_back([=, &node](cudaStream_t) {
@@ -424,13 +493,13 @@ void GpuEngine::Impl::emit_host(size_t n) {
   for (auto [v, p] : outs) {
     void* dst = val[size_t(v)].data();
     const size_t bytes = bytes_of(g, v);
-    steps[n].push_back([=](cudaStream_t s) {
-      DLAKIT_CUDA(cudaMemcpyAsync(dst, p, bytes, cudaMemcpyHostToDevice, s));
-    });
+    steps[n].push_back(
+        [=](cudaStream_t s) { DLAKIT_CUDA(cudaMemcpyAsync(dst, p, bytes, cudaMemcpyHostToDevice, s)); });
   }
 }
 
-GpuEngine::GpuEngine(const Graph& g, quant::NumericsPlan plan) : impl_(std::make_unique<Impl>(g, std::move(plan))) {
+GpuEngine::GpuEngine(const Graph& g, quant::NumericsPlan plan)
+    : impl_(std::make_unique<Impl>(g, std::move(plan))) {
   Impl& m = *impl_;
   m.val.resize(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v)

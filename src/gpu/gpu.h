@@ -62,7 +62,7 @@ class Queue {
   void copy(void* dst, const void* src, size_t bytes);  // any memory kinds, in queue order
   // Runs f on a CUDA host thread in queue order. f must not call CUDA; exceptions are caught and kept.
   void host(std::function<void()> f);
-  void synchronize();  // waits for the queue, then rethrows the first failure of a host step
+  void synchronize();        // waits for the queue, then rethrows the first failure of a host step
   std::string take_error();  // the first host-step failure since the last call ("" if none)
   struct Errors;
 

@@ -20,7 +20,8 @@ bool available(std::string* why) {
   static const std::pair<bool, std::string> state = [] {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) return std::make_pair(false, std::string("no usable CUDA device: ") + cudaGetErrorString(e));
+    if (e != cudaSuccess)
+      return std::make_pair(false, std::string("no usable CUDA device: ") + cudaGetErrorString(e));
     if (n == 0) return std::make_pair(false, std::string("no CUDA device"));
     return std::make_pair(true, std::string());
   }();

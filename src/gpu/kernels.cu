@@ -17,8 +17,9 @@ inline unsigned blocks_for(int64_t n) {
   return unsigned(b < 1 ? 1 : (b > 1048576 ? 1048576 : b));  // grid-stride loops cover the rest
 }
 
-#define GRID_STRIDE(i, n) \
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+#define GRID_STRIDE(i, n)                                                   \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += int64_t(gridDim.x) * blockDim.x)
 
 // std::max / std::min exactly (the first argument wins ties, so signed zeros match the CPU).
 __device__ inline float smax(float a, float b) { return a < b ? b : a; }
@@ -78,7 +79,8 @@ __device__ inline float pick(float a, float b, bool max) {
   return max ? (a > b ? a : b) : (a < b ? a : b);
 }
 
-__global__ void binary_kernel(Binary op, BroadcastShape sh, const float* a, const float* b, float* y, int64_t n) {
+__global__ void binary_kernel(Binary op, BroadcastShape sh, const float* a, const float* b, float* y,
+                              int64_t n) {
   GRID_STRIDE(i, n) {
     int64_t r = i, ia = 0, ib = 0;
     for (int d = sh.rank - 1; d >= 0; --d) {
@@ -90,14 +92,30 @@ __global__ void binary_kernel(Binary op, BroadcastShape sh, const float* a, cons
     const float u = a[ia], v = b[ib];
     float o;
     switch (op) {
-      case Binary::kAdd: o = u + v; break;
-      case Binary::kSub: o = u - v; break;
-      case Binary::kMul: o = u * v; break;
-      case Binary::kDiv: o = u / v; break;
-      case Binary::kMax: o = pick(u, v, true); break;
-      case Binary::kMin: o = pick(u, v, false); break;
-      case Binary::kPow: o = powf(u, v); break;
-      default: o = u < 0 ? float(double(u) * double(v)) : u; break;  // PRelu: the reference's double product
+      case Binary::kAdd:
+        o = u + v;
+        break;
+      case Binary::kSub:
+        o = u - v;
+        break;
+      case Binary::kMul:
+        o = u * v;
+        break;
+      case Binary::kDiv:
+        o = u / v;
+        break;
+      case Binary::kMax:
+        o = pick(u, v, true);
+        break;
+      case Binary::kMin:
+        o = pick(u, v, false);
+        break;
+      case Binary::kPow:
+        o = powf(u, v);
+        break;
+      default:
+        o = u < 0 ? float(double(u) * double(v)) : u;
+        break;  // PRelu: the reference's double product
     }
     y[i] = o;
   }
@@ -116,7 +134,8 @@ __device__ inline float level(float x, float scale, int rounding) {
   return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
 }
 
-__global__ void quantize_kernel(const float* x, float* y, int64_t n, float scale, int rounding, bool dequant) {
+__global__ void quantize_kernel(const float* x, float* y, int64_t n, float scale, int rounding,
+                                bool dequant) {
   GRID_STRIDE(i, n) {
     if (!(scale > 0)) {
       y[i] = 0.f;
@@ -133,10 +152,14 @@ __global__ void quantize_i8_kernel(const float* x, int8_t* y, int64_t n, float s
 
 __device__ inline float activate(ActParams a, float v) {
   switch (a.act) {
-    case Act::kRelu: return v > 0.f ? v : 0.f;
-    case Act::kClip: return v != v ? v : smin(smax(v, a.a), a.b);
-    case Act::kLeakyRelu: return v >= 0.f ? v : v * a.a;
-    default: return v;
+    case Act::kRelu:
+      return v > 0.f ? v : 0.f;
+    case Act::kClip:
+      return v != v ? v : smin(smax(v, a.a), a.b);
+    case Act::kLeakyRelu:
+      return v >= 0.f ? v : v * a.a;
+    default:
+      return v;
   }
 }
 
@@ -165,7 +188,8 @@ __device__ inline Acc conv_sum(const ConvGeom& g, const In* x, const In* w, int6
 __global__ void conv_f32_kernel(ConvGeom g, const float* x, const float* w, const float* bias, ActParams act,
                                 float* y, int64_t total) {
   GRID_STRIDE(i, total) {
-    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M, n = i / (g.OW * g.OH * g.M);
+    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M,
+                  n = i / (g.OW * g.OH * g.M);
     float acc = conv_sum<float, float>(g, x, w, n, m, oh, ow);
     if (bias) acc += bias[m];
     y[i] = activate(act, acc);
@@ -173,9 +197,11 @@ __global__ void conv_f32_kernel(ConvGeom g, const float* x, const float* w, cons
 }
 
 __global__ void conv_int8_kernel(ConvGeom g, const int8_t* x, const int8_t* w, const float* mult,
-                                 const double* bq, const float* bias, ActParams act, float* y, int64_t total) {
+                                 const double* bq, const float* bias, ActParams act, float* y,
+                                 int64_t total) {
   GRID_STRIDE(i, total) {
-    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M, n = i / (g.OW * g.OH * g.M);
+    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M,
+                  n = i / (g.OW * g.OH * g.M);
     const long long acc = conv_sum<int8_t, long long>(g, x, w, n, m, oh, ow);
     const float r = mult[m] > 0 ? float(double(acc) + bq[m]) * mult[m] : (bias ? bias[m] : 0.f);
     y[i] = activate(act, r);
@@ -272,7 +298,8 @@ void conv_f32(const ConvGeom& g, const float* x, const float* w, const float* bi
 void conv_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const float* mult, const double* bq,
                const float* bias, ActParams act, float* y, cudaStream_t s) {
   const int64_t total = g.N * g.M * g.OH * g.OW;
-  if (total) conv_int8_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, xq, wq, mult, bq, bias, act, y, total);
+  if (total)
+    conv_int8_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, xq, wq, mult, bq, bias, act, y, total);
 }
 void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s) {
   const int64_t total = g.NC * g.OH * g.OW;

@@ -13,8 +13,25 @@ constexpr int kMaxRank = 6;
 
 // Unary ops; the codes are ours (not OpKind) to keep this header free of the IR.
 enum class Unary : int {
-  kCopy, kRelu, kLeakyRelu, kClip, kHardSigmoid, kHardSwish, kNeg, kAbs, kSqrt, kReciprocal, kFloor,
-  kCeil, kSigmoid, kTanh, kElu, kSoftplus, kExp, kLog, kErf
+  kCopy,
+  kRelu,
+  kLeakyRelu,
+  kClip,
+  kHardSigmoid,
+  kHardSwish,
+  kNeg,
+  kAbs,
+  kSqrt,
+  kReciprocal,
+  kFloor,
+  kCeil,
+  kSigmoid,
+  kTanh,
+  kElu,
+  kSoftplus,
+  kExp,
+  kLog,
+  kErf
 };
 struct UnaryParams {
   Unary op = Unary::kCopy;

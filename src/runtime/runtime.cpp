@@ -320,7 +320,9 @@ void Device::submit_cuda(const Task& t, void* stream) {
     } else {
       gpu::GpuEngine& e = m.gpu_engine();
       const Graph& g = m.loadable().graph;
-      auto bytes = [&](int v) { return size_t(numel(g.value(v).type.shape)) * dtype_size(g.value(v).type.dtype); };
+      auto bytes = [&](int v) {
+        return size_t(numel(g.value(v).type.shape)) * dtype_size(g.value(v).type.dtype);
+      };
       if (nchw_.empty()) {
         for (int v : g.inputs) nchw_.emplace_back(bytes(v));
         for (int v : g.outputs) nchw_.emplace_back(bytes(v));

@@ -130,9 +130,9 @@ class Device {
   void record_failure(cudlaStatus s);
   void submit_cuda(const Task& t, void* stream);
   int core_;
-  std::unique_ptr<gpu::Queue> queue_;        // CUDA tasks of this device, in order
-  std::vector<gpu::PinnedBuffer> staging_;   // CUDA tasks: inputs then outputs, as the descriptors lay out
-  std::vector<gpu::PinnedBuffer> nchw_;      // CUDA backend: graph inputs then outputs, float32 NCHW
+  std::unique_ptr<gpu::Queue> queue_;       // CUDA tasks of this device, in order
+  std::vector<gpu::PinnedBuffer> staging_;  // CUDA tasks: inputs then outputs, as the descriptors lay out
+  std::vector<gpu::PinnedBuffer> nchw_;     // CUDA backend: graph inputs then outputs, float32 NCHW
   std::unique_ptr<Module> module_;
   std::map<uintptr_t, size_t> registered_;
   mutable std::mutex mu_;

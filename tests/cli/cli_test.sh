@@ -68,6 +68,14 @@ check "hybrid plan runs" grep -q "hybrid plan" "$TMP/plan.txt"
 "$DLAKIT" bench --loadEngine="$TMP/r18.dla" --duration 0.2 --iterations 2 --warmUp 0 --useDLACore all --json > "$TMP/bench.json"
 check "bench reports percentiles and the split" /usr/bin/python3 -c "
 import json; j=json.load(open('$TMP/bench.json')); assert j['latency_ms']['p99']>0 and 'compute' in j['split_ms_mean'] and j['cores']==[0,1]"
+rc=0; "$DLAKIT" bench --loadEngine="$TMP/r18.dla" --config=dla-int8 > "$TMP/cfg.txt" 2>&1 || rc=$?
+check "bench --config=dla-int8 refuses an FP16 loadable, saying why" has "$TMP/cfg.txt" "needs an INT8 loadable"
+rc=0; "$DLAKIT" bench --config=fastest --loadEngine="$TMP/r18.dla" > "$TMP/cfg.txt" 2>&1 || rc=$?
+check "bench --config lists the four configurations" has "$TMP/cfg.txt" "gpu-fp16, gpu-int8, dla-int8 or dla-int8-2cores"
+if ! nvidia-smi > /dev/null 2>&1; then  # CI: no GPU, so the CUDA paths must say so clearly
+  rc=0; "$DLAKIT" bench --loadEngine="$TMP/r18.dla" --backend=cuda > "$TMP/cuda.txt" 2>&1 || rc=$?
+  check "bench --backend=cuda without a GPU: clear error" bash -c "test $rc -ne 0 && grep -q 'backend=cuda' '$TMP/cuda.txt'"
+fi
 head -c 1000 "$TMP/r18.dla" > "$TMP/trunc.dla"
 "$DLAKIT" run --loadEngine="$TMP/trunc.dla" --random-inputs > "$TMP/trunc.txt" 2>&1; rc=$?
 check "truncated loadable: clear error, exit 1" bash -c "test $rc -eq 1 && grep -q 'corrupt or truncated' '$TMP/trunc.txt'"

@@ -9,10 +9,10 @@ D="$ROOT/devrun"
 rm -rf "$D" && mkdir -p "$D/lib" "$D/.cache/models" "$D/.cache/images" "$D/tests/gpu"
 cp -L "$ROOT/$BUILD/libcudla.so.1" /lib/x86_64-linux-gnu/libonnx_proto.so.1 /lib/x86_64-linux-gnu/libprotobuf.so.32 /lib/x86_64-linux-gnu/libstb.so.0 "$D/lib/"
 cp "$ROOT/$BUILD/dlakit" "$ROOT/$BUILD/tests/dlakit_gpu_tests" "$ROOT/$BUILD/tests/cuda_stream_steps" "$D/"
-[ -x "$ROOT/$BUILD/bench/bench_gpu" ] && cp "$ROOT/$BUILD/bench/bench_gpu" "$D/"
 for m in mobilenet_v2 squeezenet1_1 ppocr_det; do cp "$ROOT/.cache/models/$m.onnx" "$D/.cache/models/"; done
 cp "$ROOT/.cache/images/messi5.jpg" "$ROOT/.cache/images/fruits.jpg" "$D/.cache/images/"
 cp "$ROOT/tests/gpu/cuda_stream_test.sh" "$D/tests/gpu/"
+cp "$ROOT/tests/device/bench_configs.sh" "$D/"
 cat > "$D/run_gpu.sh" <<'RUN'
 #!/usr/bin/env bash
 cd "$(dirname "$0")"
@@ -21,7 +21,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 rc=0
 ./dlakit_gpu_tests || rc=1
 bash tests/gpu/cuda_stream_test.sh ./dlakit ./cuda_stream_steps "$PWD" || rc=1
-[ -x ./bench_gpu ] && ./bench_gpu .cache/models
+bash bench_configs.sh || rc=1
 echo "RUN_GPU_RC=$rc"
 RUN
 echo "devrun/ ready ($(du -sh "$D" | cut -f1))"

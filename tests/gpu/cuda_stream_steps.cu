@@ -15,13 +15,13 @@
 
 #include "cudla.h"
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    cudlaStatus s_ = (call);                                                             \
-    if (s_ != cudlaSuccess) {                                                            \
+#define CHECK(call)                                                                            \
+  do {                                                                                         \
+    cudlaStatus s_ = (call);                                                                   \
+    if (s_ != cudlaSuccess) {                                                                  \
       std::fprintf(stderr, "%s failed with status %d at line %d\n", #call, int(s_), __LINE__); \
-      return 1;                                                                          \
-    }                                                                                    \
+      return 1;                                                                                \
+    }                                                                                          \
   } while (0)
 #define CUDA(call)                                                                                 \
   do {                                                                                             \
@@ -38,7 +38,8 @@ __global__ void slow_copy(const unsigned char* src, unsigned char* dst, size_t n
   const long long start = clock64();
   while (clock64() - start < 20000000LL) {
   }
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) dst[i] = src[i];
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
 }
 
 static std::vector<unsigned char> read_all(const char* path) {
@@ -116,7 +117,8 @@ int main(int argc, char** argv) {
   task.numOutputTensors = nout;
   CHECK(cudlaSubmitTask(dev, &task, 1, nullptr, 0));
   CHECK(cudlaGetLastError(dev));
-  for (uint32_t i = 0; i < nout; ++i) host_out[i].assign((unsigned char*)hout[i], (unsigned char*)hout[i] + dout[i].size);
+  for (uint32_t i = 0; i < nout; ++i)
+    host_out[i].assign((unsigned char*)hout[i], (unsigned char*)hout[i] + dout[i].size);
 
   // Run 2: CUDA device buffers, kernels before and after the task on one stream.
   cudaStream_t stream;
@@ -145,8 +147,9 @@ int main(int argc, char** argv) {
   for (uint32_t i = 0; i < nin; ++i)  // GPU pre-processing
     slow_copy<<<64, 256, 0, stream>>>((const unsigned char*)src[i], (unsigned char*)din_dev[i], din[i].size);
   CHECK(cudlaSubmitTask(dev, &task, 1, stream, 0));  // the DLA task, ordered on the stream
-  for (uint32_t i = 0; i < nout; ++i)  // GPU post-processing
-    slow_copy<<<64, 256, 0, stream>>>((const unsigned char*)dout_dev[i], (unsigned char*)dst[i], dout[i].size);
+  for (uint32_t i = 0; i < nout; ++i)                // GPU post-processing
+    slow_copy<<<64, 256, 0, stream>>>((const unsigned char*)dout_dev[i], (unsigned char*)dst[i],
+                                      dout[i].size);
   CUDA(cudaEventRecord(t1, stream));
   CUDA(cudaStreamSynchronize(stream));
   CHECK(cudlaGetLastError(dev));
@@ -157,7 +160,8 @@ int main(int argc, char** argv) {
     CUDA(cudaMemcpy(gpu_out[i].data(), dst[i], dout[i].size, cudaMemcpyDeviceToHost));
   }
   const char* backend = std::getenv("DLAKIT_DLA_BACKEND");
-  std::printf("stream run (pre kernel + DLA task + post kernel): %.2f ms, backend %s\n", ms, backend ? backend : "cuda");
+  std::printf("stream run (pre kernel + DLA task + post kernel): %.2f ms, backend %s\n", ms,
+              backend ? backend : "cuda");
 
   int failures = 0;
   for (uint32_t i = 0; i < nout; ++i) {

@@ -19,18 +19,17 @@ using namespace dlakit;
 namespace fs = std::filesystem;
 
 // GTEST_SKIP returns from the function it is in, so this is a macro.
-#define REQUIRE_GPU()                                                      \
-  do {                                                                     \
-    std::string why_;                                                      \
-    if (!gpu::available(&why_)) GTEST_SKIP() << "no GPU: " << why_;        \
+#define REQUIRE_GPU()                                               \
+  do {                                                              \
+    std::string why_;                                               \
+    if (!gpu::available(&why_)) GTEST_SKIP() << "no GPU: " << why_; \
   } while (0)
 
 namespace {
 // DLAKIT_SOURCE_DIR in the environment overrides the build's (the GPU machine runs a copy elsewhere).
 const fs::path kModels =
-    fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : DLAKIT_SOURCE_DIR) / ".cache" /
-    "models";
-
+    fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : DLAKIT_SOURCE_DIR) /
+    ".cache" / "models";
 
 TensorMap random_inputs(const Graph& g, uint32_t seed) {
   TensorMap in;
@@ -135,7 +134,8 @@ TEST_P(GpuModel, Fp16AndFp32MatchTheCpuWithinRounding) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(RealModels, GpuModel, ::testing::Values("mobilenet_v2", "squeezenet1_1", "ppocr_det"),
+INSTANTIATE_TEST_SUITE_P(RealModels, GpuModel,
+                         ::testing::Values("mobilenet_v2", "squeezenet1_1", "ppocr_det"),
                          [](const auto& info) { return info.param; });
 
 TEST(GpuBackend, AQueuedRunWaitsForTheCallersStreamAndRunsInOrder) {

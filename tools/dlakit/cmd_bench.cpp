@@ -11,6 +11,10 @@
 #include <thread>
 
 #include "cli.h"
+#include "gpu/engine.h"
+#include "gpu/gpu.h"
+#include "passes/passes.h"
+#include "quant/numerics.h"
 #include "runtime/runtime.h"
 
 namespace dlakit::cli {
@@ -22,14 +26,19 @@ double ms_since(Clock::time_point t) {
 }
 
 struct BenchFlags {
-  std::string engine, cores = "0", export_times, export_profile;
+  std::string engine, cores = "0", export_times, export_profile, backend = "cpu", config, onnx, calib,
+                      input_shape;
   int warmup_ms = 200, iterations = 10, streams = 1;
   double duration_s = 3;
   bool dump_profile = false, json = false;
 };
 
-struct Buffers {  // registered, 64-byte aligned host buffers for one in-flight task
+// One in-flight task's buffers: 64-byte aligned host buffers (in, out), registered; with the CUDA backend
+// the registered buffers are CUDA device memory (dev_in, dev_out) and a queue stands for the app's stream.
+struct Buffers {
   std::vector<void*> in, out;
+  std::vector<gpu::DeviceBuffer> dev_in, dev_out;
+  std::unique_ptr<gpu::Queue> stream;
   rt::Task task;
   ~Buffers() {
     for (void* p : in) std::free(p);
@@ -37,15 +46,20 @@ struct Buffers {  // registered, 64-byte aligned host buffers for one in-flight 
   }
 };
 
-std::unique_ptr<Buffers> make_buffers(rt::Device& d, const rt::Module& m) {
+std::unique_ptr<Buffers> make_buffers(rt::Device& d, const rt::Module& m, bool cuda) {
   auto b = std::make_unique<Buffers>();
+  if (cuda) b->stream = std::make_unique<gpu::Queue>();
   for (const auto& desc : m.inputs()) {
     b->in.push_back(std::aligned_alloc(64, (desc.size + 63) / 64 * 64));
-    b->task.inputs.push_back(d.register_memory(b->in.back(), desc.size));
+    void* reg = b->in.back();
+    if (cuda) reg = b->dev_in.emplace_back(desc.size).data();
+    b->task.inputs.push_back(d.register_memory(reg, desc.size));
   }
   for (const auto& desc : m.outputs()) {
     b->out.push_back(std::aligned_alloc(64, (desc.size + 63) / 64 * 64));
-    b->task.outputs.push_back(d.register_memory(b->out.back(), desc.size));
+    void* reg = b->out.back();
+    if (cuda) reg = b->dev_out.emplace_back(desc.size).data();
+    b->task.outputs.push_back(d.register_memory(reg, desc.size));
   }
   return b;
 }
@@ -61,7 +75,122 @@ Stats stats(std::vector<double> v) {
   return {v.front(), sum / double(v.size()), pct(0.5), pct(0.9), pct(0.95), pct(0.99), v.back()};
 }
 
-void run_bench(const BenchFlags& f) {
+void print_latency(const nlohmann::json& j, const Stats& L, const Stats& H, const Stats& C, const Stats& D,
+                   int iters, double wall_s) {
+  std::printf("latency (ms): min %.3f  mean %.3f  median %.3f  p90 %.3f  p95 %.3f  p99 %.3f  max %.3f\n",
+              L.min, L.mean, L.median, L.p90, L.p95, L.p99, L.max);
+  std::printf("split (mean ms): H2D %.3f  compute %.3f  D2H %.3f\n", H.mean, C.mean, D.mean);
+  std::printf("throughput: %.1f inferences/s over %d iterations in %.2f s\n", double(iters) / wall_s, iters,
+              wall_s);
+  std::printf("note: %s\n", j["note"].get<std::string>().c_str());
+}
+
+// --config=gpu-fp16|gpu-int8: the ONNX model on the GPU through the CUDA backend with the GPU's numerics
+// (FP16 storage everywhere; or INT8 with the cache's scales, rounding half to even, FP32 where a scale
+// is missing), timed like a loadable: H2D copy, compute, D2H copy.
+void run_bench_gpu_model(const BenchFlags& f) {
+  std::string why;
+  if (!gpu::available(&why))
+    fail(Status::kUnsupported, "--config=", f.config, " needs the CUDA backend: ", why);
+  if (f.onnx.empty()) fail(Status::kInvalidArgument, "--config=", f.config, " needs --onnx=MODEL");
+  ModelFlags mf;
+  mf.model = f.onnx;
+  mf.input_shape = f.input_shape;
+  Graph g = import_onnx_file(f.onnx, mf.import_options());
+  run_passes(g);
+  quant::NumericsPlan plan;
+  quant::ScaleTable scales;
+  if (f.config == "gpu-int8") {
+    if (f.calib.empty()) fail(Status::kInvalidArgument, "--config=gpu-int8 needs --calib=CACHE");
+    scales = quant::read_calib_cache(f.calib);
+    Placement p;
+    p.layers.resize(g.nodes.size());
+    for (auto& l : p.layers) l.device = Device::kGPU, l.precision = dla::Precision::kINT8;
+    quant::NumericsOptions o;
+    o.gpu_int8 = true;
+    plan = quant::plan_numerics(g, p, &scales, o);
+  } else {
+    plan = quant::plan_uniform(g, quant::Mode::kFP16, nullptr);
+  }
+  gpu::GpuEngine e(g, plan);
+  gpu::Queue stream;
+  std::vector<Tensor> inputs, outputs;
+  std::mt19937 gen(1);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (int v : g.inputs) {
+    Tensor t(DType::kF32, g.value(v).type.shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = nd(gen);
+    inputs.push_back(t);
+  }
+  for (int v : g.outputs) outputs.push_back(Tensor(g.value(v).type.dtype, g.value(v).type.shape));
+  std::vector<double> h2d, compute, d2h, total;
+  auto one = [&](bool record) {
+    auto t0 = Clock::now();
+    for (size_t i = 0; i < inputs.size(); ++i) stream.copy(e.input(i), inputs[i].raw(), inputs[i].nbytes());
+    stream.synchronize();
+    const double a = ms_since(t0);
+    auto t1 = Clock::now();
+    e.enqueue(stream.stream());
+    stream.synchronize();
+    const double b = ms_since(t1);
+    auto t2 = Clock::now();
+    for (size_t i = 0; i < outputs.size(); ++i)
+      stream.copy(outputs[i].raw(), e.output(i), outputs[i].nbytes());
+    stream.synchronize();
+    const double c = ms_since(t2);
+    if (record) h2d.push_back(a), compute.push_back(b), d2h.push_back(c), total.push_back(a + b + c);
+  };
+  const auto w0 = Clock::now();
+  do one(false);
+  while (ms_since(w0) < f.warmup_ms);
+  const auto start = Clock::now();
+  int n = 0;
+  while (n < f.iterations || ms_since(start) < f.duration_s * 1000.0) one(true), ++n;
+  const double wall_s = ms_since(start) / 1000.0;
+  const Stats L = stats(total), C = stats(compute), H = stats(h2d), D = stats(d2h);
+  nlohmann::json j;
+  j["config"] = f.config;
+  j["model"] = f.onnx;
+  j["device"] = gpu::device_name();
+  j["gpu_layers"] = e.gpu_nodes();
+  j["layers"] = g.nodes.size();
+  j["latency_ms"] = {{"min", L.min}, {"mean", L.mean}, {"median", L.median}, {"p90", L.p90},
+                     {"p95", L.p95}, {"p99", L.p99},   {"max", L.max}};
+  j["split_ms_mean"] = {{"h2d", H.mean}, {"compute", C.mean}, {"d2h", D.mean}};
+  j["throughput_qps"] = double(n) / wall_s;
+  j["iterations"] = n;
+  j["note"] =
+      "dlakit's CUDA emulation kernels (correctness-first, one thread per output), not TensorRT: "
+      "compare configurations with each other, not with TensorRT";
+  if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(total).dump() << "\n";
+  if (f.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("config %s: %s on %s, %d of %zu layers on the GPU\n", f.config.c_str(), f.onnx.c_str(),
+              gpu::device_name().c_str(), e.gpu_nodes(), g.nodes.size());
+  print_latency(j, L, H, C, D, n, wall_s);
+}
+
+void run_bench(BenchFlags f) {
+  if (!f.config.empty()) {
+    if (f.config == "gpu-fp16" || f.config == "gpu-int8") return run_bench_gpu_model(f);
+    if (f.config == "dla-int8")
+      f.cores = "0";
+    else if (f.config == "dla-int8-2cores")
+      f.cores = "all";
+    else
+      fail(Status::kInvalidArgument,
+           "--config must be gpu-fp16, gpu-int8, dla-int8 or dla-int8-2cores, got '", f.config, "'");
+  }
+  if (f.engine.empty())
+    fail(Status::kInvalidArgument,
+         "--loadEngine=FILE.dla is required (or --config=gpu-fp16|gpu-int8 --onnx=M)");
+  if (f.backend != "cpu" && f.backend != "cuda")
+    fail(Status::kInvalidArgument, "--backend must be cpu or cuda");
+  const bool cuda = f.backend == "cuda";
+  std::string why;
+  if (cuda && !gpu::available(&why)) fail(Status::kUnsupported, "--backend=cuda: ", why);
   const std::string blob = read_file(f.engine);
   const auto* data = reinterpret_cast<const uint8_t*>(blob.data());
   std::vector<int> cores;
@@ -80,9 +209,12 @@ void run_bench(const BenchFlags& f) {
     for (int s = 0; s < f.streams; ++s) {
       devs.push_back(std::make_unique<rt::Device>(c));
       devs.back()->load(data, blob.size());
-      bufs.push_back(make_buffers(*devs.back(), devs.back()->module()));
+      bufs.push_back(make_buffers(*devs.back(), devs.back()->module(), cuda));
     }
   const rt::Module& m = devs[0]->module();
+  if (f.config.rfind("dla-int8", 0) == 0 && !m.loadable().int8)
+    fail(Status::kInvalidArgument, "--config=", f.config,
+         " needs an INT8 loadable (dlakit build --int8 --calib=C)");
   // Inputs: seeded noise in NCHW float32, packed per descriptor for every iteration (the H2D step).
   std::vector<Tensor> inputs;
   std::mt19937 gen(1);
@@ -95,13 +227,25 @@ void run_bench(const BenchFlags& f) {
   std::vector<double> h2d, compute, d2h, total;
   auto one = [&](size_t k, bool record) {
     auto t0 = Clock::now();
-    for (size_t i = 0; i < inputs.size(); ++i) rt::pack(inputs[i], m.inputs()[i], bufs[k]->in[i]);
+    Buffers& bk = *bufs[k];
+    for (size_t i = 0; i < inputs.size(); ++i) rt::pack(inputs[i], m.inputs()[i], bk.in[i]);
+    for (size_t i = 0; i < bk.dev_in.size(); ++i)
+      bk.stream->copy(bk.dev_in[i].data(), bk.in[i], m.inputs()[i].size);
+    if (bk.stream) bk.stream->synchronize();
     const double a = ms_since(t0);
     auto t1 = Clock::now();
-    devs[k]->submit(bufs[k]->task, nullptr);
+    if (bk.stream) {  // on the app's stream, then wait for it (device handles order their own work)
+      devs[k]->submit(bk.task, bk.stream->stream());
+      bk.stream->synchronize();
+    } else {
+      devs[k]->submit(bk.task, nullptr);
+    }
     const double b = ms_since(t1);
     auto t2 = Clock::now();
-    for (size_t i = 0; i < m.outputs().size(); ++i) (void)rt::unpack(bufs[k]->out[i], m.outputs()[i]);
+    for (size_t i = 0; i < bk.dev_out.size(); ++i)
+      bk.stream->copy(bk.out[i], bk.dev_out[i].data(), m.outputs()[i].size);
+    if (bk.stream) bk.stream->synchronize();
+    for (size_t i = 0; i < m.outputs().size(); ++i) (void)rt::unpack(bk.out[i], m.outputs()[i]);
     const double c = ms_since(t2);
     if (record) {
       h2d.push_back(a);
@@ -138,13 +282,16 @@ void run_bench(const BenchFlags& f) {
   j["engine"] = f.engine;
   j["target"] = m.loadable().target;
   j["cores"] = cores;
+  j["backend"] = cuda ? "cuda: " + gpu::device_name() : "cpu";
   j["streams_per_core"] = f.streams;
   j["latency_ms"] = {{"min", L.min}, {"mean", L.mean}, {"median", L.median}, {"p90", L.p90},
                      {"p95", L.p95}, {"p99", L.p99},   {"max", L.max}};
   j["split_ms_mean"] = {{"h2d_pack", H.mean}, {"compute", C.mean}, {"d2h_unpack", D.mean}};
   j["throughput_qps"] = double(done_iters) / wall_s;
   j["iterations"] = done_iters.load();
-  j["note"] = "emulated DLA on this machine's CPU: these are emulator timings, not DLA hardware predictions";
+  j["note"] =
+      cuda ? "emulated DLA on CUDA (dlakit's kernels): emulator timings, not DLA hardware predictions"
+           : "emulated DLA on this machine's CPU: these are emulator timings, not DLA hardware predictions";
   if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(total).dump() << "\n";
   if (f.dump_profile || !f.export_profile.empty()) {
     auto prof = m.profile(std::vector<const void*>(bufs[0]->in.begin(), bufs[0]->in.end()), bufs[0]->out);
@@ -180,8 +327,18 @@ void register_bench(CLI::App& app) {
                                      "Time a DLA loadable on the emulated DLA: latency percentiles, "
                                      "H2D/compute/D2H split, profile, both cores");
   sub->add_option("--loadEngine", f->engine, "The DLA loadable (.dla) from dlakit build")
-      ->required()
       ->check(CLI::ExistingFile);
+  sub->add_option("--backend", f->backend,
+                  "cpu (the emulated DLA on the CPU; default) or cuda (CUDA device buffers, tasks on a CUDA "
+                  "stream, the emulated DLA on CUDA; DLAKIT_DLA_BACKEND=cpu keeps the CPU emulator there)");
+  sub->add_option("--config", f->config,
+                  "One of the four configurations people compare: gpu-fp16 and gpu-int8 (--onnx, --calib; "
+                  "the model on the GPU, CUDA backend), dla-int8 (an INT8 --loadEngine on one core), "
+                  "dla-int8-2cores (on both cores at once)");
+  sub->add_option("--onnx", f->onnx, "The ONNX model for --config=gpu-fp16|gpu-int8")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--calib", f->calib, "Calibration cache for --config=gpu-int8")->check(CLI::ExistingFile);
+  sub->add_option("--input-shape", f->input_shape, "Pin dynamic input dims of --onnx: name:1x3x224x224");
   sub->add_option("--warmUp", f->warmup_ms, "Warm-up time in ms (trtexec's meaning; default 200)");
   sub->add_option("--iterations", f->iterations, "At least this many timed iterations (default 10)");
   sub->add_option("--duration", f->duration_s, "Run at least this many seconds (default 3)");
