@@ -236,7 +236,7 @@ struct GpuEngine::Impl {
       } else if (nn.mode == Mode::kINT8) {
         if (nn.compute_fp16) steps[n].push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
         auto a = plan().scale.find(v);
-        if (is_graph_output(g, v) || a == plan().scale.end()) {
+        if ((is_graph_output(g, v) && !plan().int8_outputs.count(v)) || a == plan().scale.end()) {
           steps[n].push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
         } else {
           const float scale = a->second;

@@ -33,12 +33,20 @@ std::string write_loadable(const Graph& g, const LoadableOptions& opt) {
   if (opt.int8 && (!opt.plan || opt.plan->nodes.size() != g.nodes.size()))
     fail(Status::kInvalidArgument,
          "an INT8 loadable needs the numerics plan of its graph (calibration scales)");
+  // int8 I/O carries the tensor's quantization scale, so it needs an INT8 build with a range for it.
   for (const auto* list : {&opt.inputs, &opt.outputs})
-    for (const rt::IoSpec& s : *list)
-      if (s.dtype == DType::kI8)
-        fail(Status::kUnsupported,
-             "INT8 I/O formats (int8:chw32, int8:dla_linear) are not built yet; an INT8 "
-             "loadable takes fp16 I/O (--inputIOFormats=fp16:chw16)");
+    for (size_t i = 0; i < list->size(); ++i) {
+      if ((*list)[i].dtype != DType::kI8) continue;
+      const bool in = list == &opt.inputs;
+      const std::vector<int>& ids = in ? g.inputs : g.outputs;
+      const std::string name = i < ids.size() ? g.value(ids[i]).name : "?";
+      if (!opt.int8)
+        fail(Status::kInvalidArgument, "int8 ", in ? "input" : "output", " '", name,
+             "' needs an INT8 build (--int8 --calib=CACHE): its scale comes from calibration");
+      if (i < ids.size() && !opt.plan->scale.count(ids[i]))
+        fail(Status::kInvalidArgument, "int8 ", in ? "input" : "output", " '", name,
+             "' has no dynamic range in the calibration cache; use fp16 for it or calibrate it");
+    }
   // INT8 layers' weights are stored as int8 with per-output-channel scales, their other constants
   // (bias, scale factors) as f32, so the runtime computes exactly what the emulation computed; FP16
   // layers' constants are fp16.
@@ -267,6 +275,15 @@ Loadable read_loadable(const uint8_t* data, size_t size, const std::string& orig
   }
   out.inputs = read_descs(l->inputs(), out.graph.inputs, true);
   out.outputs = read_descs(l->outputs(), out.graph.outputs, false);
+  for (auto* list : {&out.inputs, &out.outputs})
+    for (rt::TensorDesc& d : *list) {
+      if (d.dtype != DType::kI8) continue;
+      const float* s = out.int8 ? out.scales.find_scale(d.name) : nullptr;
+      if (!s || !(*s > 0))
+        fail(Status::kParseError, origin, ": int8 tensor '", d.name,
+             "' has no activation scale > 0 (int8 I/O needs an INT8 loadable with its range)");
+      d.scale = *s;
+    }
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "loadable/plan.h"
 
+#include <map>
+
 #include "loadable/loadable.h"
 #include "onnx/exporter.h"
 #include "onnx/importer.h"
@@ -13,7 +15,9 @@ bool is_plan(const uint8_t* data, size_t size) {
   return data && size >= 8 && fbp::PlanBufferHasIdentifier(data);
 }
 
-std::string write_plan(const Graph& original, const Placement& p) {
+std::string write_plan(const Graph& original, const Placement& p, const quant::ScaleTable* scales,
+                       int* int8_layers) {
+  if (int8_layers) *int8_layers = 0;
   // cuDLA descriptor names hold 80 characters: internal tensors with longer names get a short unique
   // alias inside the plan (the network's own inputs and outputs keep their names).
   Graph g = original;
@@ -42,6 +46,22 @@ std::string write_plan(const Graph& original, const Placement& p) {
       o.dla_core = p.options.dla_core;
       o.inputs.assign(sub.inputs.size(), {DType::kF16, rt::IoFormat::kChw16});
       o.outputs.assign(sub.outputs.size(), {DType::kF16, rt::IoFormat::kChw16});
+      quant::NumericsPlan numerics;
+      if (scales) {  // the segment's layers keep their placed precision (matched by layer name)
+        std::map<std::string, dla::Precision> precision;
+        for (size_t i = 0; i < g.nodes.size(); ++i) precision[g.nodes[i].name] = p.layers[i].precision;
+        Placement sp;
+        sp.layers.resize(sub.nodes.size());
+        for (size_t i = 0; i < sub.nodes.size(); ++i) {
+          sp.layers[i].device = Device::kDLA;
+          auto it = precision.find(sub.nodes[i].name);
+          sp.layers[i].precision = it == precision.end() ? dla::Precision::kINT8 : it->second;
+        }
+        numerics = quant::plan_numerics(sub, sp, scales);
+        if (int8_layers) *int8_layers += numerics.int8_nodes;
+        o.int8 = true;
+        o.plan = &numerics;
+      }
       payload = write_loadable(sub, o);
     }
     std::vector<uint8_t> bytes(payload.begin(), payload.end());

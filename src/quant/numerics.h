@@ -9,6 +9,7 @@
 // The plan records, per node, the mode and why; NumericsRunner executes it inside the ReferenceEngine.
 #pragma once
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct NumericsPlan {
   // in fp32 between the fused layers, neither quantized nor rounded.
   std::vector<char> fused;
   int fused_values = 0;
+  // Network outputs that leave the DLA as int8 (an int8 output format): quantized to their scale like
+  // inner tensors instead of rounded to fp16. Set by the runtime from the loadable's descriptors.
+  std::set<int> int8_outputs;
   int int8_nodes = 0, fp16_nodes = 0, fp32_nodes = 0;
 };
 

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/fp16.h"
+#include "quant/quantize.h"
 
 namespace dlakit::rt {
 namespace {
@@ -162,8 +163,9 @@ void pack(const Tensor& x, const TensorDesc& d, void* buffer) {
   DLAKIT_CHECK(x.dtype() == DType::kF32 && x.shape() == d.network_shape, Status::kInvalidArgument,
                "pack: tensor ", type_str(x.type()), " does not match descriptor '", d.name, "' (f32[",
                shape_str(d.network_shape), "])");
-  DLAKIT_CHECK(d.dtype == DType::kF16, Status::kUnsupported,
-               "pack: INT8 tensors need quantization scales (not built yet)");
+  const bool i8 = d.dtype == DType::kI8;
+  DLAKIT_CHECK(!i8 || d.scale > 0, Status::kInvalidArgument, "pack: int8 tensor '", d.name,
+               "' has no quantization scale (", d.scale, "); it comes from the INT8 loadable's calibration");
   uint8_t* b = static_cast<uint8_t*>(buffer);
   std::memset(b, 0, d.size);
   const float* p = x.data<float>();
@@ -171,14 +173,21 @@ void pack(const Tensor& x, const TensorDesc& d, void* buffer) {
     for (uint64_t c = 0; c < d.c; ++c)
       for (uint64_t h = 0; h < d.h; ++h)
         for (uint64_t w = 0; w < d.w; ++w) {
-          const uint16_t v = float_to_half(*p++);
-          std::memcpy(b + offset(d, n, c, h, w), &v, 2);
+          uint8_t* dst = b + offset(d, n, c, h, w);
+          if (i8) {
+            *reinterpret_cast<int8_t*>(dst) =
+                quant::quantize(*p++, d.scale, quant::Rounding::kHalfAwayFromZero);
+          } else {
+            const uint16_t v = float_to_half(*p++);
+            std::memcpy(dst, &v, 2);
+          }
         }
 }
 
 Tensor unpack(const void* buffer, const TensorDesc& d) {
-  DLAKIT_CHECK(d.dtype == DType::kF16, Status::kUnsupported,
-               "unpack: INT8 tensors need quantization scales (not built yet)");
+  const bool i8 = d.dtype == DType::kI8;
+  DLAKIT_CHECK(!i8 || d.scale > 0, Status::kInvalidArgument, "unpack: int8 tensor '", d.name,
+               "' has no quantization scale (", d.scale, ")");
   Tensor x(DType::kF32, d.network_shape);
   const uint8_t* b = static_cast<const uint8_t*>(buffer);
   float* p = x.data<float>();
@@ -186,9 +195,14 @@ Tensor unpack(const void* buffer, const TensorDesc& d) {
     for (uint64_t c = 0; c < d.c; ++c)
       for (uint64_t h = 0; h < d.h; ++h)
         for (uint64_t w = 0; w < d.w; ++w) {
-          uint16_t v;
-          std::memcpy(&v, b + offset(d, n, c, h, w), 2);
-          *p++ = half_to_float(v);
+          const uint8_t* src = b + offset(d, n, c, h, w);
+          if (i8) {
+            *p++ = float(*reinterpret_cast<const int8_t*>(src)) * d.scale;
+          } else {
+            uint16_t v;
+            std::memcpy(&v, src, 2);
+            *p++ = half_to_float(v);
+          }
         }
   return x;
 }

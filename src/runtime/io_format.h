@@ -32,14 +32,18 @@ struct TensorDesc {
   IoFormat format = IoFormat::kDlaLinear;
   DType dtype = DType::kF16;
   Shape network_shape;  // the network tensor's shape (rank <= 4), for unpacking
+  // int8 tensors: the quantization scale (the loadable's activation scale of this tensor, amax / 127);
+  // element value = q * scale. 0 for fp16 tensors.
+  float scale = 0;
 };
 
 // Descriptor of a network tensor in a format; `line_align` is 64 bytes on Orin, 32 on Xavier.
 TensorDesc make_desc(const std::string& name, const Shape& shape, const IoSpec& spec, int line_align);
 
-// NCHW float32 (the network's shape) -> descriptor buffer (fp16 rounded to nearest even; padding zeroed).
+// NCHW float32 (the network's shape) -> descriptor buffer; padding zeroed. fp16: rounded to nearest even;
+// int8: q = clamp(round(x / scale), -128, 127), ties away from zero (the DLA's rounding).
 void pack(const Tensor& nchw, const TensorDesc& d, void* buffer);
-// Descriptor buffer -> NCHW float32 of the network's shape.
+// Descriptor buffer -> NCHW float32 of the network's shape (int8: q * scale).
 Tensor unpack(const void* buffer, const TensorDesc& d);
 
 }  // namespace dlakit::rt

@@ -16,6 +16,7 @@ struct PlanExecutor::Stage {
   std::vector<void*> buffers;
   Graph graph;  // GPU
   std::unique_ptr<ReferenceEngine> engine;
+  std::unique_ptr<gpu::GpuEngine> cuda;  // the GPU segment on the CUDA backend, where a GPU answers
   ~Stage() {
     if (device) device->synchronize();
     for (void* p : buffers) std::free(p);
@@ -59,7 +60,12 @@ PlanExecutor::PlanExecutor(const uint8_t* data, size_t size, int dla_core) {
     } else {
       st->graph = import_onnx_bytes(s->payload()->data(), s->payload()->size(), {},
                                     "plan GPU segment " + std::to_string(stages_.size()));
-      st->engine = std::make_unique<ReferenceEngine>(st->graph);
+      const char* env = std::getenv("DLAKIT_GPU_BACKEND");
+      if (gpu::available() && !(env && std::string(env) == "cpu"))
+        st->cuda = std::make_unique<gpu::GpuEngine>(
+            st->graph, quant::plan_uniform(st->graph, quant::Mode::kFP32, nullptr));
+      else
+        st->engine = std::make_unique<ReferenceEngine>(st->graph);
     }
     stages_.push_back(std::move(st));
   }
@@ -85,6 +91,16 @@ size_t PlanExecutor::dla_segments() const {
   return n;
 }
 size_t PlanExecutor::gpu_segments() const { return stages_.size() - dla_segments(); }
+bool PlanExecutor::gpu_on_cuda() const {
+  for (auto& s : stages_)
+    if (s->cuda) return true;
+  return false;
+}
+bool PlanExecutor::int8() const {
+  for (auto& s : stages_)
+    if (s->dla && s->device->module().loadable().int8) return true;
+  return false;
+}
 
 TensorMap PlanExecutor::run(const TensorMap& inputs) {
   TensorMap values = inputs;
@@ -107,7 +123,7 @@ TensorMap PlanExecutor::run(const TensorMap& inputs) {
     } else {
       TensorMap feeds;
       for (int id : st->graph.inputs) feeds[st->graph.value(id).name] = get(st->graph.value(id).name);
-      for (auto& [name, t] : st->engine->run(feeds)) values[name] = t;
+      for (auto& [name, t] : st->cuda ? st->cuda->run(feeds) : st->engine->run(feeds)) values[name] = t;
     }
   }
   TensorMap out;

@@ -1,6 +1,7 @@
 // Runs a hybrid plan: DLA segments on the emulated DLA through rt::Device (packed/unpacked per their
-// descriptors), GPU segments on the GPU backend (today the FP32 reference engine; the CUDA backend is
-// not built yet). Loading verifies the plan and every segment.
+// descriptors; FP16 or INT8 loadables), GPU segments in FP32 on the CUDA backend where a GPU answers
+// (DLAKIT_GPU_BACKEND=cpu: the reference engine), else on the reference engine. Loading verifies the plan
+// and every segment.
 #pragma once
 #include <memory>
 #include <string>
@@ -21,6 +22,8 @@ class PlanExecutor {
   Shape input_shape(const std::string& name) const;  // from the first segment that reads it
   size_t dla_segments() const;
   size_t gpu_segments() const;
+  bool int8() const;         // some DLA segment is an INT8 loadable
+  bool gpu_on_cuda() const;  // GPU segments run on the CUDA backend (a GPU answers; DLAKIT_GPU_BACKEND!=cpu)
 
  private:
   struct Stage;

@@ -95,7 +95,10 @@ quant::NumericsPlan Module::plan() const {
     const bool fp16 = std::find(l_.fp16_layers.begin(), l_.fp16_layers.end(), name) != l_.fp16_layers.end();
     p.layers[i].precision = fp16 ? dla::Precision::kFP16 : dla::Precision::kINT8;
   }
-  return quant::plan_numerics(l_.graph, p, &l_.scales);
+  quant::NumericsPlan plan = quant::plan_numerics(l_.graph, p, &l_.scales);
+  for (size_t i = 0; i < l_.outputs.size(); ++i)
+    if (l_.outputs[i].dtype == DType::kI8) plan.int8_outputs.insert(l_.graph.outputs[i]);
+  return plan;
 }
 
 quant::NumericsPlan Module::numerics() const {

@@ -106,6 +106,22 @@ check "malformed cache: error names the line" bash -c "test $rc -eq 1 && grep -q
 check "qdq-to-cache folds a torch QAT export" bash -c "test $rc -eq 0 && grep -q 'per-channel weight scales' '$TMP/qdq.txt' && test \$(wc -l < '$TMP/qdq.cache') -gt 10"
 "$DLAKIT" info "$TMP/noqdq.onnx" > "$TMP/noqdq.txt"; rc=$?
 check "the folded model has no Q/DQ nodes" bash -c "test $rc -eq 0 && ! grep -q 'QuantizeLinear' '$TMP/noqdq.txt'"
+# INT8 I/O formats and INT8 hybrid plans.
+"$DLAKIT" calibrate "$M/mobilenet_v2.onnx" --data "$IMG/messi5.jpg" --cache "$TMP/mb.cache" > /dev/null 2>&1
+"$DLAKIT" build --onnx="$M/mobilenet_v2.onnx" --int8 --calib "$TMP/mb.cache" --inputIOFormats=int8:chw32 \
+  --outputIOFormats=int8:dla_linear --saveEngine="$TMP/mb_i8io.dla" > "$TMP/i8io.txt"; rc=$?
+check "build with int8:chw32 in and int8:dla_linear out" bash -c "test $rc -eq 0 && grep -q 'input  input  chw32' '$TMP/i8io.txt'"
+"$DLAKIT" run --loadEngine="$TMP/mb_i8io.dla" --random-inputs --output-dir "$TMP/i8out" > "$TMP/i8run.txt" 2>&1; rc=$?
+check "run an int8-I/O loadable" bash -c "test $rc -eq 0 && grep -q 'INT8' '$TMP/i8run.txt'"
+rc=0; "$DLAKIT" build --onnx="$M/mobilenet_v2.onnx" --inputIOFormats=int8:chw32 \
+  --saveEngine="$TMP/x.dla" > "$TMP/i8bad.txt" 2>&1 || rc=$?
+check "int8 I/O without --int8: clear error" bash -c "test $rc -ne 0 && grep -q 'needs an INT8 build' '$TMP/i8bad.txt'"
+"$DLAKIT" calibrate "$M/squeezenet1_1.onnx" --data "$IMG/messi5.jpg" --cache "$TMP/sq.cache" > /dev/null 2>&1
+"$DLAKIT" build --onnx="$M/squeezenet1_1.onnx" --int8 --calib "$TMP/sq.cache" --allowGPUFallback \
+  --saveEngine="$TMP/sq.plan" > "$TMP/sqplan.txt"; rc=$?
+check "INT8 hybrid plan: INT8 DLA segments + GPU" bash -c "test $rc -eq 0 && grep -q 'INT8: [1-9][0-9]* DLA layer' '$TMP/sqplan.txt'"
+"$DLAKIT" run --loadEngine="$TMP/sq.plan" --random-inputs > "$TMP/sqrun.txt" 2>&1; rc=$?
+check "run an INT8 hybrid plan" bash -c "test $rc -eq 0 && grep -q 'emulated DLA INT8 + GPU FP32' '$TMP/sqrun.txt'"
 
 echo "$pass passed, $failn failed"
 test "$failn" -eq 0

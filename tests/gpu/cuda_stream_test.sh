@@ -11,7 +11,10 @@ M="$ROOT/.cache/models/mobilenet_v2.onnx"
 "$DLAKIT" calibrate "$M" --data "$ROOT/.cache/images/messi5.jpg" "$ROOT/.cache/images/fruits.jpg" \
   --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225 --cache "$T/int8.cache" >/dev/null
 "$DLAKIT" build --onnx="$M" --int8 --calib="$T/int8.cache" --saveEngine="$T/int8.dla" >/dev/null
+"$DLAKIT" build --onnx="$M" --int8 --calib="$T/int8.cache" --inputIOFormats=int8:chw32 \
+  --outputIOFormats=int8:dla_linear --saveEngine="$T/int8io.dla" >/dev/null
 for backend in cuda cpu; do
   echo "== FP16 loadable, backend $backend"; DLAKIT_DLA_BACKEND=$backend "$STEPS" "$T/fp16.dla" close
   echo "== INT8 loadable, backend $backend"; DLAKIT_DLA_BACKEND=$backend "$STEPS" "$T/int8.dla" exact
+  echo "== INT8 loadable with int8 I/O, backend $backend"; DLAKIT_DLA_BACKEND=$backend "$STEPS" "$T/int8io.dla" exact
 done

@@ -9,11 +9,13 @@
 
 #include "gpu/engine.h"
 #include "gpu/gpu.h"
+#include "loadable/plan.h"
 #include "onnx/importer.h"
 #include "passes/passes.h"
 #include "placement/placement.h"
 #include "quant/calibrate.h"
 #include "quant/numerics.h"
+#include "runtime/plan_executor.h"
 
 using namespace dlakit;
 namespace fs = std::filesystem;
@@ -161,4 +163,23 @@ TEST(GpuBackend, AQueuedRunWaitsForTheCallersStreamAndRunsInOrder) {
   e.synchronize();
   for (uint32_t k = 0; k < 3; ++k)
     EXPECT_EQ(differing(outs[k], cpu.run(ins[k]).at(ov.name)), 0) << "run " << k;
+}
+
+TEST(GpuBackend, HybridPlanGpuSegmentsRunOnCudaLikeTheReferenceEngine) {
+  REQUIRE_GPU();
+  const Graph g = load("squeezenet1_1");
+  const std::string plan = write_plan(g, place(g, {}));
+  rt::PlanExecutor on_cuda(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
+  ASSERT_TRUE(on_cuda.gpu_on_cuda());
+  setenv("DLAKIT_GPU_BACKEND", "cpu", 1);
+  rt::PlanExecutor on_cpu(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
+  unsetenv("DLAKIT_GPU_BACKEND");
+  ASSERT_FALSE(on_cpu.gpu_on_cuda());
+  const TensorMap in = random_inputs(g, 5);
+  const TensorMap a = on_cuda.run(in), b = on_cpu.run(in);
+  for (auto& [name, t] : b) {
+    const double c = cosine(a.at(name), t);
+    std::printf("squeezenet1_1 plan, GPU segment on CUDA vs reference engine: cosine %.7f\n", c);
+    EXPECT_GE(c, 0.99999) << name;
+  }
 }

@@ -244,6 +244,89 @@ TEST(Int8Loadable, RuntimeMatchesTheEmulationBitForBit) {
                rt::RuntimeError);
 }
 
+// int8 I/O formats: an INT8 loadable taking int8:chw32 and giving int8:dla_linear. The packed input is
+// the calibrated input's levels; the output leaves the DLA quantized to its scale (not as fp16). The
+// runtime's result, unpacked (q * scale), equals the emulation given the same input levels bit for bit.
+TEST(Int8Loadable, Int8IoFormatsMatchTheEmulationBitForBit) {
+  const fs::path f = kSource / ".cache" / "models" / "mobilenet_v2.onnx";
+  Graph g = import_onnx_file(f.string(), {});
+  run_passes(g);
+  PlacementOptions po;
+  po.standalone = true;
+  po.precision = dla::Precision::kINT8;
+  const Placement p = place(g, po);
+  quant::HistogramCollector hc(g);
+  hc.add(random_inputs(g));
+  const quant::ScaleTable scales = hc.compute({});
+  quant::NumericsPlan plan = quant::plan_numerics(g, p, &scales);
+  LoadableOptions o;
+  o.int8 = true;
+  o.plan = &plan;
+  o.inputs = rt::parse_io_formats("int8:chw32", g.inputs.size(), true);
+  o.outputs = rt::parse_io_formats("int8:dla_linear", g.outputs.size(), false);
+  const std::string bytes = write_loadable(g, o);
+  rt::Module m(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  ASSERT_EQ(m.inputs()[0].dtype, DType::kI8);
+  EXPECT_EQ(m.inputs()[0].format, rt::IoFormat::kChw32);
+  EXPECT_EQ(m.inputs()[0].scale, *scales.find_scale(m.inputs()[0].name));
+  EXPECT_GT(m.outputs()[0].scale, 0.f);
+  const TensorMap in = random_inputs(g);
+  std::vector<uint8_t> ib(m.inputs()[0].size), ob(m.outputs()[0].size);
+  rt::pack(in.at(m.inputs()[0].name), m.inputs()[0], ib.data());
+  m.execute({ib.data()}, {ob.data()});
+  TensorMap levels;
+  levels[m.inputs()[0].name] = rt::unpack(ib.data(), m.inputs()[0]);
+  plan.int8_outputs.insert(g.outputs[0]);
+  const Tensor want = quant::EmulatedEngine(g, plan).run(levels).at(m.outputs()[0].name);
+  const Tensor got = rt::unpack(ob.data(), m.outputs()[0]);
+  ASSERT_EQ(got.numel(), want.numel());
+  int64_t differ = 0, off_grid = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    differ += got.data<float>()[i] != want.data<float>()[i];
+    const float q = got.data<float>()[i] / m.outputs()[0].scale;
+    off_grid += std::fabs(q - std::nearbyint(q)) > 1e-3f;
+  }
+  EXPECT_EQ(differ, 0) << "int8 I/O loadable output differs from the emulation";
+  EXPECT_EQ(off_grid, 0) << "int8 output values must be levels times the scale";
+  // An FP16 build cannot take int8 I/O: the scale comes from calibration.
+  LoadableOptions fp16 = o;
+  fp16.int8 = false;
+  fp16.plan = nullptr;
+  EXPECT_THROW(write_loadable(g, fp16), Error);
+}
+
+// INT8 hybrid plans: DLA segments as INT8 loadables, GPU segments FP32; against the FP32 reference.
+TEST(HybridPlan, Int8PlanRunsWithInt8DlaSegments) {
+  const fs::path f = kSource / ".cache" / "models" / "squeezenet1_1.onnx";
+  Graph g = import_onnx_file(f.string(), {});
+  Graph opt = import_onnx_file(f.string(), {});
+  run_passes(opt);
+  PlacementOptions po;
+  po.precision = dla::Precision::kINT8;
+  const Placement p = place(opt, po);
+  quant::HistogramCollector hc(opt);
+  hc.add(random_inputs(opt));
+  const quant::ScaleTable scales = hc.compute({});
+  int int8_layers = 0;
+  const std::string plan = write_plan(opt, p, &scales, &int8_layers);
+  rt::PlanExecutor exec(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
+  EXPECT_TRUE(exec.int8());
+  EXPECT_GE(exec.gpu_segments(), 1u) << "squeezenet's 13x13 global pool runs on the GPU";
+  EXPECT_GT(int8_layers, int(opt.nodes.size()) / 2);
+  const TensorMap in = random_inputs(g);
+  TensorMap want = ReferenceEngine(g).run(in), got = exec.run(in);
+  for (auto& [out, t] : want) {
+    double dot = 0, na = 0, nb = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double a = got.at(out).at_f64(i), b = t.at_f64(i);
+      dot += a * b, na += a * a, nb += b * b;
+    }
+    const double cos = dot / std::sqrt(na * nb + 1e-300);
+    std::printf("squeezenet1_1 INT8 plan: %d INT8 layers, cosine vs FP32 %.5f\n", int8_layers, cos);
+    EXPECT_GE(cos, 0.995) << out;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Real, RealModel, ::testing::ValuesIn(kModels),
                          [](const auto& info) { return info.param.name; });
 

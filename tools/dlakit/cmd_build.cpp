@@ -18,9 +18,24 @@ struct BuildFlags {
   std::string save, input_formats, output_formats, calib, mem_pool;
 };
 
+// The INT8 scales: the Q/DQ model's, then the calibration cache's (which wins).
+quant::ScaleTable int8_scales(const BuildFlags& f, const quant::ScaleTable& qdq_scales) {
+  quant::ScaleTable scales = qdq_scales;
+  if (!f.calib.empty())
+    for (auto& [n, s] : quant::read_calib_cache(f.calib).scales) scales.set_scale(n, s);
+  if (scales.scales.empty())
+    fail(Status::kInvalidArgument,
+         "--int8 needs --calib CACHE (from `dlakit calibrate` or TensorRT) or a "
+         "Q/DQ model");
+  return scales;
+}
+
 void build_plan(const BuildFlags& f) {
   const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
-  const std::string bytes = write_plan(g, p);
+  quant::ScaleTable scales;
+  if (f.placement.int8) scales = int8_scales(f, qdq_scales);
+  int int8_layers = 0;
+  const std::string bytes = write_plan(g, p, f.placement.int8 ? &scales : nullptr, &int8_layers);
   std::ofstream out(f.save, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   if (!out) fail(Status::kIoError, "cannot write '", f.save, "'");
@@ -30,28 +45,22 @@ void build_plan(const BuildFlags& f) {
             << " DLA loadable(s) + " << check.gpu_segments() << " GPU segment(s), " << p.transitions
             << " DLA<->GPU transition(s)\n"
             << "  " << p.recommendation << "\n";
+  if (f.placement.int8)
+    std::cout << "  INT8: " << int8_layers
+              << " DLA layer(s) in INT8 (the others FP16); GPU segments run FP32\n";
 }
 
 void run_build(BuildFlags& f) {
   if (f.placement.fallback && f.placement.standalone)
     fail(Status::kInvalidArgument,
          "--allowGPUFallback and --buildDLAStandalone contradict each other (trtexec forbids it too)");
-  if (f.placement.int8 && f.placement.fallback)
-    fail(Status::kUnsupported,
-         "--int8 with --allowGPUFallback: INT8 hybrid plans are not built yet; build an "
-         "INT8 loadable (standalone) or an FP16 plan");
   if (f.placement.fallback) return build_plan(f);
   f.placement.standalone = true;  // a loadable is one DLA graph: trtexec --buildDLAStandalone semantics
   const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
-  quant::ScaleTable scales = qdq_scales;
+  quant::ScaleTable scales;
   quant::NumericsPlan plan;
   if (f.placement.int8) {
-    if (!f.calib.empty())
-      for (auto& [n, s] : quant::read_calib_cache(f.calib).scales) scales.set_scale(n, s);
-    if (scales.scales.empty())
-      fail(Status::kInvalidArgument,
-           "--int8 needs --calib CACHE (from `dlakit calibrate` or TensorRT) or a "
-           "Q/DQ model");
+    scales = int8_scales(f, qdq_scales);
     plan = quant::plan_numerics(g, p, &scales);
   }
   LoadableOptions o;
@@ -85,18 +94,22 @@ void run_build(BuildFlags& f) {
 
 void register_build(CLI::App& app) {
   auto f = std::make_shared<BuildFlags>();
-  CLI::App* sub =
-      app.add_subcommand("build",
-                         "Build an FP16 or INT8 (--int8 --calib C) DLA loadable (standalone, default) "
-                         "or an FP16 hybrid plan (--allowGPUFallback) from ONNX, with trtexec's flags");
+  CLI::App* sub = app.add_subcommand(
+      "build",
+      "Build an FP16 or INT8 (--int8 --calib C) DLA loadable (standalone, default) "
+      "or a hybrid plan (--allowGPUFallback; INT8 DLA segments with --int8) from ONNX, with "
+      "trtexec's flags");
   sub->add_option("--onnx", f->model.model, "ONNX model")->required()->check(CLI::ExistingFile);
   sub->add_option("--input-shape,--shapes", f->model.input_shape, "Pin input shapes: name:1x3x224x224[,...]");
   f->placement.add(*sub);
   sub->add_option("--saveEngine", f->save, "Where to write the loadable (.dla)")->required();
-  sub->add_option("--inputIOFormats", f->input_formats,
-                  "type:format per input, e.g. fp16:chw16 (default), fp16:dla_linear, fp16:dla_hwc4");
+  sub->add_option(
+      "--inputIOFormats", f->input_formats,
+      "type:format per input, e.g. fp16:chw16 (default), fp16:dla_linear, fp16:dla_hwc4, "
+      "int8:chw32, int8:dla_linear, int8:dla_hwc4 (int8 needs --int8; scale = the tensor's range)");
   sub->add_option("--outputIOFormats", f->output_formats,
-                  "type:format per output, e.g. fp16:chw16 (default), fp16:dla_linear");
+                  "type:format per output, e.g. fp16:chw16 (default), fp16:dla_linear, int8:chw32, "
+                  "int8:dla_linear");
   sub->add_option("--calib", f->calib,
                   "INT8 calibration cache (TensorRT format, from `dlakit calibrate` or trtexec); a Q/DQ "
                   "model brings its own scales");

@@ -207,7 +207,8 @@ std::string run_loadable(const RunFlags& f, const Preprocess& pre, const Image* 
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     for (auto& n : plan.output_names()) outputs.push_back({n, res.at(n)});
-    return "hybrid plan: emulated DLA FP16 + GPU FP32";
+    return std::string("hybrid plan: emulated DLA ") + (plan.int8() ? "INT8" : "FP16") + " + GPU FP32" +
+           (plan.gpu_on_cuda() ? " (CUDA)" : " (reference engine)");
   }
   rt::Device dev(f.dla_core);
   dev.load(reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
