@@ -13,7 +13,6 @@
 #include "gpu/kernels.h"
 #include "kernels/ref/common.h"
 #include "kernels/ref/conv_geom.h"
-#include "passes/passes.h"
 
 namespace dlakit::gpu {
 
@@ -23,7 +22,7 @@ namespace {
 cudaStream_t cs(void* s) { return static_cast<cudaStream_t>(s); }
 
 int64_t count_of(const Graph& g, int v) { return numel(g.value(v).type.shape); }
-size_t bytes_of(const Graph& g, int v) { return size_t(count_of(g, v)) * dtype_size(g.value(v).type.dtype); }
+size_t bytes_of(const Graph& g, int v) { return nbytes(g.value(v).type); }
 
 bool is_f32(const Graph& g, int v) { return v >= 0 && g.value(v).type.dtype == DType::kF32; }
 
@@ -236,7 +235,7 @@ struct GpuEngine::Impl {
       } else if (nn.mode == Mode::kINT8) {
         if (nn.compute_fp16) steps[n].push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
         auto a = plan().scale.find(v);
-        if ((is_graph_output(g, v) && !plan().int8_outputs.count(v)) || a == plan().scale.end()) {
+        if (runner.leaves_as_fp16(v) || a == plan().scale.end()) {
           steps[n].push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
         } else {
           const float scale = a->second;

@@ -4,8 +4,10 @@
 // Built without CUDA (DLAKIT_CUDA=OFF) every query says "no GPU" and constructors throw kUnsupported.
 #pragma once
 #include <cstddef>
+#include <cstdlib>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace dlakit::gpu {
 
@@ -13,39 +15,44 @@ namespace dlakit::gpu {
 bool available(std::string* why = nullptr);
 std::string device_name();  // "NVIDIA H200 (sm_90)"; empty when unavailable
 
+// Whether work that could run on CUDA or on the CPU goes to CUDA: a GPU answers and the environment
+// variable `env_var` is not "cpu" (DLAKIT_DLA_BACKEND for DLA tasks, DLAKIT_GPU_BACKEND for plan GPU
+// segments).
+inline bool cuda_chosen(const char* env_var) {
+  const char* v = std::getenv(env_var);
+  return available() && !(v && std::string(v) == "cpu");
+}
+
 enum class MemoryKind { kHost, kDevice, kManaged };
 MemoryKind memory_kind(const void* p);  // unknown to CUDA (or no GPU): kHost
 
-// Page-locked host memory (fast, asynchronous copies).
-class PinnedBuffer {
+// CUDA-allocated memory owned by one object: page-locked host memory (kHost: fast asynchronous copies)
+// or device memory (kDevice).
+class Buffer {
  public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(size_t bytes);
-  ~PinnedBuffer();
-  PinnedBuffer(PinnedBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
+  Buffer() = default;
+  Buffer(size_t bytes, MemoryKind kind);
+  ~Buffer();
+  Buffer(Buffer&& o) noexcept : p_(o.p_), n_(o.n_), kind_(o.kind_) { o.p_ = nullptr, o.n_ = 0; }
+  Buffer& operator=(Buffer&& o) noexcept {
+    std::swap(p_, o.p_), std::swap(n_, o.n_), std::swap(kind_, o.kind_);
+    return *this;
+  }
   void* data() const { return p_; }
   size_t size() const { return n_; }
 
  private:
   void* p_ = nullptr;
   size_t n_ = 0;
+  MemoryKind kind_ = MemoryKind::kHost;
 };
-
-// Device memory.
-class DeviceBuffer {
- public:
+struct PinnedBuffer : Buffer {
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes) : Buffer(bytes, MemoryKind::kHost) {}
+};
+struct DeviceBuffer : Buffer {
   DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr, o.n_ = 0; }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  void* data() const { return p_; }
-  size_t size() const { return n_; }
-
- private:
-  void* p_ = nullptr;
-  size_t n_ = 0;
+  explicit DeviceBuffer(size_t bytes) : Buffer(bytes, MemoryKind::kDevice) {}
 };
 
 // A stream of dlakit's own. Work goes on it in order; begin(s) makes it wait for what stream `s` (a

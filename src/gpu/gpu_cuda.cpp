@@ -49,28 +49,15 @@ MemoryKind memory_kind(const void* p) {
   return MemoryKind::kHost;
 }
 
-PinnedBuffer::PinnedBuffer(size_t bytes) : n_(bytes) {
-  if (bytes) DLAKIT_CUDA(cudaHostAlloc(&p_, bytes, cudaHostAllocDefault));
+Buffer::Buffer(size_t bytes, MemoryKind kind) : n_(bytes), kind_(kind) {
+  if (!bytes) return;
+  if (kind == MemoryKind::kDevice)
+    DLAKIT_CUDA(cudaMalloc(&p_, bytes));
+  else
+    DLAKIT_CUDA(cudaHostAlloc(&p_, bytes, cudaHostAllocDefault));
 }
-PinnedBuffer::~PinnedBuffer() {
-  if (p_) cudaFreeHost(p_);
-}
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
-  std::swap(p_, o.p_);
-  std::swap(n_, o.n_);
-  return *this;
-}
-
-DeviceBuffer::DeviceBuffer(size_t bytes) : n_(bytes) {
-  if (bytes) DLAKIT_CUDA(cudaMalloc(&p_, bytes));
-}
-DeviceBuffer::~DeviceBuffer() {
-  if (p_) cudaFree(p_);
-}
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  std::swap(p_, o.p_);
-  std::swap(n_, o.n_);
-  return *this;
+Buffer::~Buffer() {
+  if (p_) kind_ == MemoryKind::kDevice ? cudaFree(p_) : cudaFreeHost(p_);
 }
 
 struct Queue::Errors {

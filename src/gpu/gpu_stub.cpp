@@ -16,12 +16,8 @@ bool available(std::string* why) {
 std::string device_name() { return ""; }
 MemoryKind memory_kind(const void*) { return MemoryKind::kHost; }
 
-PinnedBuffer::PinnedBuffer(size_t) { fail(Status::kUnsupported, kNoCuda); }
-PinnedBuffer::~PinnedBuffer() = default;
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&&) noexcept { return *this; }
-DeviceBuffer::DeviceBuffer(size_t) { fail(Status::kUnsupported, kNoCuda); }
-DeviceBuffer::~DeviceBuffer() = default;
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&&) noexcept { return *this; }
+Buffer::Buffer(size_t, MemoryKind) { fail(Status::kUnsupported, kNoCuda); }
+Buffer::~Buffer() = default;
 
 struct Queue::Errors {};
 Queue::Queue() : errors_(nullptr) { fail(Status::kUnsupported, kNoCuda); }

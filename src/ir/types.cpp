@@ -55,6 +55,8 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
+size_t nbytes(const TensorType& t) { return size_t(numel(t.shape)) * dtype_size(t.dtype); }
+
 std::string shape_str(const Shape& s) {
   if (s.empty()) return "scalar";
   std::string r;

@@ -26,6 +26,7 @@ struct TensorType {
   bool operator==(const TensorType& o) const { return dtype == o.dtype && shape == o.shape; }
 };
 std::string type_str(const TensorType& t);  // "f32[1x3x224x224]"
+size_t nbytes(const TensorType& t);         // dense storage size
 
 }  // namespace dlakit
 

@@ -35,6 +35,9 @@ std::string write_plan(const Graph& original, const Placement& p, const quant::S
     for (int v : ids) r.push_back(g.value(v).name);
     return r;
   };
+  std::map<std::string, dla::Precision> precision;  // INT8 builds: each layer's placed precision, by name
+  if (scales)
+    for (size_t i = 0; i < g.nodes.size(); ++i) precision[g.nodes[i].name] = p.layers[i].precision;
   for (int id : segment_order(g, p)) {
     const Segment& s = p.segments[size_t(id)];
     std::string onnx = export_onnx(g, s.nodes, s.inputs, s.outputs, "segment_" + std::to_string(id));
@@ -48,8 +51,6 @@ std::string write_plan(const Graph& original, const Placement& p, const quant::S
       o.outputs.assign(sub.outputs.size(), {DType::kF16, rt::IoFormat::kChw16});
       quant::NumericsPlan numerics;
       if (scales) {  // the segment's layers keep their placed precision (matched by layer name)
-        std::map<std::string, dla::Precision> precision;
-        for (size_t i = 0; i < g.nodes.size(); ++i) precision[g.nodes[i].name] = p.layers[i].precision;
         Placement sp;
         sp.layers.resize(sub.nodes.size());
         for (size_t i = 0; i < sub.nodes.size(); ++i) {

@@ -259,9 +259,8 @@ NumericsRunner::NumericsRunner(const Graph& g, NumericsPlan plan) : g_(g), plan_
       if (v < 0) continue;
       const Mode m = plan_.nodes[i].mode;
       if (plan_.fused[size_t(v)]) continue;  // stays fp32 inside the fused pipeline
-      const bool leaves_as_fp16 = is_graph_output(g, v) && !plan_.int8_outputs.count(v);
-      if (m == Mode::kFP16 || (m == Mode::kINT8 && leaves_as_fp16)) is_fp16_[size_t(v)] = 1;
-      if (m == Mode::kINT8 && !leaves_as_fp16 && plan_.scale.count(v)) on_grid_[size_t(v)] = 1;
+      if (m == Mode::kFP16 || (m == Mode::kINT8 && leaves_as_fp16(v))) is_fp16_[size_t(v)] = 1;
+      if (m == Mode::kINT8 && !leaves_as_fp16(v) && plan_.scale.count(v)) on_grid_[size_t(v)] = 1;
     }
   // Everything derived from constants is prepared now, so runs only read (several threads may run).
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -284,6 +283,10 @@ NumericsRunner::NumericsRunner(const Graph& g, NumericsPlan plan) : g_(g), plan_
       }
     }
   }
+}
+
+bool NumericsRunner::leaves_as_fp16(int v) const {
+  return is_graph_output(g_, v) && !plan_.int8_outputs.count(v);
 }
 
 std::vector<Tensor> NumericsRunner::operator()(size_t n, const std::vector<const Tensor*>& in) {
@@ -369,8 +372,7 @@ void NumericsRunner::finish_int8_outputs(size_t n, std::vector<Tensor>& outs) {
     Tensor& t = outs[k];
     if (v < 0 || t.empty() || t.dtype() != DType::kF32 || plan_.fused[size_t(v)]) continue;
     auto a = plan_.scale.find(v);
-    // Network outputs leave the DLA as fp16 unless their format is int8.
-    if ((is_graph_output(g_, v) && !plan_.int8_outputs.count(v)) || a == plan_.scale.end())
+    if (leaves_as_fp16(v) || a == plan_.scale.end())
       round_to_half_inplace(t.data<float>(), t.numel());
     else
       fake_quantize(t.data<float>(), t.numel(), a->second, plan_.nodes[n].rounding);

@@ -98,6 +98,8 @@ class NumericsRunner {
   // What a run reads, for other executors of the same plan (the CUDA backend), so both stay one rule.
   bool value_on_grid(int v) const { return on_grid_[size_t(v)] != 0; }  // producer quantized it already
   bool value_is_fp16(int v) const { return is_fp16_[size_t(v)] != 0; }  // producer rounded it to fp16
+  // A network output that leaves the DLA as fp16 (every one, except those with an int8 output format).
+  bool leaves_as_fp16(int v) const;
   // The prepared form of a constant input (fp16-rounded or fake-quantized weights); null: use it as is.
   const Tensor* prepared_constant(size_t node, int input) const {
     auto it = const_cache_.find({node, input});

@@ -1,7 +1,5 @@
 #include "runtime/plan_executor.h"
 
-#include <cstdlib>
-
 #include "loadable/plan.h"
 #include "onnx/importer.h"
 #include "plan_generated.h"
@@ -60,8 +58,7 @@ PlanExecutor::PlanExecutor(const uint8_t* data, size_t size, int dla_core) {
     } else {
       st->graph = import_onnx_bytes(s->payload()->data(), s->payload()->size(), {},
                                     "plan GPU segment " + std::to_string(stages_.size()));
-      const char* env = std::getenv("DLAKIT_GPU_BACKEND");
-      if (gpu::available() && !(env && std::string(env) == "cpu"))
+      if (gpu::cuda_chosen("DLAKIT_GPU_BACKEND"))
         st->cuda = std::make_unique<gpu::GpuEngine>(
             st->graph, quant::plan_uniform(st->graph, quant::Mode::kFP32, nullptr));
       else

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 
 #include "engine/engine.h"
@@ -184,7 +183,7 @@ void Core::loop() {
 }
 
 // ---- Device
-Device::Device(int core) : core_(core) {
+Device::Device(int core) : core_(core), dla_on_cuda_(gpu::cuda_chosen("DLAKIT_DLA_BACKEND")) {
   if (core != 0 && core != 1)
     throw RuntimeError(cudlaErrorInvalidDevice,
                        "DLA core " + std::to_string(core) + " does not exist (0 or 1)");
@@ -216,16 +215,17 @@ uint64_t* Device::register_memory(const void* ptr, size_t size) {
   if (!ptr || size == 0) throw RuntimeError(cudlaErrorInvalidAddress, "null pointer or zero size");
   if (p & 31u)
     throw RuntimeError(cudlaErrorInvalidAddress, "address is not 32-byte aligned (the DLA requires it)");
+  const bool cuda = gpu::memory_kind(ptr) != gpu::MemoryKind::kHost;  // asked once, here, not per task
   std::lock_guard<std::mutex> lk(mu_);
   auto it = registered_.upper_bound(p);
   if (it != registered_.begin()) {
     auto prev = std::prev(it);
-    if (prev->first + prev->second > p)
+    if (prev->first + prev->second.size > p)
       throw RuntimeError(cudlaErrorMemoryRegistered, "memory is already registered");
   }
   if (it != registered_.end() && it->first < p + size)
     throw RuntimeError(cudlaErrorMemoryRegistered, "memory overlaps a registered buffer");
-  registered_[p] = size;
+  registered_[p] = {size, cuda};
   return reinterpret_cast<uint64_t*>(p);
 }
 
@@ -235,14 +235,17 @@ void Device::unregister_memory(const uint64_t* ptr) {
     throw RuntimeError(cudlaErrorInvalidAddress, "this address was not registered on this device");
 }
 
-bool Device::is_registered(const void* ptr, size_t size) const {
+std::optional<Device::Registration> Device::registration(const void* ptr, size_t size) const {
   const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard<std::mutex> lk(mu_);
   auto it = registered_.upper_bound(p);
-  if (it == registered_.begin()) return false;
+  if (it == registered_.begin()) return std::nullopt;
   --it;
-  return p >= it->first && p + size <= it->first + it->second;
+  if (p >= it->first && p + size <= it->first + it->second.size) return it->second;
+  return std::nullopt;
 }
+
+bool Device::is_registered(const void* ptr, size_t size) const { return registration(ptr, size).has_value(); }
 
 void Device::submit(const Task& t, void* stream, bool noop) {
   const Module& m = module();
@@ -251,21 +254,25 @@ void Device::submit(const Task& t, void* stream, bool noop) {
                        "task has " + std::to_string(t.inputs.size()) + " inputs / " +
                            std::to_string(t.outputs.size()) + " outputs; the module has " +
                            std::to_string(m.inputs().size()) + " / " + std::to_string(m.outputs().size()));
-  for (size_t i = 0; i < t.inputs.size(); ++i)
-    if (!t.inputs[i] || !is_registered(t.inputs[i], m.inputs()[i].size))
+  bool on_gpu = false;  // some buffer is CUDA memory: the task goes in stream order (submit_cuda)
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    const auto r = t.inputs[i] ? registration(t.inputs[i], m.inputs()[i].size) : std::nullopt;
+    if (!r)
       throw RuntimeError(cudlaErrorInvalidAddress, "input " + std::to_string(i) + " ('" + m.inputs()[i].name +
                                                        "', " + std::to_string(m.inputs()[i].size) +
                                                        " bytes) is not a registered buffer of that size");
-  for (size_t i = 0; i < t.outputs.size(); ++i)
-    if (!t.outputs[i] || !is_registered(t.outputs[i], m.outputs()[i].size))
+    on_gpu = on_gpu || r->cuda;
+  }
+  for (size_t i = 0; i < t.outputs.size(); ++i) {
+    const auto r = t.outputs[i] ? registration(t.outputs[i], m.outputs()[i].size) : std::nullopt;
+    if (!r)
       throw RuntimeError(cudlaErrorInvalidAddress, "output " + std::to_string(i) + " ('" +
                                                        m.outputs()[i].name + "', " +
                                                        std::to_string(m.outputs()[i].size) +
                                                        " bytes) is not a registered buffer of that size");
+    on_gpu = on_gpu || r->cuda;
+  }
   if (noop) return;
-  bool on_gpu = false;
-  for (auto* p : t.inputs) on_gpu = on_gpu || gpu::memory_kind(p) != gpu::MemoryKind::kHost;
-  for (auto* p : t.outputs) on_gpu = on_gpu || gpu::memory_kind(p) != gpu::MemoryKind::kHost;
   if (on_gpu) return submit_cuda(t, stream);
   std::vector<const void*> in(t.inputs.begin(), t.inputs.end());
   std::vector<void*> out(t.outputs.begin(), t.outputs.end());
@@ -295,8 +302,6 @@ void Device::submit(const Task& t, void* stream, bool noop) {
 // emulated DLA (on CUDA, or the CPU emulator in a host step), copies back; all in this device's queue.
 void Device::submit_cuda(const Task& t, void* stream) {
   const Module& m = module();
-  const char* env = std::getenv("DLAKIT_DLA_BACKEND");
-  const bool cpu = env && std::string(env) == "cpu";
   std::lock_guard<std::mutex> lk(mu_);
   try {
     if (!queue_) queue_ = std::make_unique<gpu::Queue>();
@@ -312,7 +317,7 @@ void Device::submit_cuda(const Task& t, void* stream) {
     std::vector<void*> out;
     for (size_t i = 0; i < ni; ++i) in.push_back(staging_[i].data());
     for (size_t i = 0; i < no; ++i) out.push_back(staging_[ni + i].data());
-    if (cpu) {
+    if (!dla_on_cuda_) {
       q.host([this, &m, in, out] {
         try {
           m.execute(in, out);
@@ -323,9 +328,7 @@ void Device::submit_cuda(const Task& t, void* stream) {
     } else {
       gpu::GpuEngine& e = m.gpu_engine();
       const Graph& g = m.loadable().graph;
-      auto bytes = [&](int v) {
-        return size_t(numel(g.value(v).type.shape)) * dtype_size(g.value(v).type.dtype);
-      };
+      auto bytes = [&](int v) { return nbytes(g.value(v).type); };
       if (nchw_.empty()) {
         for (int v : g.inputs) nchw_.emplace_back(bytes(v));
         for (int v : g.outputs) nchw_.emplace_back(bytes(v));

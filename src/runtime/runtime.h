@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -129,12 +130,18 @@ class Device {
  private:
   void record_failure(cudlaStatus s);
   void submit_cuda(const Task& t, void* stream);
+  struct Registration {
+    size_t size;
+    bool cuda;  // CUDA device or managed memory
+  };
+  std::optional<Registration> registration(const void* ptr, size_t size) const;  // covering [ptr, +size)
   int core_;
+  bool dla_on_cuda_;  // tasks on CUDA buffers run the emulated DLA on CUDA (else the CPU emulator)
   std::unique_ptr<gpu::Queue> queue_;       // CUDA tasks of this device, in order
   std::vector<gpu::PinnedBuffer> staging_;  // CUDA tasks: inputs then outputs, as the descriptors lay out
   std::vector<gpu::PinnedBuffer> nchw_;     // CUDA backend: graph inputs then outputs, float32 NCHW
   std::unique_ptr<Module> module_;
-  std::map<uintptr_t, size_t> registered_;
+  std::map<uintptr_t, Registration> registered_;
   mutable std::mutex mu_;
   uint32_t timeout_ms_ = 30000;
   cudlaStatus last_error_ = cudlaSuccess;

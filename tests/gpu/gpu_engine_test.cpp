@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <random>
 
+#include "../common/test_data.h"
 #include "gpu/engine.h"
 #include "gpu/gpu.h"
 #include "loadable/plan.h"
@@ -18,6 +19,9 @@
 #include "runtime/plan_executor.h"
 
 using namespace dlakit;
+using dlakit::test_data::cosine;
+using dlakit::test_data::random_calibration;
+using dlakit::test_data::random_inputs;
 namespace fs = std::filesystem;
 
 // GTEST_SKIP returns from the function it is in, so this is a macro.
@@ -32,27 +36,6 @@ namespace {
 const fs::path kModels =
     fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : DLAKIT_SOURCE_DIR) /
     ".cache" / "models";
-
-TensorMap random_inputs(const Graph& g, uint32_t seed) {
-  TensorMap in;
-  for (int id : g.inputs) {
-    std::mt19937 gen(seed++);
-    std::normal_distribution<float> d(0.f, 1.f);
-    Tensor t(g.value(id).type.dtype, g.value(id).type.shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(gen);
-    in[g.value(id).name] = t;
-  }
-  return in;
-}
-
-double cosine(const Tensor& a, const Tensor& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double x = a.data<float>()[i], y = b.data<float>()[i];
-    ab += x * y, aa += x * x, bb += y * y;
-  }
-  return aa == 0 && bb == 0 ? 1.0 : ab / std::sqrt(aa * bb);
-}
 
 int64_t differing(const Tensor& a, const Tensor& b) {  // values, so -0 equals +0; NaN equals NaN
   int64_t d = 0;
@@ -77,9 +60,7 @@ quant::NumericsPlan int8_plan(const Graph& g) {
   PlacementOptions po;
   po.precision = dla::Precision::kINT8;
   const Placement p = place(g, po);
-  quant::HistogramCollector hc(g);
-  hc.add(random_inputs(g, 100));
-  const quant::ScaleTable scales = hc.compute({});
+  const quant::ScaleTable scales = random_calibration(g, 1);
   return quant::plan_numerics(g, p, &scales);
 }
 }  // namespace

@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "../common/test_data.h"
 #include "engine/engine.h"
 #include "loadable/loadable.h"
 #include "loadable/plan.h"
@@ -75,18 +76,9 @@ void golden(const fs::path& file, const std::string& actual) {
   }
 }
 
-TensorMap random_inputs(const Graph& g) {
-  TensorMap in;
-  uint32_t seed = 11;
-  for (int id : g.inputs) {
-    std::mt19937 gen(seed++);
-    std::normal_distribution<float> d(0.f, 1.f);
-    Tensor t(g.value(id).type.dtype, g.value(id).type.shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(gen);
-    in[g.value(id).name] = t;
-  }
-  return in;
-}
+using dlakit::test_data::cosine;
+using dlakit::test_data::random_calibration;
+using dlakit::test_data::random_inputs;
 
 class RealModel : public ::testing::TestWithParam<ModelSpec> {
  protected:
@@ -173,16 +165,8 @@ TEST(HybridPlan, RealModelsMatchTheReferenceWithinFp16) {
     const TensorMap in = random_inputs(g);
     TensorMap want = ReferenceEngine(g).run(in), got = exec.run(in);
     for (auto& [out, t] : want) {
-      double dot = 0, na = 0, nb = 0;
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        const double a = got.at(out).at_f64(i), b = t.at_f64(i);
-        dot += a * b;
-        na += a * a;
-        nb += b * b;
-      }
-      EXPECT_GE(dot / std::sqrt(na * nb + 1e-300), 0.999)
-          << name << " output " << out << " (" << exec.dla_segments() << " DLA + " << exec.gpu_segments()
-          << " GPU segments)";
+      EXPECT_GE(cosine(got.at(out), t), 0.999) << name << " output " << out << " (" << exec.dla_segments()
+                                               << " DLA + " << exec.gpu_segments() << " GPU segments)";
     }
     // a truncated or foreign plan is an error, not a crash
     EXPECT_THROW(rt::PlanExecutor(reinterpret_cast<const uint8_t*>(plan.data()), plan.size() / 2), Error);
@@ -200,9 +184,7 @@ TEST(Int8Loadable, RuntimeMatchesTheEmulationBitForBit) {
   po.standalone = true;
   po.precision = dla::Precision::kINT8;
   const Placement p = place(g, po);
-  quant::HistogramCollector hc(g);
-  for (int i = 0; i < 2; ++i) hc.add(random_inputs(g));
-  const quant::ScaleTable scales = hc.compute({});
+  const quant::ScaleTable scales = random_calibration(g, 2);
   const quant::NumericsPlan plan = quant::plan_numerics(g, p, &scales);
   EXPECT_EQ(plan.int8_nodes, int(g.nodes.size()));
   LoadableOptions o;
@@ -255,9 +237,7 @@ TEST(Int8Loadable, Int8IoFormatsMatchTheEmulationBitForBit) {
   po.standalone = true;
   po.precision = dla::Precision::kINT8;
   const Placement p = place(g, po);
-  quant::HistogramCollector hc(g);
-  hc.add(random_inputs(g));
-  const quant::ScaleTable scales = hc.compute({});
+  const quant::ScaleTable scales = random_calibration(g, 1);
   quant::NumericsPlan plan = quant::plan_numerics(g, p, &scales);
   LoadableOptions o;
   o.int8 = true;
@@ -304,9 +284,7 @@ TEST(HybridPlan, Int8PlanRunsWithInt8DlaSegments) {
   PlacementOptions po;
   po.precision = dla::Precision::kINT8;
   const Placement p = place(opt, po);
-  quant::HistogramCollector hc(opt);
-  hc.add(random_inputs(opt));
-  const quant::ScaleTable scales = hc.compute({});
+  const quant::ScaleTable scales = random_calibration(opt, 1);
   int int8_layers = 0;
   const std::string plan = write_plan(opt, p, &scales, &int8_layers);
   rt::PlanExecutor exec(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
@@ -316,12 +294,7 @@ TEST(HybridPlan, Int8PlanRunsWithInt8DlaSegments) {
   const TensorMap in = random_inputs(g);
   TensorMap want = ReferenceEngine(g).run(in), got = exec.run(in);
   for (auto& [out, t] : want) {
-    double dot = 0, na = 0, nb = 0;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      const double a = got.at(out).at_f64(i), b = t.at_f64(i);
-      dot += a * b, na += a * a, nb += b * b;
-    }
-    const double cos = dot / std::sqrt(na * nb + 1e-300);
+    const double cos = cosine(got.at(out), t);
     std::printf("squeezenet1_1 INT8 plan: %d INT8 layers, cosine vs FP32 %.5f\n", int8_layers, cos);
     EXPECT_GE(cos, 0.995) << out;
   }

@@ -75,14 +75,40 @@ Stats stats(std::vector<double> v) {
   return {v.front(), sum / double(v.size()), pct(0.5), pct(0.9), pct(0.95), pct(0.99), v.back()};
 }
 
-void print_latency(const nlohmann::json& j, const Stats& L, const Stats& H, const Stats& C, const Stats& D,
-                   int iters, double wall_s) {
+// Per-iteration times of the timed loop (ms): the H2D step, compute, the D2H step and their sum.
+struct Timings {
+  std::vector<double> h2d, compute, d2h, total;
+  void add(double a, double b, double c) {
+    h2d.push_back(a), compute.push_back(b), d2h.push_back(c), total.push_back(a + b + c);
+  }
+};
+
+nlohmann::json latency_json(const Stats& L) {
+  return {{"min", L.min}, {"mean", L.mean}, {"median", L.median}, {"p90", L.p90},
+          {"p95", L.p95}, {"p99", L.p99},   {"max", L.max}};
+}
+
+// `how_h2d` / `how_d2h` name the copy steps ("H2D/pack" where packing is part of it).
+void print_latency(const Stats& L, const Stats& H, const Stats& C, const Stats& D, const char* how_h2d,
+                   const char* how_d2h, int iters, double wall_s, const char* scope) {
   std::printf("latency (ms): min %.3f  mean %.3f  median %.3f  p90 %.3f  p95 %.3f  p99 %.3f  max %.3f\n",
               L.min, L.mean, L.median, L.p90, L.p95, L.p99, L.max);
-  std::printf("split (mean ms): H2D %.3f  compute %.3f  D2H %.3f\n", H.mean, C.mean, D.mean);
-  std::printf("throughput: %.1f inferences/s over %d iterations in %.2f s\n", double(iters) / wall_s, iters,
-              wall_s);
-  std::printf("note: %s\n", j["note"].get<std::string>().c_str());
+  std::printf("split (mean ms): %s %.3f  compute %.3f  %s %.3f\n", how_h2d, H.mean, C.mean, how_d2h, D.mean);
+  std::printf("throughput: %.1f inferences/s over %d iterations in %.2f s%s\n", double(iters) / wall_s, iters,
+              wall_s, scope);
+}
+
+// Seeded N(0, 1) noise of the given shapes (the same inputs in every configuration).
+std::vector<Tensor> seeded_noise(const std::vector<Shape>& shapes) {
+  std::vector<Tensor> r;
+  std::mt19937 gen(1);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (const Shape& s : shapes) {
+    Tensor t(DType::kF32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = nd(gen);
+    r.push_back(t);
+  }
+  return r;
 }
 
 // --config=gpu-fp16|gpu-int8: the ONNX model on the GPU through the CUDA backend with the GPU's numerics
@@ -114,16 +140,12 @@ void run_bench_gpu_model(const BenchFlags& f) {
   }
   gpu::GpuEngine e(g, plan);
   gpu::Queue stream;
-  std::vector<Tensor> inputs, outputs;
-  std::mt19937 gen(1);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (int v : g.inputs) {
-    Tensor t(DType::kF32, g.value(v).type.shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = nd(gen);
-    inputs.push_back(t);
-  }
+  std::vector<Shape> shapes;
+  for (int v : g.inputs) shapes.push_back(g.value(v).type.shape);
+  const std::vector<Tensor> inputs = seeded_noise(shapes);
+  std::vector<Tensor> outputs;
   for (int v : g.outputs) outputs.push_back(Tensor(g.value(v).type.dtype, g.value(v).type.shape));
-  std::vector<double> h2d, compute, d2h, total;
+  Timings times;
   auto one = [&](bool record) {
     auto t0 = Clock::now();
     for (size_t i = 0; i < inputs.size(); ++i) stream.copy(e.input(i), inputs[i].raw(), inputs[i].nbytes());
@@ -138,7 +160,7 @@ void run_bench_gpu_model(const BenchFlags& f) {
       stream.copy(outputs[i].raw(), e.output(i), outputs[i].nbytes());
     stream.synchronize();
     const double c = ms_since(t2);
-    if (record) h2d.push_back(a), compute.push_back(b), d2h.push_back(c), total.push_back(a + b + c);
+    if (record) times.add(a, b, c);
   };
   const auto w0 = Clock::now();
   do one(false);
@@ -147,29 +169,29 @@ void run_bench_gpu_model(const BenchFlags& f) {
   int n = 0;
   while (n < f.iterations || ms_since(start) < f.duration_s * 1000.0) one(true), ++n;
   const double wall_s = ms_since(start) / 1000.0;
-  const Stats L = stats(total), C = stats(compute), H = stats(h2d), D = stats(d2h);
+  const Stats L = stats(times.total), C = stats(times.compute), H = stats(times.h2d), D = stats(times.d2h);
   nlohmann::json j;
   j["config"] = f.config;
   j["model"] = f.onnx;
   j["device"] = gpu::device_name();
   j["gpu_layers"] = e.gpu_nodes();
   j["layers"] = g.nodes.size();
-  j["latency_ms"] = {{"min", L.min}, {"mean", L.mean}, {"median", L.median}, {"p90", L.p90},
-                     {"p95", L.p95}, {"p99", L.p99},   {"max", L.max}};
+  j["latency_ms"] = latency_json(L);
   j["split_ms_mean"] = {{"h2d", H.mean}, {"compute", C.mean}, {"d2h", D.mean}};
   j["throughput_qps"] = double(n) / wall_s;
   j["iterations"] = n;
   j["note"] =
       "dlakit's CUDA emulation kernels (correctness-first, one thread per output), not TensorRT: "
       "compare configurations with each other, not with TensorRT";
-  if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(total).dump() << "\n";
+  if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(times.total).dump() << "\n";
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return;
   }
   std::printf("config %s: %s on %s, %d of %zu layers on the GPU\n", f.config.c_str(), f.onnx.c_str(),
               gpu::device_name().c_str(), e.gpu_nodes(), g.nodes.size());
-  print_latency(j, L, H, C, D, n, wall_s);
+  print_latency(L, H, C, D, "H2D", "D2H", n, wall_s, "");
+  std::printf("note: %s\n", j["note"].get<std::string>().c_str());
 }
 
 void run_bench(BenchFlags f) {
@@ -216,15 +238,10 @@ void run_bench(BenchFlags f) {
     fail(Status::kInvalidArgument, "--config=", f.config,
          " needs an INT8 loadable (dlakit build --int8 --calib=C)");
   // Inputs: seeded noise in NCHW float32, packed per descriptor for every iteration (the H2D step).
-  std::vector<Tensor> inputs;
-  std::mt19937 gen(1);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (const auto& d : m.inputs()) {
-    Tensor t(DType::kF32, d.network_shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = nd(gen);
-    inputs.push_back(t);
-  }
-  std::vector<double> h2d, compute, d2h, total;
+  std::vector<Shape> shapes;
+  for (const auto& d : m.inputs()) shapes.push_back(d.network_shape);
+  const std::vector<Tensor> inputs = seeded_noise(shapes);
+  Timings times;
   auto one = [&](size_t k, bool record) {
     auto t0 = Clock::now();
     Buffers& bk = *bufs[k];
@@ -247,12 +264,7 @@ void run_bench(BenchFlags f) {
     if (bk.stream) bk.stream->synchronize();
     for (size_t i = 0; i < m.outputs().size(); ++i) (void)rt::unpack(bk.out[i], m.outputs()[i]);
     const double c = ms_since(t2);
-    if (record) {
-      h2d.push_back(a);
-      compute.push_back(b);
-      d2h.push_back(c);
-      total.push_back(a + b + c);
-    }
+    if (record) times.add(a, b, c);
   };
   const auto w0 = Clock::now();
   while (ms_since(w0) < f.warmup_ms) one(0, false);
@@ -277,22 +289,21 @@ void run_bench(BenchFlags f) {
     });
   for (auto& t : threads) t.join();
   const double wall_s = ms_since(start) / 1000.0;
-  const Stats L = stats(total), C = stats(compute), H = stats(h2d), D = stats(d2h);
+  const Stats L = stats(times.total), C = stats(times.compute), H = stats(times.h2d), D = stats(times.d2h);
   nlohmann::json j;
   j["engine"] = f.engine;
   j["target"] = m.loadable().target;
   j["cores"] = cores;
   j["backend"] = cuda ? "cuda: " + gpu::device_name() : "cpu";
   j["streams_per_core"] = f.streams;
-  j["latency_ms"] = {{"min", L.min}, {"mean", L.mean}, {"median", L.median}, {"p90", L.p90},
-                     {"p95", L.p95}, {"p99", L.p99},   {"max", L.max}};
+  j["latency_ms"] = latency_json(L);
   j["split_ms_mean"] = {{"h2d_pack", H.mean}, {"compute", C.mean}, {"d2h_unpack", D.mean}};
   j["throughput_qps"] = double(done_iters) / wall_s;
   j["iterations"] = done_iters.load();
   j["note"] =
       cuda ? "emulated DLA on CUDA (dlakit's kernels): emulator timings, not DLA hardware predictions"
            : "emulated DLA on this machine's CPU: these are emulator timings, not DLA hardware predictions";
-  if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(total).dump() << "\n";
+  if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(times.total).dump() << "\n";
   if (f.dump_profile || !f.export_profile.empty()) {
     auto prof = m.profile(std::vector<const void*>(bufs[0]->in.begin(), bufs[0]->in.end()), bufs[0]->out);
     nlohmann::json p = nlohmann::json::array();
@@ -306,11 +317,7 @@ void run_bench(BenchFlags f) {
   }
   std::printf("engine: %s (target %s), core(s) %s, %d stream(s) per core\n", f.engine.c_str(),
               m.loadable().target.c_str(), f.cores.c_str(), f.streams);
-  std::printf("latency (ms): min %.3f  mean %.3f  median %.3f  p90 %.3f  p95 %.3f  p99 %.3f  max %.3f\n",
-              L.min, L.mean, L.median, L.p90, L.p95, L.p99, L.max);
-  std::printf("split (mean ms): H2D/pack %.3f  compute %.3f  D2H/unpack %.3f\n", H.mean, C.mean, D.mean);
-  std::printf("throughput: %.1f inferences/s over %d iterations in %.2f s (all cores)\n",
-              double(done_iters) / wall_s, done_iters.load(), wall_s);
+  print_latency(L, H, C, D, "H2D/pack", "D2H/unpack", done_iters.load(), wall_s, " (all cores)");
   if (j.contains("profile")) {
     std::printf("per-layer profile:\n");
     for (auto& p : j["profile"])
