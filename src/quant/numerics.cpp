@@ -130,14 +130,32 @@ bool conv_like(const Node& n) {
          n.op == OpKind::MatMul;
 }
 
+// A stand-alone SDP pass (an element-wise op between two tensors, or a per-element op on one) has the same
+// sub-units (X1, X2, Y) as the SDP after a convolution, so the per-element ops that follow it fuse the same
+// way (NVDLA's compiler merges consecutive SDP operations into one pass).
+bool sdp_pass(const Graph& g, const Node& n) {
+  if (sdp_op(g, n)) return true;
+  switch (n.op) {
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Max:
+    case OpKind::Min:
+    case OpKind::Sum:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void mark_fused(const Graph& g, const Placement& p, NumericsPlan& plan) {
   plan.fused.assign(g.values.size(), 0);
-  std::vector<int> depth(g.nodes.size(), -1);  // ops fused after the convolution that starts the chain
+  std::vector<int> depth(g.nodes.size(), -1);  // ops fused after the layer that starts the chain
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     const Mode m = plan.nodes[i].mode;
     if (p.layers[i].device != Device::kDLA || m == Mode::kFP32) continue;
-    if (conv_like(n) && weight_axis(g, n) >= 0) depth[i] = std::max(depth[i], 0);
+    if ((conv_like(n) && weight_axis(g, n) >= 0) || sdp_pass(g, n)) depth[i] = std::max(depth[i], 0);
     if (depth[i] < 0 || depth[i] >= kMaxFusedOps || n.outputs.empty()) continue;
     const int v = n.outputs[0];
     if (!is_float_activation(g, v) || is_graph_output(g, v)) continue;

@@ -56,9 +56,11 @@ NumericsPlan plan_numerics(const Graph& g, const Placement& p, const ScaleTable*
                            const NumericsOptions& o = {});
 // The DLA runs a convolution and the per-element operations after it (bias, scale, batch norm, ReLU/
 // clip/PReLU, LUT sigmoid/tanh: NVDLA's SDP) as one pass with one output conversion; TensorRT fuses them
-// the same way. A value is fused when its producer is a DLA Conv/Deconv/FC (or a fused op) and its only
-// reader is such a per-element op with constant operands in the same precision, up to
-// kMaxFusedOps after the convolution. Set by plan_numerics; dlakit's reading of NVDLA, [U] for Orin.
+// the same way. A stand-alone SDP pass (element-wise op, activation, arithmetic with a constant) takes
+// the per-element ops after it the same way. A value is fused when its producer is a DLA Conv/Deconv/FC
+// or SDP op (or a fused op) and its only reader is a per-element op with constant operands in the same
+// precision, up to kMaxFusedOps after the first. Set by plan_numerics; dlakit's reading of NVDLA, [U]
+// for Orin.
 inline constexpr int kMaxFusedOps = 4;
 
 // A float32 tensor computed at run time (not a constant): what gets scales, histograms and metrics.

@@ -430,6 +430,20 @@ TEST(Fp16Emulation, RoundsInputsWeightsAndOutputs) {
   }
 }
 
+// Appends node `name` (opset 13) reading `ins`; returns its output value "<name>_out" of type `t`.
+static int append_node(Graph& g, OpKind op, const std::string& name, std::vector<int> ins,
+                       const TensorType& t) {
+  const int o = g.add_value(name + "_out", t);
+  Node n;
+  n.op = op;
+  n.name = name;
+  n.opset = 13;
+  n.inputs = std::move(ins);
+  n.outputs = {o};
+  g.nodes.push_back(n);
+  return o;
+}
+
 TEST(Int8Emulation, ConvPostProcessingFusesWithoutRequantizing) {
   // Conv -> Mul(constant) -> Add(constant) -> Identity: the Conv and the Mul outputs stay fp32 inside
   // the DLA pipeline; only the Add's output is quantized.
@@ -437,15 +451,7 @@ TEST(Int8Emulation, ConvPostProcessingFusesWithoutRequantizing) {
   Graph g = conv_graph(w, b, 6, 6, 1, false);
   const int y = g.outputs[0];
   auto add_node = [&](OpKind op, const std::string& name, std::vector<int> ins) {
-    const int o = g.add_value(name + "_out", g.value(y).type);
-    Node n;
-    n.op = op;
-    n.name = name;
-    n.opset = 13;
-    n.inputs = std::move(ins);
-    n.outputs = {o};
-    g.nodes.push_back(n);
-    return o;
+    return append_node(g, op, name, std::move(ins), g.value(y).type);
   };
   const int m = add_node(OpKind::Mul, "scale", {y, g.add_constant("k", Tensor::scalar_f32(0.5f))});
   const int a = add_node(OpKind::Add, "bias", {m, g.add_constant("c", Tensor::scalar_f32(0.25f))});
@@ -475,6 +481,52 @@ TEST(Int8Emulation, ConvPostProcessingFusesWithoutRequantizing) {
     const float want =
         float(quantize(seen["conv"][i] * 0.5f + 0.25f, 2.f / 127, Rounding::kHalfAwayFromZero)) * (2.f / 127);
     EXPECT_EQ(seen["bias"][i], want) << i;
+  }
+}
+
+TEST(Int8Emulation, ElementWisePostProcessingFusesLikeAfterAConv) {
+  // Add(x1, x2) -> Mul(constant) -> Clip -> Identity: a stand-alone SDP pass (the element-wise Add) takes
+  // the Mul and the Clip in its later stages, so only the Clip's output is quantized. A second reader of
+  // the Add's output (the `tap` output) would store it, and ends the chain.
+  for (const bool tapped : {false, true}) {
+    SCOPED_TRACE(tapped ? "Add output also read elsewhere" : "Add output read once");
+    Graph g;
+    const TensorType t{DType::kF32, {1, 4, 6, 6}};
+    const int x1 = g.add_value("x1", t), x2 = g.add_value("x2", t);
+    auto add_node = [&](OpKind op, const std::string& name, std::vector<int> ins) {
+      return append_node(g, op, name, std::move(ins), t);
+    };
+    const int s = add_node(OpKind::Add, "sum", {x1, x2});
+    const int m = add_node(OpKind::Mul, "scale", {s, g.add_constant("k", Tensor::scalar_f32(0.75f))});
+    const int c = add_node(
+        OpKind::Clip, "clip",
+        {m, g.add_constant("lo", Tensor::scalar_f32(0.f)), g.add_constant("hi", Tensor::scalar_f32(1.25f))});
+    const int z = add_node(OpKind::Identity, "id", {c});
+    g.inputs = {x1, x2};
+    g.outputs = {z};
+    if (tapped) g.outputs.push_back(add_node(OpKind::Identity, "tap", {s}));
+    g.relink();
+    ScaleTable st;
+    for (const char* n : {"x1", "x2", "sum_out", "scale_out", "clip_out", "id_out", "tap_out"})
+      st.set_amax(n, 2.f);
+    const NumericsPlan plan = plan_uniform(g, Mode::kINT8, &st);
+    EXPECT_EQ(bool(plan.fused[size_t(s)]), !tapped);
+    EXPECT_TRUE(plan.fused[size_t(m)]);  // the chain starts at the Add, or (tapped) at the Mul
+    EXPECT_FALSE(plan.fused[size_t(c)]);
+    std::map<std::string, std::vector<float>> seen;
+    EmulatedEngine e(g, plan);
+    e.engine().set_observer(
+        [&](const Node& n, const std::vector<Tensor>& outs) { seen[n.name] = outs[0].to_f32(); });
+    const Tensor a = random_tensor(t.shape, 31, -2.f, 2.f), b = random_tensor(t.shape, 32, -2.f, 2.f);
+    e.run({{"x1", a}, {"x2", b}});
+    const float q = 2.f / 127;
+    auto level = [&](float v) { return float(quantize(v, q, Rounding::kHalfAwayFromZero)) * q; };
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      float v = level(a.data<float>()[i]) + level(b.data<float>()[i]);
+      if (tapped) v = level(v);  // stored for its second reader
+      const float want = level(std::clamp(v * 0.75f, 0.f, 1.25f));
+      EXPECT_EQ(seen["clip"][size_t(i)], want) << i;
+    }
   }
 }
 
