@@ -202,26 +202,49 @@ AutoFix auto_fix(const Graph& g, const PlacementOptions& base, const ScaleTable*
   a.options = base;
   a.plan = plan_numerics(g, place(g, a.options), scales, no);
   a.before = a.after = compare_numerics(g, a.plan, samples, progress);
+  std::set<std::string> excluded;  // layers of undone rounds
   for (; a.rounds < max_rounds; ++a.rounds) {
-    Fix f = propose_fix(a.after);
-    if (f.empty() && target_cosine > 0 && mean_output_cosine(a.after) < target_cosine) {
+    CompareResult candidates = a.after;
+    for (LayerError& e : candidates.layers)
+      if (excluded.count(e.node)) {
+        e.flagged = false;
+        e.own.rel_l2 = std::numeric_limits<double>::quiet_NaN();  // never proposed again
+      }
+    Fix f = propose_fix(candidates);
+    const double now = mean_output_cosine(a.after);
+    if (f.empty() && target_cosine > 0 && now < target_cosine) {
       int int8 = 0;
-      for (const LayerError& e : a.after.layers) int8 += e.mode == "int8";
-      f = propose_top(a.after, std::max(1, int8 / 20));
+      for (const LayerError& e : candidates.layers) int8 += e.mode == "int8";
+      f = propose_top(candidates, std::max(1, int8 / 20));
     }
     if (f.empty()) break;
+    PlacementOptions tried = a.options;
     auto dev = parse_device_overrides(f.layer_devices);
     auto pre = parse_precision_overrides(f.layer_precisions);
-    a.options.layer_devices.insert(a.options.layer_devices.begin(), dev.begin(), dev.end());
-    a.options.layer_precisions.insert(a.options.layer_precisions.begin(), pre.begin(), pre.end());
+    tried.layer_devices.insert(tried.layer_devices.begin(), dev.begin(), dev.end());
+    tried.layer_precisions.insert(tried.layer_precisions.begin(), pre.begin(), pre.end());
+    NumericsPlan plan = plan_numerics(g, place(g, tried), scales, no);
+    CompareResult result = compare_numerics(g, plan, samples, progress);
+    const double next = mean_output_cosine(result);
+    if (next < now) {
+      for (const auto& o : dev) excluded.insert(o.first);
+      for (const auto& o : pre) excluded.insert(o.first);
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "round %d undone: mean output cosine %.6f -> %.6f with %zu more override(s)",
+                    a.rounds + 1, now, next, dev.size() + pre.size());
+      a.undone.push_back(buf);
+      continue;
+    }
     auto join = [](std::string& to, const std::string& more) {
       if (!more.empty()) to += (to.empty() ? "" : ",") + more;
     };
     join(a.applied.layer_precisions, f.layer_precisions);
     join(a.applied.layer_devices, f.layer_devices);
     a.applied.lines.insert(a.applied.lines.end(), f.lines.begin(), f.lines.end());
-    a.plan = plan_numerics(g, place(g, a.options), scales, no);
-    a.after = compare_numerics(g, a.plan, samples, progress);
+    a.options = std::move(tried);
+    a.plan = std::move(plan);
+    a.after = std::move(result);
   }
   return a;
 }

@@ -52,16 +52,20 @@ Fix propose_fix(const CompareResult& r);
 // step when flagging alone does not reach an accuracy target.
 Fix propose_top(const CompareResult& r, int count);
 
-// compare -> fix -> re-place -> compare, until no layer is flagged or `max_rounds` fixes were applied.
+// compare -> fix -> re-place -> compare, until no layer is flagged or `max_rounds` rounds were tried.
 // With target_cosine > 0, rounds continue while the mean output cosine is below it, moving the 5% of
-// INT8 layers with the largest own error each round (a greedy sensitivity search). The overrides
-// accumulate in front of the given ones (first match wins).
+// INT8 layers with the largest own error each round (a greedy sensitivity search). A round that lowers
+// the mean output cosine on the samples is undone, and its layers are not proposed again: a layer's own
+// error says where quantization noise enters, not that removing it helps the output (errors downstream
+// can grow when their inputs change). The overrides accumulate in front of the given ones (first match
+// wins).
 struct AutoFix {
-  CompareResult before, after;  // after == before when nothing was flagged
-  Fix applied;                  // every override added, all rounds
-  PlacementOptions options;     // the placement options with them
-  NumericsPlan plan;            // the final plan
-  int rounds = 0;
+  CompareResult before, after;      // after == before when nothing was kept
+  Fix applied;                      // every override kept, all rounds
+  PlacementOptions options;         // the placement options with them
+  NumericsPlan plan;                // the final plan
+  int rounds = 0;                   // rounds tried (kept + undone)
+  std::vector<std::string> undone;  // one line per undone round
 };
 AutoFix auto_fix(const Graph& g, const PlacementOptions& base, const ScaleTable* scales,
                  const NumericsOptions& no, const std::vector<TensorMap>& samples, int max_rounds = 3,

@@ -101,7 +101,7 @@ void run_compare(const CompareFlags& f) {
   const quant::CompareResult& before = a.before;
   const quant::Fix& fix = a.applied;
   std::optional<quant::CompareResult> after;
-  if (a.rounds > 0) after = a.after;
+  if (!fix.empty()) after = a.after;
   if (f.fix && !f.apply.empty()) {
     nlohmann::json j = {{"layerPrecisions", fix.layer_precisions}, {"layerDeviceTypes", fix.layer_devices}};
     std::ofstream out(f.apply);
@@ -119,6 +119,7 @@ void run_compare(const CompareFlags& f) {
     j["model"] = f.model.model;
     j["precision"] = what;
     j["fix_rounds"] = a.rounds;
+    j["fix_undone"] = a.undone;
     j["int8_layers"] = plan.int8_nodes;
     j["fp16_layers"] = plan.fp16_nodes;
     j["fp32_layers"] = plan.fp32_nodes;
@@ -130,13 +131,17 @@ void run_compare(const CompareFlags& f) {
     return;
   }
   std::cout << "dlakit compare: " << f.model.model << ", emulated DLA " << what << " vs FP32 reference, "
-            << before.samples << " samples\n  layers" << (a.rounds > 0 ? " after --fix" : "") << ": "
+            << before.samples << " samples\n  layers" << (!fix.empty() ? " after --fix" : "") << ": "
             << plan.int8_nodes << " int8, " << plan.fp16_nodes << " fp16, " << plan.fp32_nodes
             << " fp32 (GPU or non-float)\n\n";
   print_outputs(before, "before");
   print_layers(before, f.top);
   if (f.fix) {
-    if (fix.empty()) {
+    for (const std::string& u : a.undone) std::cout << "\n  --fix " << u;
+    if (!a.undone.empty()) std::cout << "\n";
+    if (fix.empty() && !a.undone.empty()) {
+      std::cout << "\n  --fix: every proposed move lowered the output cosine on this data; nothing kept\n";
+    } else if (fix.empty()) {
       std::cout << "\n  --fix: no layer's own error stands out (>= 10x the median and >= 0.01); nothing to "
                    "change\n";
     } else {
@@ -168,7 +173,9 @@ void register_compare(CLI::App& app) {
   f->placement.add(*sub);
   f->data.add(*sub);
   sub->add_option("--calib", f->calib, "Calibration cache (TensorRT text format) for --int8");
-  sub->add_flag("--fix", f->fix, "Propose overrides (FP16 or GPU) for flagged layers and re-measure");
+  sub->add_flag("--fix", f->fix,
+                "Propose overrides (FP16 or GPU) for flagged layers and re-measure; a round that lowers the "
+                "output cosine is undone");
   sub->add_option("--fix-rounds", f->fix_rounds, "Fix, re-place and re-measure at most N times (default 3)");
   sub->add_option("--fix-target", f->fix_target,
                   "With --fix: keep moving the INT8 layers with the largest own error (5% per round) "
