@@ -174,25 +174,41 @@ TEST(HybridPlan, RealModelsMatchTheReferenceWithinFp16) {
   }
 }
 
-// INT8 loadables: calibrated ResNet-18 built into an INT8 loadable and run through the runtime gives,
-// bit for bit, the INT8 emulation of the same graph (what `dlakit compare --int8` measures).
-TEST(Int8Loadable, RuntimeMatchesTheEmulationBitForBit) {
-  const fs::path f = kSource / ".cache" / "models" / "resnet18.onnx";
-  Graph g = import_onnx_file(f.string(), {});
-  run_passes(g);
+// A model imported and optimised as `dlakit build` does, placed standalone INT8, calibrated on random
+// batches, and written as an INT8 loadable with the given I/O formats ("" = fp16:chw16).
+struct Int8Build {
+  Graph g;
+  quant::ScaleTable scales;
+  quant::NumericsPlan plan;
+  std::string bytes;
+};
+Int8Build int8_build(const std::string& model, int batches, const std::string& in_formats,
+                     const std::string& out_formats) {
+  Int8Build b;
+  b.g = import_onnx_file((kSource / ".cache" / "models" / (model + ".onnx")).string(), {});
+  run_passes(b.g);
   PlacementOptions po;
   po.standalone = true;
   po.precision = dla::Precision::kINT8;
-  const Placement p = place(g, po);
-  const quant::ScaleTable scales = random_calibration(g, 2);
-  const quant::NumericsPlan plan = quant::plan_numerics(g, p, &scales);
-  EXPECT_EQ(plan.int8_nodes, int(g.nodes.size()));
+  b.scales = random_calibration(b.g, batches);
+  b.plan = quant::plan_numerics(b.g, place(b.g, po), &b.scales);
   LoadableOptions o;
   o.int8 = true;
-  o.plan = &plan;
-  o.inputs = rt::parse_io_formats("", g.inputs.size(), true);
-  o.outputs = rt::parse_io_formats("", g.outputs.size(), false);
-  const std::string bytes = write_loadable(g, o);
+  o.plan = &b.plan;
+  o.inputs = rt::parse_io_formats(in_formats, b.g.inputs.size(), true);
+  o.outputs = rt::parse_io_formats(out_formats, b.g.outputs.size(), false);
+  b.bytes = write_loadable(b.g, o);
+  return b;
+}
+
+// INT8 loadables: calibrated ResNet-18 built into an INT8 loadable and run through the runtime gives,
+// bit for bit, the INT8 emulation of the same graph (what `dlakit compare --int8` measures).
+TEST(Int8Loadable, RuntimeMatchesTheEmulationBitForBit) {
+  Int8Build b = int8_build("resnet18", 2, "", "");
+  const Graph& g = b.g;
+  const quant::NumericsPlan& plan = b.plan;
+  EXPECT_EQ(plan.int8_nodes, int(g.nodes.size()));
+  const std::string& bytes = b.bytes;
   rt::Module m(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   ASSERT_TRUE(m.loadable().int8);
   const TensorMap in = random_inputs(g);
@@ -230,21 +246,11 @@ TEST(Int8Loadable, RuntimeMatchesTheEmulationBitForBit) {
 // the calibrated input's levels; the output leaves the DLA quantized to its scale (not as fp16). The
 // runtime's result, unpacked (q * scale), equals the emulation given the same input levels bit for bit.
 TEST(Int8Loadable, Int8IoFormatsMatchTheEmulationBitForBit) {
-  const fs::path f = kSource / ".cache" / "models" / "mobilenet_v2.onnx";
-  Graph g = import_onnx_file(f.string(), {});
-  run_passes(g);
-  PlacementOptions po;
-  po.standalone = true;
-  po.precision = dla::Precision::kINT8;
-  const Placement p = place(g, po);
-  const quant::ScaleTable scales = random_calibration(g, 1);
-  quant::NumericsPlan plan = quant::plan_numerics(g, p, &scales);
-  LoadableOptions o;
-  o.int8 = true;
-  o.plan = &plan;
-  o.inputs = rt::parse_io_formats("int8:chw32", g.inputs.size(), true);
-  o.outputs = rt::parse_io_formats("int8:dla_linear", g.outputs.size(), false);
-  const std::string bytes = write_loadable(g, o);
+  Int8Build b = int8_build("mobilenet_v2", 1, "int8:chw32", "int8:dla_linear");
+  const Graph& g = b.g;
+  const quant::ScaleTable& scales = b.scales;
+  quant::NumericsPlan& plan = b.plan;
+  const std::string& bytes = b.bytes;
   rt::Module m(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   ASSERT_EQ(m.inputs()[0].dtype, DType::kI8);
   EXPECT_EQ(m.inputs()[0].format, rt::IoFormat::kChw32);
@@ -269,9 +275,9 @@ TEST(Int8Loadable, Int8IoFormatsMatchTheEmulationBitForBit) {
   EXPECT_EQ(differ, 0) << "int8 I/O loadable output differs from the emulation";
   EXPECT_EQ(off_grid, 0) << "int8 output values must be levels times the scale";
   // An FP16 build cannot take int8 I/O: the scale comes from calibration.
-  LoadableOptions fp16 = o;
-  fp16.int8 = false;
-  fp16.plan = nullptr;
+  LoadableOptions fp16;
+  fp16.inputs = rt::parse_io_formats("int8:chw32", g.inputs.size(), true);
+  fp16.outputs = rt::parse_io_formats("int8:dla_linear", g.outputs.size(), false);
   EXPECT_THROW(write_loadable(g, fp16), Error);
 }
 
