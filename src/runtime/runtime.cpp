@@ -255,23 +255,19 @@ void Device::submit(const Task& t, void* stream, bool noop) {
                            std::to_string(t.outputs.size()) + " outputs; the module has " +
                            std::to_string(m.inputs().size()) + " / " + std::to_string(m.outputs().size()));
   bool on_gpu = false;  // some buffer is CUDA memory: the task goes in stream order (submit_cuda)
-  for (size_t i = 0; i < t.inputs.size(); ++i) {
-    const auto r = t.inputs[i] ? registration(t.inputs[i], m.inputs()[i].size) : std::nullopt;
-    if (!r)
-      throw RuntimeError(cudlaErrorInvalidAddress, "input " + std::to_string(i) + " ('" + m.inputs()[i].name +
-                                                       "', " + std::to_string(m.inputs()[i].size) +
-                                                       " bytes) is not a registered buffer of that size");
-    on_gpu = on_gpu || r->cuda;
-  }
-  for (size_t i = 0; i < t.outputs.size(); ++i) {
-    const auto r = t.outputs[i] ? registration(t.outputs[i], m.outputs()[i].size) : std::nullopt;
-    if (!r)
-      throw RuntimeError(cudlaErrorInvalidAddress, "output " + std::to_string(i) + " ('" +
-                                                       m.outputs()[i].name + "', " +
-                                                       std::to_string(m.outputs()[i].size) +
-                                                       " bytes) is not a registered buffer of that size");
-    on_gpu = on_gpu || r->cuda;
-  }
+  auto check = [&](const auto& buffers, const std::vector<TensorDesc>& descs, const char* what) {
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const auto r = buffers[i] ? registration(buffers[i], descs[i].size) : std::nullopt;
+      if (!r)
+        throw RuntimeError(cudlaErrorInvalidAddress, std::string(what) + " " + std::to_string(i) + " ('" +
+                                                         descs[i].name + "', " +
+                                                         std::to_string(descs[i].size) +
+                                                         " bytes) is not a registered buffer of that size");
+      on_gpu = on_gpu || r->cuda;
+    }
+  };
+  check(t.inputs, m.inputs(), "input");
+  check(t.outputs, m.outputs(), "output");
   if (noop) return;
   if (on_gpu) return submit_cuda(t, stream);
   std::vector<const void*> in(t.inputs.begin(), t.inputs.end());
