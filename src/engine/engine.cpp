@@ -9,18 +9,11 @@
 namespace dlakit {
 
 std::vector<Tensor> run_node(const Graph& g, const Node& node, const std::vector<const Tensor*>& inputs) {
-  std::vector<Tensor> outs;
-  outs.reserve(node.outputs.size());
-  std::vector<Tensor*> out_ptrs;
-  // Kernels write every element of their outputs, so outputs start uninitialised (kernels that
-  // accumulate clear their output first).
-  for (int o : node.outputs)
-    outs.push_back(o >= 0 ? Tensor::uninitialized(g.value(o).type.dtype, g.value(o).type.shape) : Tensor());
-  for (size_t i = 0; i < outs.size(); ++i) out_ptrs.push_back(node.outputs[i] >= 0 ? &outs[i] : nullptr);
+  std::vector<TensorType> types;
+  for (int o : node.outputs) types.push_back(o >= 0 ? g.value(o).type : TensorType{});
   std::vector<char> constant;
   for (int i : node.inputs) constant.push_back(i >= 0 && g.value(i).constant.has_value());
-  op_impl(node.op).run(KernelContext(node, inputs, out_ptrs, std::move(constant)));
-  return outs;
+  return run_kernel(node, inputs, types, constant);
 }
 
 ReferenceEngine::ReferenceEngine(const Graph& graph) : graph_(graph) {

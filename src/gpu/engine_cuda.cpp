@@ -189,59 +189,46 @@ struct GpuEngine::Impl {
   }
 
   // Input k of node n as its kernel reads it: constants prepared, runtime values rounded / quantized by
-  // the plan's input rule into a temporary (exactly NumericsRunner::run_fp16 / run_int8).
+  // the node's input rule (numerics::StepRules, as numerics::run_step applies it) into a temporary.
   const float* input(size_t n, int kin) {
     const Node& node = g.nodes[n];
     const int v = node.inputs[size_t(kin)];
     if (g.value(v).constant) return constant(n, kin);
-    const quant::NodeNumerics& nn = plan().nodes[n];
-    const int64_t count = count_of(g, v);
     const float* src = dev(v);
-    const bool fused = plan().fused[size_t(v)] != 0;
-    if (nn.mode == Mode::kFP16 && !runner.value_is_fp16(v) && !fused) {
-      float* t = static_cast<float*>(alloc(size_t(count) * 4));
-      steps[n].push_back([=](cudaStream_t s) { k::round_to_half(src, t, count, s); });
-      return t;
-    }
-    if (nn.mode == Mode::kINT8) {
-      auto a = plan().scale.find(v);
-      if (a == plan().scale.end() || fused) return src;
-      const bool grid = runner.value_on_grid(v);
-      if (grid && !nn.compute_fp16) return src;
-      float* t = static_cast<float*>(alloc(size_t(count) * 4));
-      const float scale = a->second;
-      const int r = rounding_code(nn.rounding);
-      const bool half = nn.compute_fp16;
-      steps[n].push_back([=](cudaStream_t s) {
-        const float* from = src;
-        if (!grid) k::quantize(from, t, count, scale, r, true, s), from = t;
-        if (half) k::round_to_half(from, t, count, s);
-      });
-      return t;
-    }
-    return src;
+    if (plan().nodes[n].mode == Mode::kFP32) return src;
+    const numerics::InputRule rule = runner.rules(n).inputs[size_t(kin)];
+    const bool quantize = rule.quantize_scale > 0, half = rule.round_fp16;
+    if (!quantize && !half) return src;
+    const int64_t count = count_of(g, v);
+    float* t = static_cast<float*>(alloc(size_t(count) * 4));
+    const float scale = rule.quantize_scale;
+    const int r = rounding_code(runner.rules(n).rounding);
+    steps[n].push_back([=](cudaStream_t s) {
+      const float* from = src;
+      if (quantize) k::quantize(from, t, count, scale, r, true, s), from = t;
+      if (half) k::round_to_half(from, t, count, s);
+    });
+    return t;
   }
 
-  // The plan's output rule on node n's outputs, in place (run_fp16 / finish_int8_outputs).
+  // The node's output rule on its outputs, in place (as numerics::run_step stores them).
   void finish(size_t n) {
     const Node& node = g.nodes[n];
-    const quant::NodeNumerics& nn = plan().nodes[n];
-    for (int v : node.outputs) {
-      if (v < 0 || !is_f32(g, v) || plan().fused[size_t(v)]) continue;
+    if (plan().nodes[n].mode == Mode::kFP32) return;
+    const numerics::StepRules& rules = runner.rules(n);
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      const int v = node.outputs[k];
+      if (v < 0 || !is_f32(g, v)) continue;
       float* y = dev(v);
       const int64_t count = count_of(g, v);
-      if (nn.mode == Mode::kFP16) {
+      if (rules.compute_fp16) steps[n].push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
+      const numerics::OutputRule out = rules.outputs[k];
+      if (out.store == numerics::Store::kFp16) {
         steps[n].push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
-      } else if (nn.mode == Mode::kINT8) {
-        if (nn.compute_fp16) steps[n].push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
-        auto a = plan().scale.find(v);
-        if (runner.leaves_as_fp16(v) || a == plan().scale.end()) {
-          steps[n].push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
-        } else {
-          const float scale = a->second;
-          const int r = rounding_code(nn.rounding);
-          steps[n].push_back([=](cudaStream_t s) { k::quantize(y, y, count, scale, r, true, s); });
-        }
+      } else if (out.store == numerics::Store::kInt8) {
+        const float scale = out.scale;
+        const int r = rounding_code(rules.rounding);
+        steps[n].push_back([=](cudaStream_t s) { k::quantize(y, y, count, scale, r, true, s); });
       }
     }
   }
@@ -346,7 +333,7 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
       const float* x = dev(xv);
       const int64_t xn = count_of(g, xv);
       auto* xq = static_cast<int8_t*>(alloc(size_t(xn)));
-      const float s_in = plan().scale.at(xv);
+      const float s_in = runner.rules(n).inputs[0].quantize_scale;
       const int r = rounding_code(nn.rounding);
       steps[n].push_back([=](cudaStream_t s) {
         k::quantize_i8(x, xq, xn, s_in, r, s);

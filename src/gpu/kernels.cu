@@ -125,7 +125,7 @@ __global__ void round_half_kernel(const float* x, float* y, int64_t n) {
   GRID_STRIDE(i, n) y[i] = __half2float(__float2half_rn(x[i]));
 }
 
-// quantize() of src/quant/quantize.h: x / scale, round (ties by mode), clamp to [-128, 127], NaN -> 0.
+// quantize() of src/numerics/quantize.h: x / scale, round (ties by mode), clamp to [-128, 127], NaN -> 0.
 __device__ inline float level(float x, float scale, int rounding) {
   if (x != x) return 0.f;
   const float v = x / scale;

@@ -16,6 +16,22 @@ const OpImpl* const kImpls[] = {
 
 const OpImpl& op_impl(OpKind op) { return *kImpls[size_t(op)]; }
 
+std::vector<Tensor> run_kernel(const Node& node, const std::vector<const Tensor*>& inputs,
+                               const std::vector<TensorType>& out_types, const std::vector<char>& constant) {
+  std::vector<Tensor> outs;
+  outs.reserve(out_types.size());
+  std::vector<Tensor*> out_ptrs;
+  // Kernels write every element of their outputs, so outputs start uninitialised (kernels that
+  // accumulate clear their output first).
+  for (size_t i = 0; i < out_types.size(); ++i) {
+    const bool present = i >= node.outputs.size() || node.outputs[i] >= 0;
+    outs.push_back(present ? Tensor::uninitialized(out_types[i].dtype, out_types[i].shape) : Tensor());
+    out_ptrs.push_back(present ? &outs[i] : nullptr);
+  }
+  op_impl(node.op).run(KernelContext(node, inputs, out_ptrs, constant));
+  return outs;
+}
+
 const TensorType& InferContext::type(int i) const {
   if (!has(i)) fail(Status::kInvalidArgument, n_.label(), ": required input #", i, " is missing");
   return g_.value(n_.inputs[size_t(i)]).type;

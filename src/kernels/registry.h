@@ -69,4 +69,10 @@ struct OpImpl {
 
 const OpImpl& op_impl(OpKind op);
 
+// Runs the node's reference kernel on given inputs (nullptr for omitted optional inputs); outputs are
+// allocated from `out_types`, except those the node omits (node.outputs[i] < 0), which stay empty.
+// `constant` flags inputs whose data never changes (kernels may cache what they derive from them).
+std::vector<Tensor> run_kernel(const Node& node, const std::vector<const Tensor*>& inputs,
+                               const std::vector<TensorType>& out_types, const std::vector<char>& constant);
+
 }  // namespace dlakit

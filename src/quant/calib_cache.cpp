@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "base/file.h"
-#include "quant/quantize.h"
+#include "numerics/quantize.h"
 
 namespace dlakit::quant {
 

@@ -43,7 +43,6 @@ CompareResult compare_numerics(const Graph& g, const NumericsPlan& plan,
   std::map<int, Tensor> ref_out;
   // The reference pass also emulates each layer on the reference's own inputs (its own error).
   NumericsRunner alone(g, plan);
-  alone.set_raw_inputs(true);
   ReferenceEngine ref(g);
   ref.set_node_runner([&](size_t n, const std::vector<const Tensor*>& in) {
     std::vector<Tensor> outs = run_node(g, g.nodes[n], in);

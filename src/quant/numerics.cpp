@@ -266,38 +266,102 @@ NumericsPlan plan_uniform(const Graph& g, Mode mode, const ScaleTable* scales) {
   return plan_numerics(g, p, scales);
 }
 
+ConstantForm constant_form(const Graph& g, const NumericsPlan& plan, size_t node, int input) {
+  const Node& n = g.nodes[node];
+  const Mode m = plan.nodes[node].mode;
+  if (m == Mode::kFP16) return ConstantForm::kFp16;
+  if (m == Mode::kINT8 && input == 1 && weight_axis(g, n) >= 0) return ConstantForm::kInt8Weight;
+  return ConstantForm::kAsIs;
+}
+
+bool exact_int8_conv(const Graph& g, const NumericsPlan& plan, size_t i) {
+  const Node& n = g.nodes[i];
+  return plan.nodes[i].mode == Mode::kINT8 && n.op == OpKind::Conv && weight_axis(g, n) == 0;
+}
+
+numerics::StepRules step_rules(const Graph& g, const NumericsPlan& plan, size_t i) {
+  const Node& n = g.nodes[i];
+  const NodeNumerics& nn = plan.nodes[i];
+  numerics::StepRules r;
+  r.rounding = nn.rounding;
+  r.compute_fp16 = nn.mode == Mode::kINT8 && nn.compute_fp16;
+  r.exact_int8_conv = exact_int8_conv(g, plan, i);
+  const bool fused_vector = plan.fused.size() == g.values.size();
+  auto fused = [&](int v) { return fused_vector && plan.fused[size_t(v)]; };
+  for (int v : n.inputs) {
+    numerics::InputRule in;
+    if (v >= 0 && is_float_activation(g, v) && !fused(v)) {
+      if (nn.mode == Mode::kFP16) {
+        in.round_fp16 = true;
+      } else if (nn.mode == Mode::kINT8) {
+        auto a = plan.scale.find(v);
+        if (a != plan.scale.end()) {
+          in.quantize_scale = a->second;
+          in.round_fp16 = nn.compute_fp16;
+        }
+      }
+    }
+    r.inputs.push_back(in);
+  }
+  for (int v : n.outputs) {
+    numerics::OutputRule out;
+    if (v < 0 || g.value(v).type.dtype != DType::kF32 || nn.mode == Mode::kFP32 || fused(v)) {
+      out.store = numerics::Store::kFused;  // integer outputs, FP32 layers, fused values: as computed
+    } else if (nn.mode == Mode::kINT8) {
+      auto a = plan.scale.find(v);
+      const bool leaves_fp16 = is_graph_output(g, v) && !plan.int8_outputs.count(v);
+      if (!leaves_fp16 && a != plan.scale.end()) {
+        out.store = numerics::Store::kInt8;
+        out.scale = a->second;
+      }
+    }
+    r.outputs.push_back(out);
+  }
+  return r;
+}
+
 NumericsRunner::NumericsRunner(const Graph& g, NumericsPlan plan) : g_(g), plan_(std::move(plan)) {
   if (plan_.nodes.size() != g.nodes.size())
     fail(Status::kInternal, "numerics plan has ", plan_.nodes.size(), " nodes for ", g.nodes.size());
   plan_.fused.resize(g.values.size(), 0);  // a hand-made plan may leave it empty: nothing fused
-  on_grid_.assign(g.values.size(), 0);
-  is_fp16_.assign(g.values.size(), 0);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (int v : g.nodes[i].outputs) {
-      if (v < 0) continue;
-      const Mode m = plan_.nodes[i].mode;
-      if (plan_.fused[size_t(v)]) continue;  // stays fp32 inside the fused pipeline
-      if (m == Mode::kFP16 || (m == Mode::kINT8 && leaves_as_fp16(v))) is_fp16_[size_t(v)] = 1;
-      if (m == Mode::kINT8 && !leaves_as_fp16(v) && plan_.scale.count(v)) on_grid_[size_t(v)] = 1;
-    }
   // Everything derived from constants is prepared now, so runs only read (several threads may run).
   for (size_t i = 0; i < g.nodes.size(); ++i) {
+    rules_.push_back(step_rules(g, plan_, i));
     const Node& node = g.nodes[i];
-    const Mode m = plan_.nodes[i].mode;
-    if (m == Mode::kINT8 && node.op == OpKind::Conv && weight_axis(g, node) == 0) conv_prep(i);
-    if (m == Mode::kFP32) continue;
+    if (plan_.nodes[i].mode == Mode::kFP32) continue;
+    const quant::Rounding r = plan_.nodes[i].rounding;
     for (size_t k = 0; k < node.inputs.size(); ++k) {
       const int v = node.inputs[k];
       if (v < 0 || !g.value(v).constant || g.value(v).constant->dtype() != DType::kF32) continue;
-      if (m == Mode::kFP16) {
-        Tensor t = g.value(v).constant->clone();
-        round_to_half_inplace(t.data<float>(), t.numel());
-        const_cache_.emplace(std::make_pair(i, int(k)), std::move(t));
-      } else if (k == 1 && weight_axis(g, node) >= 0 && node.op != OpKind::Conv) {
-        const int axis = weight_axis(g, node);
-        Tensor q = fake_quantize_weights(*g.value(v).constant, weight_scales_for(plan_, g.value(v), axis),
-                                         axis, plan_.nodes[i].rounding);
-        const_cache_.emplace(std::make_pair(i, int(k)), std::move(q));
+      const Tensor& c = *g.value(v).constant;
+      switch (constant_form(g, plan_, i, int(k))) {
+        case ConstantForm::kFp16: {
+          Tensor t = c.clone();
+          round_to_half_inplace(t.data<float>(), t.numel());
+          const_cache_.emplace(std::make_pair(i, int(k)), std::move(t));
+          break;
+        }
+        case ConstantForm::kInt8Weight: {
+          const int axis = weight_axis(g, node);
+          const std::vector<float> s = weight_scales_for(plan_, g.value(v), axis);
+          if (rules_[i].exact_int8_conv) {
+            std::vector<float> bias;
+            if (node.inputs.size() > 2 && node.inputs[2] >= 0) {
+              const Value& b = g.value(node.inputs[2]);
+              if (!b.constant)
+                fail(Status::kUnsupported, node.label(), ": INT8 emulation needs a constant bias");
+              bias = b.constant->to_f32();
+            }
+            conv_.emplace(
+                i, numerics::prepare_int8_conv(node, quantize_weights(c, s, axis, r), s, std::move(bias),
+                                               rules_[i].inputs[0].quantize_scale, r));
+          } else {
+            const_cache_.emplace(std::make_pair(i, int(k)), fake_quantize_weights(c, s, axis, r));
+          }
+          break;
+        }
+        case ConstantForm::kAsIs:
+          break;
       }
     }
   }
@@ -308,220 +372,18 @@ bool NumericsRunner::leaves_as_fp16(int v) const {
 }
 
 std::vector<Tensor> NumericsRunner::operator()(size_t n, const std::vector<const Tensor*>& in) {
-  switch (plan_.nodes[n].mode) {
-    case Mode::kFP32:
-      return run_node(g_, g_.nodes[n], in);
-    case Mode::kFP16:
-      return run_fp16(n, in);
-    case Mode::kINT8:
-      return run_int8(n, in);
-  }
-  return {};
-}
-
-std::vector<Tensor> NumericsRunner::run_fp16(size_t n, const std::vector<const Tensor*>& in) {
   const Node& node = g_.nodes[n];
+  if (plan_.nodes[n].mode == Mode::kFP32) return run_node(g_, node, in);
   std::vector<const Tensor*> ptrs = in;
-  std::vector<Tensor> tmp;
-  tmp.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    const int v = node.inputs[i];
-    if (v < 0 || !in[i] || in[i]->dtype() != DType::kF32) continue;
-    if (g_.value(v).constant) {  // weights are stored as fp16 in an FP16 loadable (prepared up front)
-      ptrs[i] = &const_cache_.at(std::make_pair(n, int(i)));
-    } else if ((raw_inputs_ || !is_fp16_[size_t(v)]) && !plan_.fused[size_t(v)]) {
-      tmp.push_back(in[i]->clone());
-      round_to_half_inplace(tmp.back().data<float>(), tmp.back().numel());
-      ptrs[i] = &tmp.back();
-    }
+  std::vector<char> constant(node.inputs.size(), 0);
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    if (node.inputs[k] < 0 || !g_.value(node.inputs[k]).constant) continue;
+    constant[k] = 1;
+    if (const Tensor* p = prepared_constant(n, int(k))) ptrs[k] = p;
   }
-  std::vector<Tensor> outs = run_node(g_, node, ptrs);
-  for (size_t k = 0; k < outs.size(); ++k) {
-    Tensor& t = outs[k];
-    if (!t.empty() && t.dtype() == DType::kF32 && !plan_.fused[size_t(node.outputs[k])])
-      round_to_half_inplace(t.data<float>(), t.numel());
-  }
-  return outs;
-}
-
-std::vector<Tensor> NumericsRunner::run_int8(size_t n, const std::vector<const Tensor*>& in) {
-  const Node& node = g_.nodes[n];
-  const NodeNumerics& nn = plan_.nodes[n];
-  if (node.op == OpKind::Conv && weight_axis(g_, node) == 0 && in[0]) {
-    std::vector<Tensor> outs;
-    outs.push_back(run_conv_int8(n, *in[0]));
-    return outs;
-  }
-  std::vector<const Tensor*> ptrs = in;
-  std::vector<Tensor> tmp;
-  tmp.reserve(in.size());
-  const int waxis = weight_axis(g_, node);
-  for (size_t i = 0; i < in.size(); ++i) {
-    const int v = node.inputs[i];
-    if (v < 0 || !in[i] || in[i]->dtype() != DType::kF32) continue;
-    if (g_.value(v).constant) {
-      if (i != 1 || waxis < 0) continue;  // non-weight constants (e.g. a Scale's factor) stay as they are
-      ptrs[i] = &const_cache_.at(std::make_pair(n, int(i)));  // fake-quantized per channel, prepared
-      continue;
-    }
-    auto a = plan_.scale.find(v);
-    if (a == plan_.scale.end() || plan_.fused[size_t(v)]) continue;
-    const bool grid = on_grid_[size_t(v)] && !raw_inputs_;
-    if (!grid || nn.compute_fp16) {
-      tmp.push_back(in[i]->clone());
-      Tensor& t = tmp.back();
-      if (!grid) fake_quantize(t.data<float>(), t.numel(), a->second, nn.rounding);
-      if (nn.compute_fp16) round_to_half_inplace(t.data<float>(), t.numel());
-      ptrs[i] = &t;
-    }
-  }
-  std::vector<Tensor> outs = run_node(g_, node, ptrs);
-  if (nn.compute_fp16)
-    for (Tensor& t : outs)
-      if (!t.empty() && t.dtype() == DType::kF32) round_to_half_inplace(t.data<float>(), t.numel());
-  finish_int8_outputs(n, outs);
-  return outs;
-}
-
-void NumericsRunner::finish_int8_outputs(size_t n, std::vector<Tensor>& outs) {
-  const Node& node = g_.nodes[n];
-  for (size_t k = 0; k < outs.size(); ++k) {
-    const int v = node.outputs[k];
-    Tensor& t = outs[k];
-    if (v < 0 || t.empty() || t.dtype() != DType::kF32 || plan_.fused[size_t(v)]) continue;
-    auto a = plan_.scale.find(v);
-    if (leaves_as_fp16(v) || a == plan_.scale.end())
-      round_to_half_inplace(t.data<float>(), t.numel());
-    else
-      fake_quantize(t.data<float>(), t.numel(), a->second, plan_.nodes[n].rounding);
-  }
-}
-
-// Integer levels are exact in fp32 while every partial sum stays within 2^24. Input levels are at most
-// 128 in magnitude, so input channels are grouped until sum(|w_q|) * 128 could pass 2^24; each group's
-// convolution is exact and the groups add in int64.
-const NumericsRunner::ConvInt8& NumericsRunner::conv_prep(size_t n) {
-  auto it = conv_.find(n);
-  if (it != conv_.end()) return it->second;  // after construction, always
-  const Node& node = g_.nodes[n];
-  const NodeNumerics& nn = plan_.nodes[n];
-  ConvInt8 c;
-  c.node = node;
-  c.node.attrs.erase("dlakit_activation");
-  c.node.attrs.erase("dlakit_activation_params");
-  c.node.inputs.resize(2);
-  const Tensor& w = *g_.value(node.inputs[1]).constant;
-  const int64_t M = w.dim(0), Cg = w.dim(1), taps = w.numel() / (M * Cg);
-  c.w_scale = weight_scales_for(plan_, g_.value(node.inputs[1]), 0);
-  if (int64_t(c.w_scale.size()) != M)
-    fail(Status::kInvalidArgument, node.label(), ": ", c.w_scale.size(), " weight scales for ", M,
-         " output channels");
-  Tensor wq = quantize_weights(w, c.w_scale, 0, nn.rounding);
-  c.w_levels = wq;
-  if (node.inputs.size() > 2 && node.inputs[2] >= 0) {
-    const Tensor* b = g_.value(node.inputs[2]).constant ? &*g_.value(node.inputs[2]).constant : nullptr;
-    if (!b) fail(Status::kUnsupported, node.label(), ": INT8 emulation needs a constant bias");
-    c.bias = b->to_f32();
-  }
-  // Requantize: r = (acc + bias_q) * s_in * s_w[k], the bias quantized to int32 at the product's scale.
-  const float s_in = plan_.scale.count(node.inputs[0]) ? plan_.scale.at(node.inputs[0]) : 0.f;
-  for (int64_t m = 0; m < M; ++m) {
-    const float mult = s_in * c.w_scale[size_t(m)];
-    const float b = c.bias.empty() ? 0.f : c.bias[size_t(m)];
-    double bq = 0;
-    if (mult > 0) bq = std::clamp<double>(round_with(b / mult, nn.rounding), -2147483648.0, 2147483647.0);
-    c.mult.push_back(mult);
-    c.bias_q.push_back(bq);
-  }
-  const int64_t group = node.attr_int("group", 1);
-  std::vector<double> col(size_t(Cg), 0.0);  // per input channel: max over k of sum |w_q[k, c, :]|
-  const float* q = wq.data<float>();
-  for (int64_t k = 0; k < M; ++k)
-    for (int64_t ch = 0; ch < Cg; ++ch) {
-      double s = 0;
-      for (int64_t t = 0; t < taps; ++t) s += std::fabs(q[(k * Cg + ch) * taps + t]);
-      col[size_t(ch)] = std::max(col[size_t(ch)], s);
-    }
-  const double limit = double(1 << 24) / 128.0;
-  int64_t start = 0;
-  double run = 0;
-  for (int64_t ch = 0; ch < Cg; ++ch) {
-    if (group == 1 && ch > start && run + col[size_t(ch)] > limit) {
-      c.chunks.push_back({start, ch});
-      start = ch;
-      run = 0;
-    }
-    run += col[size_t(ch)];
-  }
-  c.chunks.push_back({start, Cg});
-  for (auto [c0, c1] : c.chunks) {
-    if (c.chunks.size() == 1) {
-      c.w_q.push_back(wq);
-      break;
-    }
-    Shape s = w.shape();
-    s[1] = c1 - c0;
-    Tensor part = Tensor::uninitialized(DType::kF32, s);
-    for (int64_t k = 0; k < M; ++k)
-      std::memcpy(part.data<float>() + k * (c1 - c0) * taps, q + (k * Cg + c0) * taps,
-                  size_t((c1 - c0) * taps) * sizeof(float));
-    c.w_q.push_back(part);
-  }
-  return conv_.emplace(n, std::move(c)).first->second;
-}
-
-Tensor NumericsRunner::run_conv_int8(size_t n, const Tensor& x) {
-  const Node& node = g_.nodes[n];
-  const NodeNumerics& nn = plan_.nodes[n];
-  const ConvInt8& c = conv_prep(n);
-  const float s_in = plan_.scale.at(node.inputs[0]);
-  Tensor xq = Tensor::uninitialized(DType::kF32, x.shape());
-  quantize_to_levels(x.data<float>(), xq.data<float>(), x.numel(), s_in, nn.rounding);
-  const Shape& ys = g_.value(node.outputs[0]).type.shape;
-  const int64_t N = ys[0], M = ys[1];
-  Tensor acc = Tensor::uninitialized(DType::kF32, ys);
-  const int64_t plane = acc.numel() / (N * M);
-  const KernelFn conv = op_impl(OpKind::Conv).run;
-  std::vector<int64_t> sum;
-  for (size_t k = 0; k < c.chunks.size(); ++k) {
-    const Tensor* xin = &xq;
-    Tensor part;
-    if (c.chunks.size() > 1) {
-      const auto [c0, c1] = c.chunks[k];
-      Shape s = x.shape();
-      const int64_t C = s[1], inner = x.numel() / (s[0] * C);
-      s[1] = c1 - c0;
-      part = Tensor::uninitialized(DType::kF32, s);
-      for (int64_t b = 0; b < s[0]; ++b)
-        std::memcpy(part.data<float>() + b * (c1 - c0) * inner, xq.data<float>() + (b * C + c0) * inner,
-                    size_t((c1 - c0) * inner) * sizeof(float));
-      xin = &part;
-    }
-    conv(KernelContext(c.node, {xin, &c.w_q[k]}, {&acc}, {0, 1}));
-    if (c.chunks.size() > 1) {
-      if (sum.empty()) sum.assign(size_t(acc.numel()), 0);
-      const float* a = acc.data<float>();
-      for (int64_t i = 0; i < acc.numel(); ++i) sum[size_t(i)] += int64_t(a[i]);
-    }
-  }
-  // Requantize (conv_prep's mult and bias_q); fused activation on r; r to the output's range.
-  float* y = acc.data<float>();
-  for (int64_t m = 0; m < M; ++m) {
-    const float mult = c.mult[size_t(m)];
-    const float b = c.bias.empty() ? 0.f : c.bias[size_t(m)];
-    const double bq = c.bias_q[size_t(m)];
-    for (int64_t b0 = 0; b0 < N; ++b0) {
-      const int64_t base = (b0 * M + m) * plane;
-      for (int64_t i = 0; i < plane; ++i) {
-        const double a = sum.empty() ? double(y[base + i]) : double(sum[size_t(base + i)]);
-        y[base + i] = mult > 0 ? float(a + bq) * mult : b;
-      }
-    }
-  }
-  ref::apply_fused_activation(node, y, acc.numel());
-  std::vector<Tensor> outs{acc};
-  finish_int8_outputs(n, outs);
-  return outs[0];
+  std::vector<TensorType> types;
+  for (int o : node.outputs) types.push_back(o >= 0 ? g_.value(o).type : TensorType{});
+  return numerics::run_step(node, rules_[n], ptrs, constant, types, conv_int8(n));
 }
 
 EmulatedEngine::EmulatedEngine(const Graph& g, NumericsPlan plan) : runner_(g, std::move(plan)), engine_(g) {

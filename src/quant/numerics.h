@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "numerics/quantize.h"
+#include "numerics/step.h"
 #include "placement/placement.h"
 #include "quant/calib_cache.h"
-#include "quant/quantize.h"
 
 namespace dlakit::quant {
 
@@ -77,56 +78,47 @@ std::vector<float> weight_scales_for(const NumericsPlan& plan, const Value& w, i
 // Every float node in `mode` on the DLA (FP16 everywhere, or INT8 where scales allow).
 NumericsPlan plan_uniform(const Graph& g, Mode mode, const ScaleTable* scales);
 
-// Runs nodes with the plan's numerics; install with engine.set_node_runner(std::ref(runner)).
+// How node `i` reads, computes and stores under the plan (FP16 and INT8 nodes; FP32 nodes have no rules):
+// what the compiled program stores per layer and every executor runs (numerics::run_step).
+numerics::StepRules step_rules(const Graph& g, const NumericsPlan& plan, size_t i);
+
+// How a constant input is stored for its node's mode.
+enum class ConstantForm {
+  kAsIs,        // FP32 nodes; INT8 nodes' non-weight constants (bias, scale factors) stay f32
+  kFp16,        // FP16 nodes: f32 constants rounded to fp16
+  kInt8Weight,  // INT8 nodes' weight (input 1 of Conv/ConvTranspose/Gemm/MatMul): int8 levels per channel
+};
+ConstantForm constant_form(const Graph& g, const NumericsPlan& plan, size_t node, int input);
+
+// Runs nodes with the plan's numerics (numerics::run_step with step_rules); install with
+// engine.set_node_runner(std::ref(runner)).
 class NumericsRunner {
  public:
   NumericsRunner(const Graph& g, NumericsPlan plan);
   std::vector<Tensor> operator()(size_t node, const std::vector<const Tensor*>& inputs);
   const NumericsPlan& plan() const { return plan_; }
-  // Inputs come from the FP32 reference rather than from emulated producers: quantize / round every
-  // input (per-layer "own error" analysis).
-  void set_raw_inputs(bool on) { raw_inputs_ = on; }
-
-  struct ConvInt8 {                                   // prepared once per INT8 Conv
-    Node node;                                        // the Conv without bias and fused activation
-    Tensor w_levels;                                  // all integer weight levels (KCRS, as float)
-    std::vector<Tensor> w_q;                          // the same, one per input-channel chunk
-    std::vector<std::pair<int64_t, int64_t>> chunks;  // input-channel ranges (exact fp32 sums per chunk)
-    std::vector<float> w_scale, bias;
-    // Requantization per output channel: y = mult > 0 ? float(acc + bias_q) * mult : bias.
-    std::vector<float> mult;
-    std::vector<double> bias_q;
-  };
-  // What a run reads, for other executors of the same plan (the CUDA backend), so both stay one rule.
-  bool value_on_grid(int v) const { return on_grid_[size_t(v)] != 0; }  // producer quantized it already
-  bool value_is_fp16(int v) const { return is_fp16_[size_t(v)] != 0; }  // producer rounded it to fp16
+  // The input rules (rounding, quantization) apply to every input, so a node also runs right on inputs
+  // from the FP32 reference ("own error" analysis): they are idempotent on emulated inputs.
+  const numerics::StepRules& rules(size_t node) const { return rules_[node]; }
   // A network output that leaves the DLA as fp16 (every one, except those with an int8 output format).
   bool leaves_as_fp16(int v) const;
-  // The prepared form of a constant input (fp16-rounded or fake-quantized weights); null: use it as is.
+  // The stored form of a constant input (fp16-rounded values, or weights on their INT8 grid); null: as is.
   const Tensor* prepared_constant(size_t node, int input) const {
     auto it = const_cache_.find({node, input});
     return it == const_cache_.end() ? nullptr : &it->second;
   }
   // An INT8 Conv's integer form; null when the node does not take the exact integer path.
-  const ConvInt8* conv_int8(size_t node) const {
+  const numerics::Int8Conv* conv_int8(size_t node) const {
     auto it = conv_.find(node);
     return it == conv_.end() ? nullptr : &it->second;
   }
 
  private:
-  std::vector<Tensor> run_fp16(size_t n, const std::vector<const Tensor*>& in);
-  std::vector<Tensor> run_int8(size_t n, const std::vector<const Tensor*>& in);
-  Tensor run_conv_int8(size_t n, const Tensor& x);
-  void finish_int8_outputs(size_t n, std::vector<Tensor>& outs);
-  const ConvInt8& conv_prep(size_t n);
-
   const Graph& g_;
   NumericsPlan plan_;
-  bool raw_inputs_ = false;
-  std::vector<char> on_grid_;  // per value: its producer already quantized it to its range
-  std::vector<char> is_fp16_;  // per value: its producer already rounded it to fp16
-  std::map<size_t, ConvInt8> conv_;
-  std::map<std::pair<size_t, int>, Tensor> const_cache_;  // (node, input) -> fp16-rounded / fake-quantized
+  std::vector<numerics::StepRules> rules_;
+  std::map<size_t, numerics::Int8Conv> conv_;
+  std::map<std::pair<size_t, int>, Tensor> const_cache_;  // (node, input) -> fp16-rounded / on the INT8 grid
 };
 
 // Convenience: a ReferenceEngine whose nodes run with the plan's numerics.

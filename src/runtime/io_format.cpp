@@ -5,7 +5,7 @@
 
 #include "base/error.h"
 #include "base/fp16.h"
-#include "quant/quantize.h"
+#include "numerics/quantize.h"
 
 namespace dlakit::rt {
 namespace {

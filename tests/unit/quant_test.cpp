@@ -10,7 +10,7 @@
 #include "quant/calib_cache.h"
 #include "quant/calibrator.h"
 #include "quant/numerics.h"
-#include "quant/quantize.h"
+#include "numerics/quantize.h"
 
 using namespace dlakit;
 using namespace dlakit::quant;

@@ -9,7 +9,7 @@
 #include "onnx/exporter.h"
 #include "quant/calibrate.h"
 #include "quant/qdq.h"
-#include "quant/quantize.h"
+#include "numerics/quantize.h"
 
 namespace dlakit::cli {
 namespace {

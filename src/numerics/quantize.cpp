@@ -1,4 +1,4 @@
-#include "quant/quantize.h"
+#include "numerics/quantize.h"
 
 #include <algorithm>
 #if defined(__x86_64__)

@@ -1,0 +1,171 @@
+#include "numerics/step.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/fp16_array.h"
+#include "kernels/fused_activation.h"
+#include "kernels/registry.h"
+
+namespace dlakit::numerics {
+
+Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::vector<float>& w_scale,
+                           std::vector<float> bias, float s_in, quant::Rounding r) {
+  Int8Conv c;
+  c.node = conv;
+  c.node.attrs.erase("dlakit_activation");
+  c.node.attrs.erase("dlakit_activation_params");
+  c.node.inputs.resize(2);
+  const int64_t M = w_levels.dim(0), Cg = w_levels.dim(1), taps = w_levels.numel() / (M * Cg);
+  if (int64_t(w_scale.size()) != M)
+    fail(Status::kInvalidArgument, conv.label(), ": ", w_scale.size(), " weight scales for ", M,
+         " output channels");
+  if (!bias.empty() && int64_t(bias.size()) != M)
+    fail(Status::kInvalidArgument, conv.label(), ": ", bias.size(), " bias values for ", M,
+         " output channels");
+  c.bias = std::move(bias);
+  c.w_levels = w_levels;
+  // Requantize: r = (acc + bias_q) * s_in * s_w[k], the bias quantized to int32 at the product's scale.
+  for (int64_t m = 0; m < M; ++m) {
+    const float mult = s_in * w_scale[size_t(m)];
+    const float b = c.bias.empty() ? 0.f : c.bias[size_t(m)];
+    double bq = 0;
+    if (mult > 0) bq = std::clamp<double>(quant::round_with(b / mult, r), -2147483648.0, 2147483647.0);
+    c.mult.push_back(mult);
+    c.bias_q.push_back(bq);
+  }
+  const int64_t group = conv.attr_int("group", 1);
+  std::vector<double> col(size_t(Cg), 0.0);  // per input channel: max over k of sum |w_q[k, c, :]|
+  const float* q = w_levels.data<float>();
+  for (int64_t k = 0; k < M; ++k)
+    for (int64_t ch = 0; ch < Cg; ++ch) {
+      double s = 0;
+      for (int64_t t = 0; t < taps; ++t) s += std::fabs(q[(k * Cg + ch) * taps + t]);
+      col[size_t(ch)] = std::max(col[size_t(ch)], s);
+    }
+  const double limit = double(1 << 24) / 128.0;
+  int64_t start = 0;
+  double run = 0;
+  for (int64_t ch = 0; ch < Cg; ++ch) {
+    if (group == 1 && ch > start && run + col[size_t(ch)] > limit) {
+      c.chunks.push_back({start, ch});
+      start = ch;
+      run = 0;
+    }
+    run += col[size_t(ch)];
+  }
+  c.chunks.push_back({start, Cg});
+  for (auto [c0, c1] : c.chunks) {
+    if (c.chunks.size() == 1) {
+      c.w_q.push_back(w_levels);
+      break;
+    }
+    Shape s = w_levels.shape();
+    s[1] = c1 - c0;
+    Tensor part = Tensor::uninitialized(DType::kF32, s);
+    for (int64_t k = 0; k < M; ++k)
+      std::memcpy(part.data<float>() + k * (c1 - c0) * taps, q + (k * Cg + c0) * taps,
+                  size_t((c1 - c0) * taps) * sizeof(float));
+    c.w_q.push_back(part);
+  }
+  return c;
+}
+
+namespace {
+
+// Exact integer convolution of x's levels, requantized per output channel, then the fused activation.
+Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor& x, float s_in, quant::Rounding r,
+                 const TensorType& out) {
+  Tensor xq = Tensor::uninitialized(DType::kF32, x.shape());
+  quant::quantize_to_levels(x.data<float>(), xq.data<float>(), x.numel(), s_in, r);
+  const Shape& ys = out.shape;
+  const int64_t N = ys[0], M = ys[1];
+  Tensor acc = Tensor::uninitialized(DType::kF32, ys);
+  const int64_t plane = acc.numel() / (N * M);
+  const KernelFn conv = op_impl(OpKind::Conv).run;
+  std::vector<int64_t> sum;
+  for (size_t k = 0; k < c.chunks.size(); ++k) {
+    const Tensor* xin = &xq;
+    Tensor part;
+    if (c.chunks.size() > 1) {
+      const auto [c0, c1] = c.chunks[k];
+      Shape s = x.shape();
+      const int64_t C = s[1], inner = x.numel() / (s[0] * C);
+      s[1] = c1 - c0;
+      part = Tensor::uninitialized(DType::kF32, s);
+      for (int64_t b = 0; b < s[0]; ++b)
+        std::memcpy(part.data<float>() + b * (c1 - c0) * inner, xq.data<float>() + (b * C + c0) * inner,
+                    size_t((c1 - c0) * inner) * sizeof(float));
+      xin = &part;
+    }
+    conv(KernelContext(c.node, {xin, &c.w_q[k]}, {&acc}, {0, 1}));
+    if (c.chunks.size() > 1) {
+      if (sum.empty()) sum.assign(size_t(acc.numel()), 0);
+      const float* a = acc.data<float>();
+      for (int64_t i = 0; i < acc.numel(); ++i) sum[size_t(i)] += int64_t(a[i]);
+    }
+  }
+  float* y = acc.data<float>();
+  for (int64_t m = 0; m < M; ++m) {
+    const float mult = c.mult[size_t(m)];
+    const float b = c.bias.empty() ? 0.f : c.bias[size_t(m)];
+    const double bq = c.bias_q[size_t(m)];
+    for (int64_t b0 = 0; b0 < N; ++b0) {
+      const int64_t base = (b0 * M + m) * plane;
+      for (int64_t i = 0; i < plane; ++i) {
+        const double a = sum.empty() ? double(y[base + i]) : double(sum[size_t(base + i)]);
+        y[base + i] = mult > 0 ? float(a + bq) * mult : b;
+      }
+    }
+  }
+  ref::apply_fused_activation(layer, y, acc.numel());
+  return acc;
+}
+
+void store(Tensor& t, const OutputRule& rule, quant::Rounding r) {
+  if (t.empty() || t.dtype() != DType::kF32) return;
+  if (rule.store == Store::kFp16)
+    round_to_half_inplace(t.data<float>(), t.numel());
+  else if (rule.store == Store::kInt8)
+    quant::fake_quantize(t.data<float>(), t.numel(), rule.scale, r);
+}
+
+}  // namespace
+
+std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
+                             const std::vector<const Tensor*>& inputs, const std::vector<char>& constant,
+                             const std::vector<TensorType>& out_types, const Int8Conv* conv) {
+  std::vector<Tensor> outs;
+  if (rules.exact_int8_conv) {
+    if (!conv || inputs.empty() || !inputs[0] || rules.inputs.empty())
+      fail(Status::kInternal, layer.label(),
+           ": exact INT8 convolution without its prepared weights or input");
+    outs.push_back(
+        conv_int8(layer, *conv, *inputs[0], rules.inputs[0].quantize_scale, rules.rounding, out_types.at(0)));
+  } else {
+    std::vector<const Tensor*> ptrs = inputs;
+    std::vector<Tensor> tmp;
+    tmp.reserve(inputs.size());
+    for (size_t i = 0; i < inputs.size() && i < rules.inputs.size(); ++i) {
+      const InputRule& in = rules.inputs[i];
+      if (!inputs[i] || constant[i] || inputs[i]->dtype() != DType::kF32) continue;
+      if (!(in.quantize_scale > 0) && !in.round_fp16) continue;
+      tmp.push_back(inputs[i]->clone());
+      Tensor& t = tmp.back();
+      if (in.quantize_scale > 0)
+        quant::fake_quantize(t.data<float>(), t.numel(), in.quantize_scale, rules.rounding);
+      if (in.round_fp16) round_to_half_inplace(t.data<float>(), t.numel());
+      ptrs[i] = &t;
+    }
+    outs = run_kernel(layer, ptrs, out_types, constant);
+    if (rules.compute_fp16)
+      for (Tensor& t : outs)
+        if (!t.empty() && t.dtype() == DType::kF32) round_to_half_inplace(t.data<float>(), t.numel());
+  }
+  for (size_t k = 0; k < outs.size() && k < rules.outputs.size(); ++k)
+    store(outs[k], rules.outputs[k], rules.rounding);
+  return outs;
+}
+
+}  // namespace dlakit::numerics

@@ -1,0 +1,70 @@
+// One layer's computation with the DLA's numerics (dla-constraints.md §4, §5.3; docs/int8.md). The rules
+// are data: how the layer reads each input (rounded to fp16, fake-quantized to a scale), whether it
+// computes in FP16 between INT8 tensors, and how it stores each output (fp16, int8 at a scale, or fp32
+// inside a fused pipeline). They are decided once, at build time (quant::step_rules over a numerics plan),
+// and stored in the compiled program. The graph emulation (quant::NumericsRunner), the program's CPU
+// executor and its CUDA executor's host steps all run a layer through run_step, so they follow one rule
+// set and agree bit for bit.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "numerics/quantize.h"
+
+namespace dlakit::numerics {
+
+struct InputRule {
+  float quantize_scale = 0;  // > 0: fake-quantized to this scale (an INT8 layer's input)
+  bool round_fp16 = false;   // then rounded to fp16 (FP16 layers; INT8 layers computed in FP16)
+};
+
+enum class Store : uint8_t {
+  kFused,  // stays fp32: the next layer of the same fused pipeline reads it
+  kFp16,   // rounded to fp16
+  kInt8,   // quantized to its scale (stored as int8 levels)
+};
+struct OutputRule {
+  Store store = Store::kFp16;
+  float scale = 0;  // kInt8
+};
+
+struct StepRules {
+  quant::Rounding rounding = quant::Rounding::kHalfAwayFromZero;
+  std::vector<InputRule> inputs;  // one per layer input; ignored for constants and omitted inputs
+  bool compute_fp16 = false;      // results rounded to fp16 before the output rule (DLA Sigmoid/Tanh in INT8)
+  std::vector<OutputRule> outputs;  // one per layer output
+  // A Conv whose input 0 becomes integer levels at inputs[0].quantize_scale and whose weights are levels:
+  // exact integer sums, then requantization (Int8Conv).
+  bool exact_int8_conv = false;
+};
+
+// An INT8 convolution prepared for exact integer arithmetic on float hardware: integer levels summed in
+// fp32 are exact while every partial sum stays below 2^24, so input channels are split into chunks whose
+// sums cannot pass it (sum |w_q| * 128), and the chunks add in int64.
+struct Int8Conv {
+  Node node;                                        // the Conv without bias and fused activation
+  Tensor w_levels;                                  // all weight levels (KCRS, as float)
+  std::vector<Tensor> w_q;                          // weight levels (KCRS, as float), one per chunk
+  std::vector<std::pair<int64_t, int64_t>> chunks;  // input-channel ranges
+  std::vector<float> bias;                          // f32 bias (empty: none)
+  // Requantization per output channel: y = mult > 0 ? float(acc + bias_q) * mult : bias.
+  std::vector<float> mult;
+  std::vector<double> bias_q;
+};
+// `w_levels`: the weight's integer levels (KCRS, as float); `w_scale`: one per output channel;
+// `s_in`: the input's scale.
+Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::vector<float>& w_scale,
+                           std::vector<float> bias, float s_in, quant::Rounding r);
+
+// Runs one layer. `inputs` are the layer's inputs as it would get them from its producers (fp16 values,
+// int8 levels times their scale, fused fp32 values); constants already in their stored form (fp16
+// values, weights on their INT8 grid, f32). `constant` flags the constant inputs; `out_types` gives the
+// outputs' types. `conv` is required when rules.exact_int8_conv.
+std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
+                             const std::vector<const Tensor*>& inputs, const std::vector<char>& constant,
+                             const std::vector<TensorType>& out_types, const Int8Conv* conv = nullptr);
+
+}  // namespace dlakit::numerics
