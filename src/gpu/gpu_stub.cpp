@@ -2,6 +2,7 @@
 #include "base/error.h"
 #include "gpu/engine.h"
 #include "gpu/gpu.h"
+#include "gpu/program_engine.h"
 
 namespace dlakit::gpu {
 
@@ -43,5 +44,22 @@ const std::vector<GpuEngine::NodeInfo>& GpuEngine::nodes() const {
 }
 int GpuEngine::gpu_nodes() const { return 0; }
 std::vector<double> GpuEngine::profile(const TensorMap&) { fail(Status::kUnsupported, kNoCuda); }
+
+struct ProgramEngine::Impl {};
+ProgramEngine::ProgramEngine(const rt::PreparedProgram&) { fail(Status::kUnsupported, kNoCuda); }
+ProgramEngine::~ProgramEngine() = default;
+void ProgramEngine::enqueue(const std::vector<const void*>&, const std::vector<void*>&, void*) {}
+void ProgramEngine::run(const std::vector<const void*>&, const std::vector<void*>&) {
+  fail(Status::kUnsupported, kNoCuda);
+}
+void ProgramEngine::synchronize() {}
+const std::vector<ProgramEngine::StepInfo>& ProgramEngine::steps() const {
+  static const std::vector<StepInfo> none;
+  return none;
+}
+int ProgramEngine::gpu_steps() const { return 0; }
+std::vector<double> ProgramEngine::profile(const std::vector<const void*>&, const std::vector<void*>&) {
+  fail(Status::kUnsupported, kNoCuda);
+}
 
 }  // namespace dlakit::gpu

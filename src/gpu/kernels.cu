@@ -317,4 +317,62 @@ void gemm(const GemmGeom& g, const float* a, const float* b, const float* c, flo
   if (g.M * g.N > 0) gemm_kernel<<<blocks_for(g.M * g.N), kThreads, 0, s>>>(g, a, b, c, y);
 }
 
+// Byte offset of element (n, c, h, w) of a surface (rt::io_format.cpp's offset()).
+__device__ inline int64_t surface_offset(const SurfaceGeom& g, int64_t n, int64_t c, int64_t h, int64_t w) {
+  const int64_t es = g.stride[0];
+  switch (g.format) {
+    case 0:
+      return n * g.stride[3] + c * g.stride[2] + h * g.stride[1] + w * es;
+    case 1:
+    case 2: {
+      const int64_t v = g.format == 1 ? 16 : 32;
+      return n * g.stride[3] + (c / v) * g.stride[2] + h * g.stride[1] + (w * v + c % v) * es;
+    }
+    default: {
+      const int64_t cp = g.c == 1 ? 1 : 4;
+      return n * g.stride[3] + h * g.stride[1] + (w * cp + c) * es;
+    }
+  }
+}
+
+__global__ void unpack_surface_kernel(SurfaceGeom g, const uint8_t* base, float* out, int64_t total) {
+  GRID_STRIDE(i, total) {
+    const int64_t w = i % g.w, h = (i / g.w) % g.h, c = (i / (g.w * g.h)) % g.c, n = i / (g.w * g.h * g.c);
+    const uint8_t* e = base + surface_offset(g, n, c, h, w);
+    if (g.int8) {
+      out[i] = float(*reinterpret_cast<const int8_t*>(e)) * g.scale;
+    } else {
+      __half v;
+      memcpy(&v, e, 2);
+      out[i] = __half2float(v);
+    }
+  }
+}
+
+// One thread per element of the padded channel range (chw formats) or of the tensor (others).
+__global__ void pack_surface_kernel(SurfaceGeom g, const float* in, uint8_t* base, int64_t channels, int64_t total) {
+  GRID_STRIDE(i, total) {
+    const int64_t w = i % g.w, h = (i / g.w) % g.h, c = (i / (g.w * g.h)) % channels, n = i / (g.w * g.h * channels);
+    const float v = c < g.c ? in[((n * g.c + c) * g.h + h) * g.w + w] : 0.f;
+    uint8_t* e = base + surface_offset(g, n, c, h, w);
+    if (g.int8) {
+      *reinterpret_cast<int8_t*>(e) = g.scale > 0 ? int8_t(level(v, g.scale, 0)) : int8_t(0);
+    } else {
+      const __half hv = __float2half_rn(v);
+      memcpy(e, &hv, 2);
+    }
+  }
+}
+
+void unpack_surface(const SurfaceGeom& g, const uint8_t* base, float* out, cudaStream_t s) {
+  const int64_t total = g.n * g.c * g.h * g.w;
+  if (total) unpack_surface_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, base, out, total);
+}
+
+void pack_surface(const SurfaceGeom& g, const float* in, uint8_t* base, cudaStream_t s) {
+  const int64_t atom = g.format == 1 ? 16 : g.format == 2 ? 32 : 1;
+  const int64_t channels = (g.c + atom - 1) / atom * atom, total = g.n * channels * g.h * g.w;
+  if (total) pack_surface_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, in, base, channels, total);
+}
+
 }  // namespace dlakit::gpu::k

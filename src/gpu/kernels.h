@@ -100,4 +100,19 @@ struct GemmGeom {
 };
 void gemm(const GemmGeom& g, const float* a, const float* b, const float* c, float* y, cudaStream_t s);
 
+// A surface in memory (rt::TensorDesc's layout): format 0 dla_linear, 1 chw16, 2 chw32, 3 dla_hwc4;
+// strides in bytes (element, line, surface, image); int8 elements are q * scale.
+struct SurfaceGeom {
+  int format = 1;
+  bool int8 = false;
+  float scale = 0;
+  int64_t n = 1, c = 1, h = 1, w = 1;
+  int64_t stride[4] = {};
+};
+// Surface -> float32 NCHW (exact: fp16 widened, int8 times its scale as the CPU computes it).
+void unpack_surface(const SurfaceGeom& g, const uint8_t* base, float* out, cudaStream_t s);
+// float32 NCHW -> surface: fp16 rounded to nearest even, int8 quantized (ties away from zero, saturated);
+// chw formats also write the padding channels of their atoms as zeros (exact).
+void pack_surface(const SurfaceGeom& g, const float* in, uint8_t* base, cudaStream_t s);
+
 }  // namespace dlakit::gpu::k

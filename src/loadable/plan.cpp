@@ -15,19 +15,54 @@ bool is_plan(const uint8_t* data, size_t size) {
   return data && size >= 8 && fbp::PlanBufferHasIdentifier(data);
 }
 
+PlanContents read_plan(const uint8_t* data, size_t size, const std::string& origin) {
+  if (!is_plan(data, size))
+    fail(Status::kParseError, origin, ": not a dlakit hybrid plan (file identifier is not 'DLKP')");
+  flatbuffers::Verifier v(data, size);
+  if (!fbp::VerifyPlanBuffer(v))
+    fail(Status::kParseError, origin, ": the plan is corrupt or truncated (", size,
+         " bytes failed verification)");
+  const fbp::Plan* p = fbp::GetPlan(data);
+  if (p->format_version() != 1)
+    fail(Status::kParseError, origin, ": plan format version ", p->format_version(), "; this dlakit reads 1");
+  if (!p->segments() || !p->inputs() || !p->outputs())
+    fail(Status::kParseError, origin, ": the plan has no segments or I/O");
+  PlanContents c;
+  for (auto* s : *p->inputs()) c.inputs.push_back(s->str());
+  for (auto* s : *p->outputs()) c.outputs.push_back(s->str());
+  for (const fbp::Segment* s : *p->segments()) {
+    if (!s->payload() || !s->inputs() || !s->outputs())
+      fail(Status::kParseError, origin, ": a plan segment is incomplete");
+    PlanSegment seg;
+    seg.dla = s->device() == fbp::Device_DLA;
+    seg.payload.assign(reinterpret_cast<const char*>(s->payload()->data()), s->payload()->size());
+    for (auto* n : *s->inputs()) seg.inputs.push_back(n->str());
+    for (auto* n : *s->outputs()) seg.outputs.push_back(n->str());
+    c.segments.push_back(std::move(seg));
+  }
+  return c;
+}
+
 std::string write_plan(const Graph& original, const Placement& p, const quant::ScaleTable* scales,
-                       int* int8_layers) {
+                       int* int8_layers, const compiler::MemoryBudgets& pools) {
   if (int8_layers) *int8_layers = 0;
   // cuDLA descriptor names hold 80 characters: internal tensors with longer names get a short unique
   // alias inside the plan (the network's own inputs and outputs keep their names).
+  // The calibration's scales and weight scales follow the values to their aliases.
   Graph g = original;
+  quant::ScaleTable renamed = scales ? *scales : quant::ScaleTable{};
   std::vector<char> io(g.values.size(), 0);
   for (int v : g.inputs) io[size_t(v)] = 1;
   for (int v : g.outputs) io[size_t(v)] = 1;
   for (size_t v = 0; v < g.values.size(); ++v)
-    if (!io[v] && g.values[v].name.size() > 80)
-      g.values[v].name =
+    if (!io[v] && g.values[v].name.size() > 80) {
+      const std::string alias =
           "t" + std::to_string(v) + "~" + g.values[v].name.substr(g.values[v].name.size() - 60);
+      if (const float* s = renamed.find_scale(g.values[v].name)) renamed.set_scale(alias, *s);
+      auto w = renamed.weight_scales.find(g.values[v].name);
+      if (w != renamed.weight_scales.end()) renamed.weight_scales[alias] = w->second;
+      g.values[v].name = alias;
+    }
   flatbuffers::FlatBufferBuilder b(1 << 20);
   std::vector<flatbuffers::Offset<fbp::Segment>> segs;
   auto names = [&](const std::vector<int>& ids) {
@@ -45,6 +80,7 @@ std::string write_plan(const Graph& original, const Placement& p, const quant::S
     if (s.device == Device::kDLA) {
       const Graph sub = import_onnx_bytes(onnx.data(), onnx.size(), {}, "DLA segment " + std::to_string(id));
       LoadableOptions o;
+      o.pools = pools;
       o.target = p.target;
       o.dla_core = p.options.dla_core;
       o.inputs.assign(sub.inputs.size(), {DType::kF16, rt::IoFormat::kChw16});
@@ -58,7 +94,7 @@ std::string write_plan(const Graph& original, const Placement& p, const quant::S
           auto it = precision.find(sub.nodes[i].name);
           sp.layers[i].precision = it == precision.end() ? dla::Precision::kINT8 : it->second;
         }
-        numerics = quant::plan_numerics(sub, sp, scales);
+        numerics = quant::plan_numerics(sub, sp, &renamed);
         if (int8_layers) *int8_layers += numerics.int8_nodes;
         o.int8 = true;
         o.plan = &numerics;

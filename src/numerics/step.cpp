@@ -72,6 +72,10 @@ Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::
   return c;
 }
 
+const char* precision_name(Precision p) {
+  return p == Precision::kInt8 ? "int8" : p == Precision::kFp16 ? "fp16" : "fp32";
+}
+
 namespace {
 
 // Exact integer convolution of x's levels, requantized per output channel, then the fused activation.

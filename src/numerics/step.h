@@ -31,7 +31,13 @@ struct OutputRule {
   float scale = 0;  // kInt8
 };
 
+// The precision a layer computes in. INT8 layers must be reproduced bit for bit by every executor; FP16
+// ones within float rounding (sums may run in another order).
+enum class Precision : uint8_t { kFp32, kFp16, kInt8 };
+const char* precision_name(Precision p);  // "fp32", "fp16", "int8"
+
 struct StepRules {
+  Precision precision = Precision::kFp16;
   quant::Rounding rounding = quant::Rounding::kHalfAwayFromZero;
   std::vector<InputRule> inputs;  // one per layer input; ignored for constants and omitted inputs
   bool compute_fp16 = false;      // results rounded to fp16 before the output rule (DLA Sigmoid/Tanh in INT8)

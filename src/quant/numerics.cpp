@@ -283,6 +283,9 @@ numerics::StepRules step_rules(const Graph& g, const NumericsPlan& plan, size_t 
   const Node& n = g.nodes[i];
   const NodeNumerics& nn = plan.nodes[i];
   numerics::StepRules r;
+  r.precision = nn.mode == Mode::kINT8   ? numerics::Precision::kInt8
+                : nn.mode == Mode::kFP16 ? numerics::Precision::kFp16
+                                         : numerics::Precision::kFp32;
   r.rounding = nn.rounding;
   r.compute_fp16 = nn.mode == Mode::kINT8 && nn.compute_fp16;
   r.exact_int8_conv = exact_int8_conv(g, plan, i);

@@ -1,8 +1,8 @@
 #include "runtime/plan_executor.h"
 
+#include "gpu/engine.h"
 #include "loadable/plan.h"
 #include "onnx/importer.h"
-#include "plan_generated.h"
 
 namespace dlakit::rt {
 
@@ -22,29 +22,18 @@ struct PlanExecutor::Stage {
 };
 
 PlanExecutor::PlanExecutor(const uint8_t* data, size_t size, int dla_core) {
-  if (!is_plan(data, size))
-    fail(Status::kParseError, "not a dlakit hybrid plan (file identifier is not 'DLKP')");
-  flatbuffers::Verifier v(data, size);
-  if (!fbp::VerifyPlanBuffer(v))
-    fail(Status::kParseError, "the plan is corrupt or truncated (", size, " bytes failed verification)");
-  const fbp::Plan* p = fbp::GetPlan(data);
-  if (p->format_version() != 1)
-    fail(Status::kParseError, "plan format version ", p->format_version(), "; this dlakit reads 1");
-  if (!p->segments() || !p->inputs() || !p->outputs())
-    fail(Status::kParseError, "the plan has no segments or I/O");
-  for (auto* s : *p->inputs()) inputs_.push_back(s->str());
-  for (auto* s : *p->outputs()) outputs_.push_back(s->str());
-  for (const fbp::Segment* s : *p->segments()) {
-    if (!s->payload() || !s->inputs() || !s->outputs())
-      fail(Status::kParseError, "a plan segment is incomplete");
+  PlanContents plan = read_plan(data, size);
+  inputs_ = plan.inputs;
+  outputs_ = plan.outputs;
+  for (const PlanSegment& s : plan.segments) {
     auto st = std::make_unique<Stage>();
-    for (auto* n : *s->inputs()) st->inputs.push_back(n->str());
-    for (auto* n : *s->outputs()) st->outputs.push_back(n->str());
-    st->dla = s->device() == fbp::Device_DLA;
+    st->inputs = s.inputs;
+    st->outputs = s.outputs;
+    st->dla = s.dla;
     if (st->dla) {
       st->device = std::make_unique<Device>(dla_core);
       try {
-        st->device->load(s->payload()->data(), s->payload()->size());
+        st->device->load(reinterpret_cast<const uint8_t*>(s.payload.data()), s.payload.size());
       } catch (const RuntimeError& e) {
         fail(Status::kParseError, "plan segment ", stages_.size(), ": ", e.what());
       }
@@ -56,7 +45,7 @@ PlanExecutor::PlanExecutor(const uint8_t* data, size_t size, int dla_core) {
       for (const auto& d : m.inputs()) st->task.inputs.push_back(alloc(d));
       for (const auto& d : m.outputs()) st->task.outputs.push_back(alloc(d));
     } else {
-      st->graph = import_onnx_bytes(s->payload()->data(), s->payload()->size(), {},
+      st->graph = import_onnx_bytes(s.payload.data(), s.payload.size(), {},
                                     "plan GPU segment " + std::to_string(stages_.size()));
       if (gpu::cuda_chosen("DLAKIT_GPU_BACKEND"))
         st->cuda = std::make_unique<gpu::GpuEngine>(
@@ -95,7 +84,7 @@ bool PlanExecutor::gpu_on_cuda() const {
 }
 bool PlanExecutor::int8() const {
   for (auto& s : stages_)
-    if (s->dla && s->device->module().loadable().int8) return true;
+    if (s->dla && s->device->module().program().int8) return true;
   return false;
 }
 

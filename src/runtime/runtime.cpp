@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "engine/engine.h"
+#include "program/format.h"
 
 namespace dlakit::rt {
 
@@ -63,68 +63,33 @@ const char* status_name(cudlaStatus s) {
 }
 
 // ---- Module
-Module::Module(const uint8_t* data, size_t size) {
-  try {
-    l_ = read_loadable(data, size, "loadable");
-    if (l_.int8) {
-      int8_ = std::make_unique<quant::EmulatedEngine>(l_.graph, plan());
-    } else {
-      engine_ = std::make_unique<ReferenceEngine>(l_.graph);
-      engine_->set_fp16_storage(true);
-    }
-  } catch (const Error& e) {
-    throw RuntimeError(cudlaErrorUmd, e.what());
-  }
+Module::Module(const uint8_t* data, size_t size) try : prepared_(prog::deserialize(data, size, "loadable")) {
+  for (size_t i = 0; i < program().inputs.size(); ++i) inputs_.push_back(program().input_desc(i));
+  for (size_t i = 0; i < program().outputs.size(); ++i) outputs_.push_back(program().output_desc(i));
+  cpu_ = std::make_unique<CpuExecutor>(prepared_);
+} catch (const Error& e) {
+  throw RuntimeError(cudlaErrorUmd, e.what());
+} catch (const std::bad_alloc&) {
+  throw RuntimeError(cudlaErrorOutOfResources, "out of memory while loading the program");
+} catch (const std::exception& e) {
+  throw RuntimeError(cudlaErrorUmd, std::string("the loadable is inconsistent: ") + e.what());
 }
+
+Module::~Module() = default;
 
 void Module::execute(const std::vector<const void*>& in, const std::vector<void*>& out) const {
-  TensorMap feeds;
-  for (size_t i = 0; i < l_.inputs.size(); ++i) feeds[l_.inputs[i].name] = unpack(in[i], l_.inputs[i]);
-  TensorMap res = int8_ ? int8_->run(feeds) : engine_->run(feeds);
-  for (size_t i = 0; i < l_.outputs.size(); ++i) pack(res.at(l_.outputs[i].name), l_.outputs[i], out[i]);
-}
-
-// Every layer on the DLA: INT8 unless the loadable lists it as FP16 (or it lacks scales).
-quant::NumericsPlan Module::plan() const {
-  Placement p;
-  p.layers.resize(l_.graph.nodes.size());
-  for (size_t i = 0; i < p.layers.size(); ++i) {
-    p.layers[i].device = dlakit::Device::kDLA;
-    const std::string& name = l_.graph.nodes[i].name;
-    const bool fp16 = std::find(l_.fp16_layers.begin(), l_.fp16_layers.end(), name) != l_.fp16_layers.end();
-    p.layers[i].precision = fp16 ? dla::Precision::kFP16 : dla::Precision::kINT8;
-  }
-  quant::NumericsPlan plan = quant::plan_numerics(l_.graph, p, &l_.scales);
-  for (size_t i = 0; i < l_.outputs.size(); ++i)
-    if (l_.outputs[i].dtype == DType::kI8) plan.int8_outputs.insert(l_.graph.outputs[i]);
-  return plan;
-}
-
-quant::NumericsPlan Module::numerics() const {
-  return l_.int8 ? plan() : quant::plan_uniform(l_.graph, quant::Mode::kFP16, nullptr);
-}
-
-gpu::GpuEngine& Module::gpu_engine() const {
-  std::lock_guard<std::mutex> lk(gpu_mu_);
-  if (!gpu_) gpu_ = std::make_unique<gpu::GpuEngine>(l_.graph, numerics());
-  return *gpu_;
+  cpu_->run(in, out);
 }
 
 std::vector<std::pair<std::string, double>> Module::profile(const std::vector<const void*>& in,
                                                             const std::vector<void*>& out) const {
-  std::unique_ptr<quant::EmulatedEngine> q;
-  if (l_.int8) q = std::make_unique<quant::EmulatedEngine>(l_.graph, plan());
-  ReferenceEngine own(l_.graph);
-  ReferenceEngine& e = q ? q->engine() : own;
-  e.set_fp16_storage(!q);
-  e.set_profiling(true);
-  TensorMap feeds;
-  for (size_t i = 0; i < l_.inputs.size(); ++i) feeds[l_.inputs[i].name] = unpack(in[i], l_.inputs[i]);
-  TensorMap res = e.run(feeds);
-  for (size_t i = 0; i < l_.outputs.size(); ++i) pack(res.at(l_.outputs[i].name), l_.outputs[i], out[i]);
-  std::vector<std::pair<std::string, double>> r;
-  for (size_t n = 0; n < l_.graph.nodes.size(); ++n) r.push_back({l_.graph.nodes[n].name, e.node_ms()[n]});
-  return r;
+  return cpu_->profile(in, out);
+}
+
+gpu::ProgramEngine& Module::gpu_engine() const {
+  std::lock_guard<std::mutex> lk(gpu_mu_);
+  if (!gpu_) gpu_ = std::make_unique<gpu::ProgramEngine>(prepared_);
+  return *gpu_;
 }
 
 // ---- Core
@@ -294,26 +259,30 @@ void Device::submit(const Task& t, void* stream, bool noop) {
   if (!stream) core.wait(ticket);
 }
 
-// The DLA task between the stream's earlier and later work: copies into pinned staging buffers, the
-// emulated DLA (on CUDA, or the CPU emulator in a host step), copies back; all in this device's queue.
+// The DLA task between the stream's earlier and later work, in this device's queue: the emulated DLA on
+// CUDA reading and writing the task's device buffers in place, or (DLAKIT_DLA_BACKEND=cpu) the CPU
+// executor in a host step between copies to and from pinned staging buffers.
 void Device::submit_cuda(const Task& t, void* stream) {
   const Module& m = module();
   std::lock_guard<std::mutex> lk(mu_);
   try {
     if (!queue_) queue_ = std::make_unique<gpu::Queue>();
-    if (staging_.empty()) {
-      for (auto& d : m.inputs()) staging_.emplace_back(d.size);
-      for (auto& d : m.outputs()) staging_.emplace_back(d.size);
-    }
-    const size_t ni = m.inputs().size(), no = m.outputs().size();
     gpu::Queue& q = *queue_;
+    const size_t ni = m.inputs().size(), no = m.outputs().size();
     q.begin(stream);
-    for (size_t i = 0; i < ni; ++i) q.copy(staging_[i].data(), t.inputs[i], m.inputs()[i].size);
-    std::vector<const void*> in;
-    std::vector<void*> out;
-    for (size_t i = 0; i < ni; ++i) in.push_back(staging_[i].data());
-    for (size_t i = 0; i < no; ++i) out.push_back(staging_[ni + i].data());
-    if (!dla_on_cuda_) {
+    if (dla_on_cuda_) {
+      m.gpu_engine().enqueue(std::vector<const void*>(t.inputs.begin(), t.inputs.end()),
+                             std::vector<void*>(t.outputs.begin(), t.outputs.end()), q.stream());
+    } else {
+      if (staging_.empty()) {
+        for (auto& d : m.inputs()) staging_.emplace_back(d.size);
+        for (auto& d : m.outputs()) staging_.emplace_back(d.size);
+      }
+      std::vector<const void*> in;
+      std::vector<void*> out;
+      for (size_t i = 0; i < ni; ++i) in.push_back(staging_[i].data());
+      for (size_t i = 0; i < no; ++i) out.push_back(staging_[ni + i].data());
+      for (size_t i = 0; i < ni; ++i) q.copy(staging_[i].data(), t.inputs[i], m.inputs()[i].size);
       q.host([this, &m, in, out] {
         try {
           m.execute(in, out);
@@ -321,45 +290,8 @@ void Device::submit_cuda(const Task& t, void* stream) {
           record_failure(cudlaErrorDlaErrInvalidInput);
         }
       });
-    } else {
-      gpu::GpuEngine& e = m.gpu_engine();
-      const Graph& g = m.loadable().graph;
-      auto bytes = [&](int v) { return nbytes(g.value(v).type); };
-      if (nchw_.empty()) {
-        for (int v : g.inputs) nchw_.emplace_back(bytes(v));
-        for (int v : g.outputs) nchw_.emplace_back(bytes(v));
-      }
-      std::vector<void*> f32;
-      for (auto& b : nchw_) f32.push_back(b.data());
-      // Descriptor layouts to dense float32 NCHW on the host (the same pack/unpack as the CPU path).
-      q.host([this, &m, in, f32] {
-        try {
-          for (size_t i = 0; i < m.inputs().size(); ++i) {
-            Tensor x = unpack(in[i], m.inputs()[i]);
-            std::memcpy(f32[i], x.raw(), x.nbytes());
-          }
-        } catch (...) {
-          record_failure(cudlaErrorDlaErrInvalidInput);
-        }
-      });
-      for (size_t i = 0; i < g.inputs.size(); ++i) q.copy(e.input(i), f32[i], bytes(g.inputs[i]));
-      e.enqueue(q.stream());
-      for (size_t i = 0; i < g.outputs.size(); ++i)
-        q.copy(f32[g.inputs.size() + i], e.output(i), bytes(g.outputs[i]));
-      q.host([this, &m, &g, f32, out] {
-        try {
-          for (size_t i = 0; i < m.outputs().size(); ++i) {
-            const int v = g.outputs[i];
-            Tensor y = Tensor::uninitialized(g.value(v).type.dtype, g.value(v).type.shape);
-            std::memcpy(y.raw(), f32[g.inputs.size() + i], y.nbytes());
-            pack(y, m.outputs()[i], out[i]);
-          }
-        } catch (...) {
-          record_failure(cudlaErrorDlaErrInvalidInput);
-        }
-      });
+      for (size_t i = 0; i < no; ++i) q.copy(t.outputs[i], staging_[ni + i].data(), m.outputs()[i].size);
     }
-    for (size_t i = 0; i < no; ++i) q.copy(t.outputs[i], staging_[ni + i].data(), m.outputs()[i].size);
     q.end(stream);
   } catch (const RuntimeError&) {
     throw;

@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "cudla.h"
-#include "engine/engine.h"
-#include "gpu/engine.h"
 #include "gpu/gpu.h"
-#include "loadable/loadable.h"
-#include "quant/numerics.h"
+#include "gpu/program_engine.h"
+#include "program/program.h"
+#include "runtime/cpu_executor.h"
+#include "runtime/prepared_program.h"
 
 namespace dlakit::rt {
 
@@ -45,37 +45,37 @@ class RuntimeError : public std::runtime_error {
   cudlaStatus status_;
 };
 
-// A loaded DLA graph: verified loadable + an executor with DLA FP16 numerics. Thread-safe to execute.
+// A loaded DLA program: a verified loadable, prepared for execution, with its CPU executor (and its CUDA
+// executor, built on first use where a GPU answers). Thread-safe to execute (runs are serialised).
 class Module {
  public:
   Module(const uint8_t* data,
          size_t size);             // RuntimeError(cudlaErrorUmd) for a bad loadable, like the real UMD
-  Module(const Module&) = delete;  // the executor refers to this object's graph
+  Module(const Module&) = delete;  // the executors refer to this object's program
   Module& operator=(const Module&) = delete;
-  const std::vector<TensorDesc>& inputs() const { return l_.inputs; }
-  const std::vector<TensorDesc>& outputs() const { return l_.outputs; }
-  const Loadable& loadable() const { return l_; }
+  ~Module();
+  const std::vector<TensorDesc>& inputs() const { return inputs_; }
+  const std::vector<TensorDesc>& outputs() const { return outputs_; }
+  const prog::Program& program() const { return prepared_.program(); }
+  const PreparedProgram& prepared() const { return prepared_; }
   // Runs on buffers laid out per the descriptors (each at least desc.size bytes).
   void execute(const std::vector<const void*>& in, const std::vector<void*>& out) const;
-  // Milliseconds per layer of one run on the given buffers (a separate, profiling executor).
+  // Milliseconds per operation of one run on the given buffers (named by the operation's first layer).
   std::vector<std::pair<std::string, double>> profile(const std::vector<const void*>& in,
                                                       const std::vector<void*>& out) const;
-  // The numerics every backend runs: INT8 (the loadable's scales, FP16 layers) or DLA FP16 everywhere.
-  quant::NumericsPlan numerics() const;
   // The emulated DLA on CUDA for this module, built on first use (throws without a GPU).
-  gpu::GpuEngine& gpu_engine() const;
+  gpu::ProgramEngine& gpu_engine() const;
   bool has_gpu_engine() const {
     std::lock_guard<std::mutex> lk(gpu_mu_);
     return gpu_ != nullptr;
   }
 
  private:
-  Loadable l_;
+  PreparedProgram prepared_;
+  std::vector<TensorDesc> inputs_, outputs_;
+  std::unique_ptr<CpuExecutor> cpu_;
   mutable std::mutex gpu_mu_;
-  mutable std::unique_ptr<gpu::GpuEngine> gpu_;
-  std::unique_ptr<ReferenceEngine> engine_;      // FP16 loadables; run() is re-entrant when not profiling
-  std::unique_ptr<quant::EmulatedEngine> int8_;  // INT8 loadables: the DLA's INT8 numerics
-  quant::NumericsPlan plan() const;
+  mutable std::unique_ptr<gpu::ProgramEngine> gpu_;
 };
 
 // One emulated DLA core: a worker thread running submitted jobs in order. Two cores run concurrently.
@@ -138,8 +138,7 @@ class Device {
   int core_;
   bool dla_on_cuda_;  // tasks on CUDA buffers run the emulated DLA on CUDA (else the CPU emulator)
   std::unique_ptr<gpu::Queue> queue_;       // CUDA tasks of this device, in order
-  std::vector<gpu::PinnedBuffer> staging_;  // CUDA tasks: inputs then outputs, as the descriptors lay out
-  std::vector<gpu::PinnedBuffer> nchw_;     // CUDA backend: graph inputs then outputs, float32 NCHW
+  std::vector<gpu::PinnedBuffer> staging_;  // CUDA tasks on the CPU emulator: inputs then outputs
   std::unique_ptr<Module> module_;
   std::map<uintptr_t, Registration> registered_;
   mutable std::mutex mu_;

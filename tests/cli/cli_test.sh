@@ -110,7 +110,7 @@ check "the folded model has no Q/DQ nodes" bash -c "test $rc -eq 0 && ! grep -q 
 "$DLAKIT" calibrate "$M/mobilenet_v2.onnx" --data "$IMG/messi5.jpg" --cache "$TMP/mb.cache" > /dev/null 2>&1
 "$DLAKIT" build --onnx="$M/mobilenet_v2.onnx" --int8 --calib "$TMP/mb.cache" --inputIOFormats=int8:chw32 \
   --outputIOFormats=int8:dla_linear --saveEngine="$TMP/mb_i8io.dla" > "$TMP/i8io.txt"; rc=$?
-check "build with int8:chw32 in and int8:dla_linear out" bash -c "test $rc -eq 0 && grep -q 'input  input  chw32' '$TMP/i8io.txt'"
+check "build with int8:chw32 in and int8:dla_linear out" bash -c "test $rc -eq 0 && grep -q 'input  input  int8:chw32' '$TMP/i8io.txt'"
 "$DLAKIT" run --loadEngine="$TMP/mb_i8io.dla" --random-inputs --output-dir "$TMP/i8out" > "$TMP/i8run.txt" 2>&1; rc=$?
 check "run an int8-I/O loadable" bash -c "test $rc -eq 0 && grep -q 'INT8' '$TMP/i8run.txt'"
 rc=0; "$DLAKIT" build --onnx="$M/mobilenet_v2.onnx" --inputIOFormats=int8:chw32 \

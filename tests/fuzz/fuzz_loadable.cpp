@@ -1,15 +1,15 @@
-// Any byte string given as a loadable must load cleanly or fail with dlakit::Error: never crash or hang.
+// Any byte string given as a loadable must load cleanly or fail with a clear error: never crash or hang.
+// Loading is what cudlaModuleLoadFromMemory does: read and verify the program, then prepare it (constants
+// expanded, every step's result types inferred again and checked).
 #include <cstddef>
 #include <cstdint>
 
-#include "base/error.h"
-#include "loadable/loadable.h"
+#include "runtime/runtime.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    dlakit::Loadable l = dlakit::read_loadable(data, size, "fuzz");
-    l.graph.verify();
-  } catch (const dlakit::Error&) {
+    dlakit::rt::Module m(data, size);
+  } catch (const dlakit::rt::RuntimeError&) {
   }
   return 0;
 }

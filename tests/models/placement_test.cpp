@@ -210,7 +210,7 @@ TEST(Int8Loadable, RuntimeMatchesTheEmulationBitForBit) {
   EXPECT_EQ(plan.int8_nodes, int(g.nodes.size()));
   const std::string& bytes = b.bytes;
   rt::Module m(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  ASSERT_TRUE(m.loadable().int8);
+  ASSERT_TRUE(m.program().int8);
   const TensorMap in = random_inputs(g);
   std::vector<std::vector<uint8_t>> ib, ob;
   std::vector<const void*> ip;

@@ -8,10 +8,11 @@
 // float order may change) never feed a golden. Recorded per output: a hash of the float32 values
 // (-0 as +0) and a strided sample of them.
 //
-// DLAKIT_UPDATE_GOLDEN=1 rewrites the files.
+// DLAKIT_UPDATE_GOLDEN=1 rewrites the files from the current executor (the v1 records stay in git history).
 #include <gtest/gtest.h>
 
 #include <cinttypes>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,7 +27,6 @@
 #include "placement/placement.h"
 #include "plan_generated.h"
 #include "quant/calib_cache.h"
-#include "quant/numerics.h"
 #include "runtime/runtime.h"
 
 using namespace dlakit;
@@ -37,6 +37,11 @@ namespace {
 
 const fs::path kSource = DLAKIT_SOURCE_DIR;
 const fs::path kGolden = kSource / "tests" / "golden" / "programs";
+
+// The largest difference between the v1 CPU runtime's FP16 (every layer rounded to fp16) and the
+// program's FP16 (the numerics plan: fused pipelines in fp32) at any sampled output, relative to the
+// output's largest sampled magnitude: measured at most 0.0059 (PP-OCRv4 det) over the 136 outputs.
+constexpr double kFp16RuntimeBound = 0.01;
 
 struct ModelSpec {
   std::string name, shapes;
@@ -150,28 +155,16 @@ json run_dla_segments(const std::string& plan) {
     }
     json js;
     js["segment"] = s;
-    js["layers"] = m.loadable().layers;
+    js["layers"] = m.program().layers;
     try {
       m.execute(ip, op);
-    } catch (const std::exception& e) {  // recorded: the format change must not hide a failure
+    } catch (const std::exception& e) {  // recorded: a format change must not hide a failure
       js["error"] = e.what();
       segs.push_back(js);
       continue;
     }
     for (size_t k = 0; k < m.outputs().size(); ++k)
       js["outputs"][m.outputs()[k].name] = describe(rt::unpack(out[k].data(), m.outputs()[k]));
-    // FP16: the numerics plan's emulation of the same graph (SDP chains fused in fp32, constants in
-    // fp16), which the CUDA backend and `compare --fp16` ran, differs from the CPU runtime's per-layer
-    // rounding; both are recorded (issue #11, item 5).
-    if (!m.loadable().int8) {
-      const TensorMap plan_out = quant::EmulatedEngine(m.loadable().graph, m.numerics()).run(feeds);
-      for (size_t k = 0; k < m.outputs().size(); ++k) {
-        const rt::TensorDesc& d = m.outputs()[k];
-        std::vector<uint8_t> buf(d.size);
-        rt::pack(plan_out.at(d.name), d, buf.data());
-        js["plan_outputs"][d.name] = describe(rt::unpack(buf.data(), d));
-      }
-    }
     segs.push_back(js);
   }
   return segs;
@@ -208,15 +201,41 @@ TEST_P(ProgramGolden, DlaSegmentsReproduceTheRecordedOutputs) {
     std::ofstream(file) << got.dump() << "\n";
     return;
   }
+  // INT8: bit for bit what the v1 runtime computed. FP16: bit for bit what the numerics plan's emulation
+  // computed (SDP chains fused in fp32, constants in fp16: `plan_outputs`, what `compare --fp16` and the
+  // CUDA backend ran), which the program's rules are; the v1 CPU runtime rounded every layer's output
+  // instead (`outputs` of FP16 files), so against it the program is compared within a bound.
   ASSERT_EQ(got["segments"].size(), want["segments"].size()) << "DLA segments of " << m.name;
   for (size_t s = 0; s < want["segments"].size(); ++s) {
     const json& w_seg = want["segments"][s];
     const json& g_seg = got["segments"][s];
     EXPECT_EQ(g_seg.value("error", ""), w_seg.value("error", "")) << m.name << " segment " << s;
     if (!w_seg.contains("outputs") || !g_seg.contains("outputs")) continue;
-    for (auto& [name, w] : w_seg["outputs"].items())
-      EXPECT_EQ(g_seg["outputs"][name]["hash"], w["hash"])
-          << m.name << " segment " << s << " output " << name;
+    const json& exact = int8 ? w_seg["outputs"] : w_seg["plan_outputs"];
+    for (auto& [name, w] : exact.items()) {
+      const json& g = g_seg["outputs"][name];
+      size_t differ = 0;
+      std::string first;
+      for (size_t i = 0; i < w["samples"].size() && i < g["samples"].size(); ++i)
+        if (w["samples"][i] != g["samples"][i] && differ++ == 0)
+          first =
+              "sample " + std::to_string(i) + ": " + g["samples"][i].dump() + " vs " + w["samples"][i].dump();
+      EXPECT_EQ(g["hash"], w["hash"]) << m.name << " segment " << s << " output " << name << " (" << differ
+                                      << " of " << w["samples"].size() << " samples differ; " << first << ")";
+    }
+    if (int8) continue;
+    for (auto& [name, w] : w_seg["outputs"].items()) {
+      const json& a = w["samples"];
+      const json& b = g_seg["outputs"][name]["samples"];
+      ASSERT_EQ(a.size(), b.size());
+      double peak = 0, diff = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        peak = std::max(peak, std::fabs(a[i].get<double>()));
+        diff = std::max(diff, std::fabs(a[i].get<double>() - b[i].get<double>()));
+      }
+      EXPECT_LE(diff, kFp16RuntimeBound * std::max(peak, 1e-6))
+          << m.name << " segment " << s << " output " << name << ": the v1 runtime's per-layer rounding";
+    }
   }
 }
 

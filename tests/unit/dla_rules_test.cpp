@@ -180,8 +180,10 @@ const RuleCase kCases[] = {
     // Comparison
     {"equal fp16", "float[1,8,4,4] a, float[1,8,4,4] b", "e = Equal(a, b)\ny = Cast<to=1>(e)",
      "PrecisionNotSupported", "precision"},
-    {"equal int8 then cast ok", "float[1,8,4,4] a, float[1,8,4,4] b", "e = Equal(a, b)\ny = Cast<to=1>(e)",
-     "", "", "orin", Precision::kINT8},
+    // TensorRT runs Comparison + Cast on the DLA; dlakit has no DLA Cast, so the bool result would leave
+    // the DLA program, which stores fp16/int8 only
+    {"equal int8 then cast: the cast is not a DLA layer", "float[1,8,4,4] a, float[1,8,4,4] b",
+     "e = Equal(a, b)\ny = Cast<to=1>(e)", "OpNotSupported", "consumers", "orin", Precision::kINT8},
     {"equal int8 as network output", "float[1,8,4,4] a, float[1,8,4,4] b", "y = Equal(a, b)",
      "ModeNotSupported", "consumers", "orin", Precision::kINT8},
     // No DLA layer

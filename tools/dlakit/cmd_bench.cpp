@@ -234,7 +234,7 @@ void run_bench(BenchFlags f) {
       bufs.push_back(make_buffers(*devs.back(), devs.back()->module(), cuda));
     }
   const rt::Module& m = devs[0]->module();
-  if (f.config.rfind("dla-int8", 0) == 0 && !m.loadable().int8)
+  if (f.config.rfind("dla-int8", 0) == 0 && !m.program().int8)
     fail(Status::kInvalidArgument, "--config=", f.config,
          " needs an INT8 loadable (dlakit build --int8 --calib=C)");
   // Inputs: seeded noise in NCHW float32, packed per descriptor for every iteration (the H2D step).
@@ -292,7 +292,7 @@ void run_bench(BenchFlags f) {
   const Stats L = stats(times.total), C = stats(times.compute), H = stats(times.h2d), D = stats(times.d2h);
   nlohmann::json j;
   j["engine"] = f.engine;
-  j["target"] = m.loadable().target;
+  j["target"] = m.program().target;
   j["cores"] = cores;
   j["backend"] = cuda ? "cuda: " + gpu::device_name() : "cpu";
   j["streams_per_core"] = f.streams;
@@ -316,7 +316,7 @@ void run_bench(BenchFlags f) {
     return;
   }
   std::printf("engine: %s (target %s), core(s) %s, %d stream(s) per core\n", f.engine.c_str(),
-              m.loadable().target.c_str(), f.cores.c_str(), f.streams);
+              m.program().target.c_str(), f.cores.c_str(), f.streams);
   print_latency(L, H, C, D, "H2D/pack", "D2H/unpack", done_iters.load(), wall_s, " (all cores)");
   if (j.contains("profile")) {
     std::printf("per-layer profile:\n");

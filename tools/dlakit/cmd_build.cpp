@@ -6,6 +6,8 @@
 #include "cli.h"
 #include "loadable/loadable.h"
 #include "loadable/plan.h"
+#include "program/format.h"
+#include "program/print.h"
 #include "runtime/plan_executor.h"
 #include "targets/dla/limits.h"
 
@@ -35,7 +37,8 @@ void build_plan(const BuildFlags& f) {
   quant::ScaleTable scales;
   if (f.placement.int8) scales = int8_scales(f, qdq_scales);
   int int8_layers = 0;
-  const std::string bytes = write_plan(g, p, f.placement.int8 ? &scales : nullptr, &int8_layers);
+  const std::string bytes = write_plan(g, p, f.placement.int8 ? &scales : nullptr, &int8_layers,
+                                       compiler::parse_mem_pool_sizes(f.mem_pool));
   std::ofstream out(f.save, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   if (!out) fail(Status::kIoError, "cannot write '", f.save, "'");
@@ -70,24 +73,17 @@ void run_build(BuildFlags& f) {
   o.dla_core = f.placement.dla_core;
   o.inputs = rt::parse_io_formats(f.input_formats, g.inputs.size(), true);
   o.outputs = rt::parse_io_formats(f.output_formats, g.outputs.size(), false);
+  o.pools = compiler::parse_mem_pool_sizes(f.mem_pool);
   const std::string bytes = write_loadable(g, o);
   std::ofstream out(f.save, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   if (!out) fail(Status::kIoError, "cannot write '", f.save, "'");
-  const Loadable l = read_loadable(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                                   f.save);  // verify what we wrote
-  std::cout << "built " << f.save << ": " << bytes.size() << " bytes, target " << l.target << " (DLA "
-            << l.dla_version << "), " << (l.int8 ? "INT8" : "FP16") << ", " << l.layers << " layers, "
-            << human(double(l.macs)) << " MACs, " << l.weight_bytes << " bytes of weights\n";
+  const prog::Program l = prog::deserialize(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                            f.save);  // verify what we wrote
+  std::cout << "built " << f.save << ": " << bytes.size() << " bytes\n  " << prog::summary(l);
   if (l.int8)
-    std::cout << "  INT8: " << plan.int8_nodes << " layers in INT8, " << plan.fp16_nodes << " in FP16, "
-              << l.scales.scales.size() << " activation scales, " << l.scales.weight_scales.size()
-              << " int8 weights with per-channel scales\n";
-  for (const auto* list : {&l.inputs, &l.outputs})
-    for (const auto& d : *list)
-      std::cout << (list == &l.inputs ? "  input  " : "  output ") << d.name << "  "
-                << rt::io_format_name(d.format) << "  n" << d.n << " c" << d.c << " h" << d.h << " w" << d.w
-                << "  " << d.size << " bytes, line stride " << d.stride[1] << "\n";
+    std::cout << "  INT8: " << plan.int8_nodes << " layers in INT8, " << plan.fp16_nodes
+              << " in FP16 (`dlakit info " << f.save << " --dump program` shows each layer's numerics)\n";
 }
 
 }  // namespace
@@ -113,8 +109,11 @@ void register_build(CLI::App& app) {
   sub->add_option("--calib", f->calib,
                   "INT8 calibration cache (TensorRT format, from `dlakit calibrate` or trtexec); a Q/DQ "
                   "model brings its own scales");
-  sub->add_option("--memPoolSize", f->mem_pool,
-                  "e.g. dlaSRAM:1 (accepted for trtexec compatibility; the emulator has no pools)");
+  sub->add_option(
+      "--memPoolSize", f->mem_pool,
+      "DLA memory pool budgets, trtexec's meaning: dlaSRAM:N,dlaLocalDRAM:N,dlaGlobalDRAM:N in MiB "
+      "(or with a K/M/G/B suffix; powers of two >= 4 KiB; defaults 1 MiB, 1024 MiB, 512 MiB). "
+      "Intermediate tensors go to SRAM while it lasts, then to local DRAM; weights to global DRAM");
   sub->callback([f] { run_build(*f); });
 }
 

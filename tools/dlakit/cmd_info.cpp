@@ -3,8 +3,12 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "cli.h"
 #include "ir/stats.h"
+#include "loadable/plan.h"
+#include "program/format.h"
+#include "program/print.h"
 
 namespace dlakit::cli {
 namespace {
@@ -21,7 +25,53 @@ std::string dims_text(const std::vector<std::string>& d) {
   return s.empty() ? "scalar" : s;
 }
 
+// A loadable (DLAK) or a hybrid plan (DLKP): the compiled program(s) instead of an ONNX model.
+bool run_info_compiled(const InfoFlags& f) {
+  const std::string bytes = read_file(f.model.model);
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  std::vector<std::pair<std::string, prog::Program>> programs;  // (where, program)
+  nlohmann::json plan_json;
+  if (bytes.size() >= 8 && bytes.compare(4, 4, "DLAK") == 0) {
+    programs.push_back({"", prog::deserialize(data, bytes.size(), f.model.model)});
+  } else if (is_plan(data, bytes.size())) {
+    for (const PlanSegment& s : read_plan(data, bytes.size(), f.model.model).segments) {
+      plan_json["segments"].push_back(
+          {{"device", s.dla ? "DLA" : "GPU"}, {"inputs", s.inputs}, {"outputs", s.outputs}});
+      if (s.dla)
+        programs.push_back({"segment " + std::to_string(plan_json["segments"].size() - 1),
+                            prog::deserialize(reinterpret_cast<const uint8_t*>(s.payload.data()),
+                                              s.payload.size(), f.model.model + " segment")});
+    }
+  } else {
+    return false;
+  }
+  if (f.json) {
+    nlohmann::json j = plan_json.is_null() ? prog::to_json(programs[0].second) : plan_json;
+    if (!plan_json.is_null())
+      for (size_t i = 0, k = 0; i < j["segments"].size(); ++i)
+        if (j["segments"][i]["device"] == "DLA")
+          j["segments"][i]["program"] = prog::to_json(programs[k++].second);
+    j["file"] = f.model.model;
+    j["file_bytes"] = bytes.size();
+    std::cout << j.dump(2) << "\n";
+    return true;
+  }
+  std::cout << f.model.model << ": " << bytes.size() << " bytes, "
+            << (plan_json.is_null()
+                    ? "a DLA loadable (dlakit program format " + std::to_string(prog::kFormatVersion) + ")"
+                    : "a hybrid plan with " + std::to_string(programs.size()) + " DLA program(s)")
+            << "\n";
+  for (const auto& [where, p] : programs) {
+    if (!where.empty()) std::cout << where << ":\n";
+    std::cout << (f.dump == "program" ? prog::to_text(p) : prog::summary(p));
+  }
+  return true;
+}
+
 void run_info(const InfoFlags& f) {
+  if (run_info_compiled(f)) return;
+  if (f.dump == "program")
+    fail(Status::kInvalidArgument, "--dump program needs a loadable or a plan (from `dlakit build`)");
   const OnnxSignature sig = read_onnx_signature(f.model.model);
   nlohmann::json j;
   j["model"] = f.model.model;
@@ -93,11 +143,16 @@ void run_info(const InfoFlags& f) {
 void register_info(CLI::App& app) {
   auto f = std::make_shared<InfoFlags>();
   CLI::App* sub = app.add_subcommand(
-      "info", "Show a model's inputs, outputs, opset, ops, parameters, MACs and anything unsupported");
+      "info",
+      "Show an ONNX model's inputs, outputs, opset, ops, parameters, MACs and anything unsupported; or a "
+      "loadable's (.dla) or plan's compiled program: operations per engine, memory pools, I/O descriptors");
   f->model.add(*sub);
   sub->add_flag("--json", f->json, "Print JSON instead of text");
-  sub->add_option("--dump", f->dump, "Print an internal form instead: ir (the imported graph)")
-      ->check(CLI::IsMember({"ir"}));
+  sub->add_option(
+         "--dump", f->dump,
+         "Print an internal form instead: ir (an ONNX model's imported graph), program (a loadable's "
+         "or plan's compiled DLA program: operations, surfaces, pools, constants)")
+      ->check(CLI::IsMember({"ir", "program"}));
   sub->callback([f] { run_info(*f); });
 }
 

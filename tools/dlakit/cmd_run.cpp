@@ -246,7 +246,7 @@ std::string run_loadable(const RunFlags& f, const Preprocess& pre, const Image* 
   for (size_t i = 0; i < m.outputs().size(); ++i)
     outputs.push_back({m.outputs()[i].name, rt::unpack(bufs[nin + i], m.outputs()[i])});
   for (void* p : bufs) std::free(p);
-  return m.loadable().int8 ? "emulated DLA, INT8" : "emulated DLA, FP16";
+  return m.program().int8 ? "emulated DLA, INT8" : "emulated DLA, FP16";
 }
 
 void run_cmd(const RunFlags& f) {

@@ -530,6 +530,10 @@ void rule_comparison(const Ctx& c) {
     c.add(ReasonCode::ModeNotSupported, "consumers", "not only a Cast",
           "one Cast to FP16/INT8 immediately after",
           "cast the comparison result right away, and do not make it a network output");
+  else  // the bool result would leave the DLA graph: a DLA program stores fp16/int8 feature data only
+    c.add(ReasonCode::OpNotSupported, "consumers", "a Cast, which has no DLA layer in dlakit",
+          "a Cast on the DLA (TensorRT 8.6+ runs Comparison + Cast there; dlakit does not emulate Cast)",
+          "run the comparison and its Cast on the GPU");
 }
 
 void rule_unsupported(const Ctx& c) {

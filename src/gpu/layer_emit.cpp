@@ -1,0 +1,345 @@
+#include "gpu/layer_emit.h"
+
+#include <cmath>
+#include <limits>
+
+#include "gpu/gpu_check.h"
+#include "gpu/kernels.h"
+#include "kernels/ref/common.h"
+#include "kernels/ref/conv_geom.h"
+
+namespace dlakit::gpu {
+
+namespace {
+
+int rounding_code(quant::Rounding r) { return r == quant::Rounding::kHalfAwayFromZero ? 0 : 1; }
+
+// The INT8-exact unary ops (kernels.h); the transcendental ones may differ from glibc by an ulp.
+bool exact(k::Unary u) { return int(u) <= int(k::Unary::kCeil); }
+
+bool unary_code(OpKind op, k::Unary& u) {
+  switch (op) {
+    case OpKind::Relu:
+      u = k::Unary::kRelu;
+      return true;
+    case OpKind::LeakyRelu:
+      u = k::Unary::kLeakyRelu;
+      return true;
+    case OpKind::Clip:
+      u = k::Unary::kClip;
+      return true;
+    case OpKind::HardSigmoid:
+      u = k::Unary::kHardSigmoid;
+      return true;
+    case OpKind::HardSwish:
+      u = k::Unary::kHardSwish;
+      return true;
+    case OpKind::Neg:
+      u = k::Unary::kNeg;
+      return true;
+    case OpKind::Abs:
+      u = k::Unary::kAbs;
+      return true;
+    case OpKind::Sqrt:
+      u = k::Unary::kSqrt;
+      return true;
+    case OpKind::Reciprocal:
+      u = k::Unary::kReciprocal;
+      return true;
+    case OpKind::Floor:
+      u = k::Unary::kFloor;
+      return true;
+    case OpKind::Ceil:
+      u = k::Unary::kCeil;
+      return true;
+    case OpKind::Sigmoid:
+      u = k::Unary::kSigmoid;
+      return true;
+    case OpKind::Tanh:
+      u = k::Unary::kTanh;
+      return true;
+    case OpKind::Elu:
+      u = k::Unary::kElu;
+      return true;
+    case OpKind::Softplus:
+      u = k::Unary::kSoftplus;
+      return true;
+    case OpKind::Exp:
+      u = k::Unary::kExp;
+      return true;
+    case OpKind::Log:
+      u = k::Unary::kLog;
+      return true;
+    case OpKind::Erf:
+      u = k::Unary::kErf;
+      return true;
+    case OpKind::Reshape:
+    case OpKind::Flatten:
+    case OpKind::Squeeze:
+    case OpKind::Unsqueeze:
+    case OpKind::Identity:
+    case OpKind::Dropout:
+      u = k::Unary::kCopy;
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool binary_code(OpKind op, k::Binary& b) {
+  switch (op) {
+    case OpKind::Add:
+    case OpKind::Sum:
+      b = k::Binary::kAdd;
+      return true;
+    case OpKind::Sub:
+      b = k::Binary::kSub;
+      return true;
+    case OpKind::Mul:
+      b = k::Binary::kMul;
+      return true;
+    case OpKind::Div:
+      b = k::Binary::kDiv;
+      return true;
+    case OpKind::Max:
+      b = k::Binary::kMax;
+      return true;
+    case OpKind::Min:
+      b = k::Binary::kMin;
+      return true;
+    case OpKind::Pow:
+      b = k::Binary::kPow;
+      return true;
+    case OpKind::PRelu:
+      b = k::Binary::kPRelu;
+      return true;
+    default:
+      return false;
+  }
+}
+
+k::ActParams fused_act(const Node& n) {
+  k::ActParams a;
+  if (!n.has("dlakit_activation")) return a;
+  const std::string act = n.attr_str("dlakit_activation", "");
+  const auto p = n.attr_floats("dlakit_activation_params", {});
+  if (act == "Relu")
+    a.act = k::Act::kRelu;
+  else if (act == "Clip" && p.size() == 2)
+    a = {k::Act::kClip, p[0], p[1]};
+  else if (act == "LeakyRelu" && p.size() == 1)
+    a = {k::Act::kLeakyRelu, p[0], 0};
+  else
+    fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
+  return a;
+}
+}  // namespace
+
+const void* DeviceArena::upload(const void* host, size_t bytes) {
+  void* d = alloc(bytes);
+  DLAKIT_CUDA(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+
+const float* apply_input_rule(const float* x, int64_t count, const numerics::InputRule& rule,
+                              quant::Rounding rounding, DeviceArena& arena, std::vector<Launch>& launches) {
+  const bool quantize = rule.quantize_scale > 0, half = rule.round_fp16;
+  if (!quantize && !half) return x;
+  float* t = static_cast<float*>(arena.alloc(size_t(count) * 4));
+  const float scale = rule.quantize_scale;
+  const int r = rounding_code(rounding);
+  launches.push_back([=](cudaStream_t s) {
+    const float* from = x;
+    if (quantize) k::quantize(from, t, count, scale, r, true, s), from = t;
+    if (half) k::round_to_half(from, t, count, s);
+  });
+  return t;
+}
+
+void apply_output_rule(float* y, int64_t count, bool compute_fp16, const numerics::OutputRule& rule,
+                       quant::Rounding rounding, std::vector<Launch>& launches) {
+  if (compute_fp16) launches.push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
+  if (rule.store == numerics::Store::kFp16) {
+    launches.push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
+  } else if (rule.store == numerics::Store::kInt8) {
+    const float scale = rule.scale;
+    const int r = rounding_code(rounding);
+    launches.push_back([=](cudaStream_t s) { k::quantize(y, y, count, scale, r, true, s); });
+  }
+}
+
+bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why) {
+  const Node& node = *c.node;
+  const bool int8 = c.int8;
+  for (const LayerOperand& o : c.in)
+    if (o.constant && o.constant->dtype() != DType::kF32 && node.op != OpKind::Clip)
+      return why = "a non-float32 constant input", false;
+  if (!c.out) return why = "no single float32 output", false;
+  float* y = c.out;
+  const Shape& ys = c.out_shape;
+  const int64_t count = numel(ys);
+  const size_t mark = launches.size();
+  auto give_up = [&](const char* reason) {
+    launches.resize(mark);
+    why = reason;
+    return false;
+  };
+  auto input = [&](size_t k) { return c.in.at(k).dev; };
+  auto present = [&](size_t k) { return k < c.in.size() && (c.in[k].dev || c.in[k].constant); };
+
+  k::Unary u;
+  k::Binary b;
+  if (unary_code(node.op, u)) {
+    if (int8 && !exact(u)) return give_up("INT8: its GPU formula may differ from the CPU's by an ulp");
+    k::UnaryParams p;
+    p.op = u;
+    if (node.op == OpKind::LeakyRelu) p.alpha = node.attr_float("alpha", 0.01f);
+    if (node.op == OpKind::HardSigmoid)
+      p.alpha = node.attr_float("alpha", 0.2f), p.beta = node.attr_float("beta", 0.5f);
+    if (node.op == OpKind::Elu) p.alpha = node.attr_float("alpha", 1.0f);
+    if (node.op == OpKind::Clip) {
+      p.lo = -INFINITY, p.hi = INFINITY;
+      if (node.opset < 11) {
+        p.lo = node.attr_float("min", -std::numeric_limits<float>::max());
+        p.hi = node.attr_float("max", std::numeric_limits<float>::max());
+      } else {
+        for (size_t k = 1; k < c.in.size(); ++k) {
+          if (!present(k)) continue;
+          if (!c.in[k].constant) return give_up("Clip bounds computed at run time");
+          (k == 1 ? p.lo : p.hi) = float(c.in[k].constant->at_f64(0));
+        }
+      }
+    }
+    const float* x = input(0);
+    launches.push_back([=](cudaStream_t s) { k::unary(p, x, y, count, s); });
+  } else if (binary_code(node.op, b)) {
+    if (c.in.size() != 2 || node.opset < 7) return give_up("legacy broadcasting or more than two inputs");
+    if (int8 && b == k::Binary::kPow) return give_up("INT8: powf may differ from the CPU's by an ulp");
+    const Shape& as = c.in[0].shape;
+    const Shape& bs = c.in[1].shape;
+    if (ys.size() > size_t(k::kMaxRank)) return give_up("rank above 6");
+    k::BroadcastShape sh;
+    sh.rank = int(ys.size());
+    const auto sa = ref::broadcast_strides(as, ys), sb = ref::broadcast_strides(bs, ys);
+    for (size_t d = 0; d < ys.size(); ++d) sh.out[d] = ys[d], sh.a_stride[d] = sa[d], sh.b_stride[d] = sb[d];
+    const float* pa = input(0);
+    const float* pb = input(1);
+    launches.push_back([=](cudaStream_t s) { k::binary(b, sh, pa, pb, y, s); });
+  } else if (node.op == OpKind::Conv) {
+    const Shape& xs = c.in.at(0).shape;
+    if (xs.size() != 4 || c.in.size() < 2 || !c.in[1].constant)
+      return give_up("not a 2-D convolution with constant weights");
+    const Shape& ws = c.in[1].shape;
+    const bool has_bias = present(2);
+    if (has_bias && !c.in[2].constant) return give_up("a bias computed at run time");
+    const ref::WindowGeom wg = ref::window_geom(node, xs, {ws[2], ws[3]}, false);
+    k::ConvGeom cg;
+    cg.N = xs[0], cg.C = xs[1], cg.H = xs[2], cg.W = xs[3], cg.M = ws[0], cg.OH = ys[2], cg.OW = ys[3];
+    cg.KH = ws[2], cg.KW = ws[3], cg.SH = wg.s[1], cg.SW = wg.s[2], cg.DH = wg.d[1], cg.DW = wg.d[2];
+    cg.PT = wg.pb[1], cg.PL = wg.pb[2], cg.G = node.attr_int("group", 1);
+    const k::ActParams act = fused_act(node);
+    if (int8) {
+      const numerics::Int8Conv* cv = c.conv;
+      if (!cv) return give_up("INT8 without the integer convolution path");
+      std::vector<int8_t> wq(size_t(cv->w_levels.numel()));
+      for (size_t i = 0; i < wq.size(); ++i) wq[i] = int8_t(cv->w_levels.data<float>()[i]);
+      const auto* wd = static_cast<const int8_t*>(arena.upload(wq.data(), wq.size()));
+      const auto* md = static_cast<const float*>(arena.upload(cv->mult.data(), cv->mult.size() * 4));
+      const auto* bqd = static_cast<const double*>(arena.upload(cv->bias_q.data(), cv->bias_q.size() * 8));
+      const float* bd = cv->bias.empty()
+                            ? nullptr
+                            : static_cast<const float*>(arena.upload(cv->bias.data(), cv->bias.size() * 4));
+      const float* x = input(0);
+      const int64_t xn = numel(xs);
+      auto* xq = static_cast<int8_t*>(arena.alloc(size_t(xn)));
+      const float s_in = c.s_in;
+      const int r = c.rounding;
+      launches.push_back([=](cudaStream_t s) {
+        k::quantize_i8(x, xq, xn, s_in, r, s);
+        k::conv_int8(cg, xq, wd, md, bqd, bd, act, y, s);
+      });
+    } else {
+      const float* x = input(0);
+      const float* w = input(1);
+      const float* bias = has_bias ? input(2) : nullptr;
+      launches.push_back([=](cudaStream_t s) { k::conv_f32(cg, x, w, bias, act, y, s); });
+    }
+  } else if (node.op == OpKind::MaxPool || node.op == OpKind::AveragePool) {
+    const Shape& xs = c.in.at(0).shape;
+    if (xs.size() != 4) return give_up("not a 2-D pool");
+    const ref::WindowGeom wg =
+        ref::window_geom(node, xs, node.attr_ints("kernel_shape"), node.attr_int("ceil_mode", 0) != 0);
+    k::PoolGeom pg;
+    pg.NC = xs[0] * xs[1], pg.H = xs[2], pg.W = xs[3], pg.OH = ys[2], pg.OW = ys[3];
+    pg.KH = wg.k[1], pg.KW = wg.k[2], pg.SH = wg.s[1], pg.SW = wg.s[2], pg.DH = wg.d[1], pg.DW = wg.d[2];
+    pg.PT = wg.pb[1], pg.PL = wg.pb[2], pg.PB = wg.pe[1], pg.PR = wg.pe[2];
+    pg.is_max = node.op == OpKind::MaxPool;
+    pg.include_pad = node.attr_int("count_include_pad", 0) != 0;
+    const float* x = input(0);
+    launches.push_back([=](cudaStream_t s) { k::pool2d(pg, x, y, s); });
+  } else if (node.op == OpKind::GlobalAveragePool || node.op == OpKind::GlobalMaxPool) {
+    const Shape& xs = c.in.at(0).shape;
+    const int64_t planes = xs[0] * xs[1], vol = numel(xs) / std::max<int64_t>(planes, 1);
+    const bool is_max = node.op == OpKind::GlobalMaxPool;
+    const float* x = input(0);
+    launches.push_back([=](cudaStream_t s) { k::global_pool(x, y, planes, vol, is_max, s); });
+  } else if (node.op == OpKind::Concat) {
+    const int64_t axis = ref::normalize_axis(node, node.attr_int("axis", 0), int64_t(ys.size()));
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= ys[size_t(d)];
+    for (size_t d = size_t(axis) + 1; d < ys.size(); ++d) inner *= ys[d];
+    int64_t offset = 0;
+    for (size_t k = 0; k < c.in.size(); ++k) {
+      const int64_t len = c.in[k].shape[size_t(axis)];
+      const float* x = input(k);
+      float* dst = y + offset * inner;
+      const size_t width = size_t(len * inner) * 4, dpitch = size_t(ys[size_t(axis)] * inner) * 4;
+      if (width && outer)
+        launches.push_back([=](cudaStream_t s) {
+          DLAKIT_CUDA(
+              cudaMemcpy2DAsync(dst, dpitch, x, width, width, size_t(outer), cudaMemcpyDeviceToDevice, s));
+        });
+      offset += len;
+    }
+  } else if (node.op == OpKind::Transpose) {
+    const Shape& xs = c.in.at(0).shape;
+    if (xs.size() > size_t(k::kMaxRank)) return give_up("rank above 6");
+    std::vector<int64_t> perm = node.attr_ints("perm", {});
+    if (perm.empty())
+      for (int64_t d = int64_t(xs.size()) - 1; d >= 0; --d) perm.push_back(d);
+    std::vector<int64_t> stride(xs.size(), 1);
+    for (int64_t d = int64_t(xs.size()) - 2; d >= 0; --d)
+      stride[size_t(d)] = stride[size_t(d + 1)] * xs[size_t(d + 1)];
+    k::TransposeShape t;
+    t.rank = int(ys.size());
+    for (size_t d = 0; d < ys.size(); ++d) t.out[d] = ys[d], t.in_stride[d] = stride[size_t(perm[d])];
+    const float* x = input(0);
+    launches.push_back([=](cudaStream_t s) { k::transpose(t, x, y, s); });
+  } else if (node.op == OpKind::Gemm || node.op == OpKind::MatMul) {
+    if (int8) return give_up("INT8: float sums in a different order than the CPU's");
+    const Shape& as = c.in.at(0).shape;
+    const Shape& bs = c.in.at(1).shape;
+    if (as.size() != 2 || bs.size() != 2) return give_up("not a 2-D matrix product");
+    k::GemmGeom gg;
+    const bool gemm = node.op == OpKind::Gemm;
+    gg.trans_a = gemm && node.attr_int("transA", 0) != 0;
+    gg.trans_b = gemm && node.attr_int("transB", 0) != 0;
+    gg.alpha = gemm ? node.attr_float("alpha", 1.f) : 1.f;
+    gg.beta = gemm ? node.attr_float("beta", 1.f) : 1.f;
+    gg.M = ys[0], gg.N = ys[1], gg.K = gg.trans_a ? as[0] : as[1];
+    const float* pa = input(0);
+    const float* pb = input(1);
+    const float* pc = nullptr;
+    if (gemm && present(2)) {
+      const auto st = ref::broadcast_strides(c.in[2].shape, ys);
+      gg.c_stride_m = st[0], gg.c_stride_n = st[1];
+      pc = input(2);
+    }
+    launches.push_back([=](cudaStream_t s) { k::gemm(gg, pa, pb, pc, y, s); });
+  } else {
+    return give_up("no CUDA kernel for this op yet");
+  }
+  return true;
+}
+
+}  // namespace dlakit::gpu

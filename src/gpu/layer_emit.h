@@ -1,0 +1,60 @@
+// One layer as CUDA launches (kernels.cu), shared by the emulated DLA on CUDA for programs
+// (ProgramEngine) and for graphs (GpuEngine): the layer's numerics rules applied to its inputs, its
+// computation, its output rule. Host code of the CUDA backend only (needs the CUDA runtime).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu.h"
+#include "ir/graph.h"
+#include "numerics/step.h"
+
+namespace dlakit::gpu {
+
+using Launch = std::function<void(cudaStream_t)>;
+
+// Device memory owned by one engine: buffers that live as long as it does.
+class DeviceArena {
+ public:
+  void* alloc(size_t bytes) {
+    owned_.emplace_back(std::max<size_t>(bytes, 4));
+    return owned_.back().data();
+  }
+  const void* upload(const void* host, size_t bytes);
+
+ private:
+  std::vector<DeviceBuffer> owned_;
+};
+
+struct LayerOperand {
+  const float* dev = nullptr;        // device float32 values as the layer reads them (rules applied)
+  Shape shape;                       // their shape
+  const Tensor* constant = nullptr;  // the host value when the operand is a constant (its stored form)
+};
+
+struct LayerCall {
+  const Node* node = nullptr;
+  std::vector<LayerOperand> in;
+  float* out = nullptr;  // device float32 result of the layer's shape
+  Shape out_shape;
+  bool int8 = false;                         // INT8 numerics: only launches exact to the CPU's last bit
+  const numerics::Int8Conv* conv = nullptr;  // exact INT8 convolution (in[0].dev is then the raw input)
+  float s_in = 0;                            // its input scale
+  int rounding = 0;                          // 0 half away from zero (DLA), 1 half to even
+};
+
+// Appends the launches of one layer, or returns false with why (the caller then runs it on the host).
+bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why);
+
+// The input rule on a device buffer of `count` floats: the buffer itself when the rule changes nothing,
+// else a new buffer filled by launches appended to `launches`.
+const float* apply_input_rule(const float* x, int64_t count, const numerics::InputRule& rule,
+                              quant::Rounding rounding, DeviceArena& arena, std::vector<Launch>& launches);
+// compute_fp16 and the output rule, in place (as numerics::run_step stores a result).
+void apply_output_rule(float* y, int64_t count, bool compute_fp16, const numerics::OutputRule& rule,
+                       quant::Rounding rounding, std::vector<Launch>& launches);
+
+}  // namespace dlakit::gpu

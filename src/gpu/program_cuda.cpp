@@ -1,0 +1,335 @@
+// ProgramEngine on the CUDA runtime. Every value in flight is a device float32 NCHW buffer: a step's
+// surfaces are unpacked from their memory (the SRAM / local DRAM arenas or the task's buffers, in the DLA
+// layouts), its layer runs as layer_emit's kernels or as a host step (numerics::run_step between copies),
+// and its results are packed back into their surfaces or kept as fused values.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "gpu/gpu_check.h"
+#include "gpu/kernels.h"
+#include "gpu/layer_emit.h"
+#include "gpu/program_engine.h"
+
+namespace dlakit::gpu {
+
+using prog::Pool;
+using prog::Ref;
+
+namespace {
+cudaStream_t cs(void* s) { return static_cast<cudaStream_t>(s); }
+
+k::SurfaceGeom geom(const rt::TensorDesc& d) {
+  k::SurfaceGeom g;
+  g.format = d.format == rt::IoFormat::kDlaLinear ? 0
+             : d.format == rt::IoFormat::kChw16   ? 1
+             : d.format == rt::IoFormat::kChw32   ? 2
+                                                  : 3;
+  g.int8 = d.dtype == DType::kI8;
+  g.scale = d.scale;
+  g.n = int64_t(d.n), g.c = int64_t(d.c), g.h = int64_t(d.h), g.w = int64_t(d.w);
+  for (int k = 0; k < 4; ++k) g.stride[k] = int64_t(d.stride[size_t(k)]);
+  return g;
+}
+}  // namespace
+
+struct ProgramEngine::Impl {
+  const rt::PreparedProgram& pp;
+  const prog::Program& p;
+  Queue queue;
+  DeviceArena arena;
+  DeviceBuffer sram, local_dram;
+  std::vector<const void*> in_bind;  // the task's buffers of the run being queued
+  std::vector<void*> out_bind;
+  std::vector<std::vector<Launch>> ops;  // per operation
+  std::vector<StepInfo> info;
+  std::vector<PinnedBuffer> pinned;                 // host steps' staging
+  std::map<const Tensor*, const float*> const_dev;  // prepared constants, uploaded once
+  std::mutex run_mu;
+
+  explicit Impl(const rt::PreparedProgram& prepared) : pp(prepared), p(prepared.program()) {}
+
+  uint8_t* base(const prog::Surface& s) const {
+    switch (s.pool) {
+      case Pool::kSram:
+        return static_cast<uint8_t*>(sram.data()) + s.offset;
+      case Pool::kLocalDram:
+        return static_cast<uint8_t*>(local_dram.data()) + s.offset;
+      case Pool::kInput:
+        return static_cast<uint8_t*>(const_cast<void*>(in_bind.at(s.io_index))) + s.offset;
+      case Pool::kOutput:
+        return static_cast<uint8_t*>(out_bind.at(s.io_index)) + s.offset;
+      case Pool::kGlobalDram:
+        break;
+    }
+    fail(Status::kInternal, "surface '", s.desc.name, "' is in the constants pool");
+  }
+
+  const float* constant(const Tensor* t) {
+    auto it = const_dev.find(t);
+    if (it != const_dev.end()) return it->second;
+    const auto* d = static_cast<const float*>(arena.upload(t->raw(), t->nbytes()));
+    return const_dev[t] = d;
+  }
+
+  // Unpacks a surface into a new device float buffer, at launch time (the I/O buffers vary per run).
+  const float* unpack(uint32_t si, std::vector<Launch>& launches) {
+    const prog::Surface& sf = p.surfaces[si];
+    auto* out = static_cast<float*>(arena.alloc(size_t(numel(sf.desc.network_shape)) * 4));
+    const k::SurfaceGeom g = geom(sf.desc);
+    launches.push_back([this, g, &sf, out](cudaStream_t s) { k::unpack_surface(g, base(sf), out, s); });
+    return out;
+  }
+  void pack(const float* values, uint32_t si, std::vector<Launch>& launches) {
+    const prog::Surface& sf = p.surfaces[si];
+    const k::SurfaceGeom g = geom(sf.desc);
+    // A whole task buffer in a pitch-linear format: its padding bytes are zeroed first, as rt::pack does.
+    const bool clear = sf.parent < 0 && sf.pool == Pool::kOutput && g.format != 1 && g.format != 2;
+    const size_t bytes = sf.desc.size;
+    launches.push_back([this, g, &sf, values, clear, bytes](cudaStream_t s) {
+      if (clear) DLAKIT_CUDA(cudaMemsetAsync(base(sf), 0, bytes, s));
+      k::pack_surface(g, values, base(sf), s);
+    });
+  }
+
+  void build_op(size_t oi);
+  void host_step(size_t oi, size_t k, const std::vector<const float*>& ins, const std::vector<Shape>& shapes,
+                 const std::vector<float*>& outs, std::vector<Launch>& launches);
+};
+
+// A step on the host in stream order: its device inputs copied to pinned memory, numerics::run_step, its
+// results copied back (already in their stored form).
+void ProgramEngine::Impl::host_step(size_t oi, size_t k, const std::vector<const float*>& ins,
+                                    const std::vector<Shape>& shapes, const std::vector<float*>& outs,
+                                    std::vector<Launch>& launches) {
+  const prog::Step& s = p.ops[oi].steps[k];
+  const rt::PreparedStep& ps = pp.step(oi, k);
+  std::vector<std::pair<size_t, void*>> in_pin, out_pin;  // operand index, pinned copy
+  const std::vector<Shape> in_shapes = shapes;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    if (!ins[i] || s.inputs[i].kind == Ref::Kind::kConstant) continue;
+    const size_t bytes = size_t(numel(in_shapes[i])) * 4;
+    pinned.emplace_back(std::max<size_t>(bytes, 4));
+    void* h = pinned.back().data();
+    in_pin.push_back({i, h});
+    const float* d = ins[i];
+    launches.push_back(
+        [=](cudaStream_t st) { DLAKIT_CUDA(cudaMemcpyAsync(h, d, bytes, cudaMemcpyDeviceToHost, st)); });
+  }
+  for (size_t o = 0; o < s.outputs.size(); ++o) {
+    if (!outs[o]) continue;
+    pinned.emplace_back(std::max<size_t>(nbytes(s.out_types[o]), 4));
+    out_pin.push_back({o, pinned.back().data()});
+  }
+  Impl* self = this;
+  launches.push_back([=, &s, &ps](cudaStream_t) {
+    self->queue.host([=, &s, &ps] {
+      std::vector<Tensor> held;
+      held.reserve(in_pin.size());
+      std::vector<const Tensor*> ptrs = ps.constants;
+      for (auto [i, h] : in_pin) {
+        held.push_back(Tensor::uninitialized(DType::kF32, in_shapes[i]));
+        std::memcpy(held.back().raw(), h, held.back().nbytes());
+        ptrs[i] = &held.back();
+      }
+      std::vector<Tensor> res =
+          numerics::run_step(ps.node, s.rules, ptrs, ps.is_constant, s.out_types, ps.conv.get());
+      for (auto [o, h] : out_pin) std::memcpy(h, res.at(o).raw(), res[o].nbytes());
+    });
+  });
+  for (auto [o, h] : out_pin) {
+    float* d = outs[o];
+    const size_t bytes = nbytes(s.out_types[o]);
+    launches.push_back(
+        [=](cudaStream_t st) { DLAKIT_CUDA(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, st)); });
+  }
+}
+
+void ProgramEngine::Impl::build_op(size_t oi) {
+  const prog::Op& op = p.ops[oi];
+  std::vector<Launch>& launches = ops[oi];
+  std::map<uint32_t, const float*> loaded;  // surfaces read by this operation, unpacked
+  std::vector<float*> temps;
+  for (size_t k = 0; k < op.steps.size(); ++k) {
+    const prog::Step& s = op.steps[k];
+    const rt::PreparedStep& ps = pp.step(oi, k);
+    StepInfo si;
+    si.layer = s.layer;
+    // Operands as device float buffers (null: omitted, or a constant the kernels read on the host).
+    std::vector<const float*> raw(s.inputs.size(), nullptr);
+    std::vector<Shape> shapes(s.inputs.size());
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      const Ref& r = s.inputs[i];
+      if (r.kind == Ref::Kind::kSurface) {
+        auto it = loaded.find(r.index);
+        if (it == loaded.end()) it = loaded.emplace(r.index, unpack(r.index, launches)).first;
+        raw[i] = it->second;
+        shapes[i] = p.surfaces[r.index].desc.network_shape;
+      } else if (r.kind == Ref::Kind::kTemp) {
+        raw[i] = temps.at(r.index);
+      } else if (r.kind == Ref::Kind::kConstant) {
+        shapes[i] = ps.constants[i]->shape();
+        if (ps.constants[i]->dtype() == DType::kF32) raw[i] = constant(ps.constants[i]);
+      }
+      if (r.kind == Ref::Kind::kTemp) {
+        // a fused value's shape: the result type of the step that made it
+        for (size_t j = 0; j < k; ++j)
+          for (size_t o = 0; o < op.steps[j].outputs.size(); ++o)
+            if (op.steps[j].outputs[o].kind == Ref::Kind::kTemp && op.steps[j].outputs[o].index == r.index)
+              shapes[i] = op.steps[j].out_types[o].shape;
+      }
+    }
+    std::vector<float*> outs(s.outputs.size(), nullptr);
+    for (size_t o = 0; o < s.outputs.size(); ++o)
+      if (s.outputs[o].kind != Ref::Kind::kNone)
+        outs[o] = static_cast<float*>(arena.alloc(std::max<size_t>(nbytes(s.out_types[o]), 4)));
+    const size_t mark = launches.size();
+    bool ok = false;
+    if (s.outputs.size() == 1 && outs[0] && s.out_types[0].dtype == DType::kF32) {
+      LayerCall c;
+      c.node = &ps.node;
+      c.int8 = s.rules.precision == numerics::Precision::kInt8;
+      c.conv = ps.conv.get();
+      c.s_in = s.rules.exact_int8_conv ? s.rules.inputs[0].quantize_scale : 0;
+      c.rounding = s.rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
+      c.out = outs[0];
+      c.out_shape = s.out_types[0].shape;
+      for (size_t i = 0; i < s.inputs.size(); ++i) {
+        LayerOperand o;
+        o.shape = shapes[i];
+        if (s.inputs[i].kind == Ref::Kind::kConstant) {
+          o.constant = ps.constants[i];
+          o.dev = raw[i];
+        } else if (raw[i]) {
+          o.dev = (i == 0 && c.conv) ? raw[i]
+                                     : apply_input_rule(raw[i], numel(shapes[i]), s.rules.inputs[i],
+                                                        s.rules.rounding, arena, launches);
+        }
+        c.in.push_back(o);
+      }
+      try {
+        ok = emit_layer(c, arena, launches, si.why);
+      } catch (const Error& e) {
+        si.why = e.what();
+      }
+      if (ok)
+        apply_output_rule(c.out, numel(c.out_shape), s.rules.compute_fp16, s.rules.outputs[0],
+                          s.rules.rounding, launches);
+    } else {
+      si.why = "not a single float32 result";
+    }
+    if (!ok) {
+      launches.resize(mark);
+      host_step(oi, k, raw, shapes, outs, launches);
+    }
+    si.on_gpu = ok;
+    info.push_back(si);
+    for (size_t o = 0; o < s.outputs.size(); ++o) {
+      if (s.outputs[o].kind == Ref::Kind::kTemp) temps.push_back(outs[o]);
+      if (s.outputs[o].kind == Ref::Kind::kSurface) pack(outs[o], s.outputs[o].index, launches);
+    }
+  }
+}
+
+ProgramEngine::ProgramEngine(const rt::PreparedProgram& prepared) : impl_(std::make_unique<Impl>(prepared)) {
+  Impl& m = *impl_;
+  if (m.p.sram.used) m.sram = DeviceBuffer(m.p.sram.used);
+  if (m.p.local_dram.used) m.local_dram = DeviceBuffer(m.p.local_dram.used);
+  m.ops.resize(m.p.ops.size());
+  for (size_t oi = 0; oi < m.p.ops.size(); ++oi) m.build_op(oi);
+}
+
+ProgramEngine::~ProgramEngine() = default;
+
+void ProgramEngine::enqueue(const std::vector<const void*>& in, const std::vector<void*>& out, void* stream) {
+  Impl& m = *impl_;
+  if (in.size() != m.p.inputs.size() || out.size() != m.p.outputs.size())
+    fail(Status::kInvalidArgument, "program run with ", in.size(), " input and ", out.size(),
+         " output buffers; it has ", m.p.inputs.size(), " and ", m.p.outputs.size());
+  std::lock_guard<std::mutex> lk(m.run_mu);
+  m.in_bind = in;
+  m.out_bind = out;
+  m.queue.begin(stream);
+  const cudaStream_t s = cs(m.queue.stream());
+  for (auto& launches : m.ops)
+    for (auto& l : launches) l(s);
+  DLAKIT_CUDA(cudaGetLastError());  // a failed kernel launch
+  m.queue.end(stream);
+}
+
+void ProgramEngine::synchronize() { impl_->queue.synchronize(); }
+
+void ProgramEngine::run(const std::vector<const void*>& in, const std::vector<void*>& out) {
+  Impl& m = *impl_;
+  std::vector<DeviceBuffer> din, dout;
+  std::vector<const void*> ip;
+  std::vector<void*> op;
+  for (size_t i = 0; i < in.size() && i < m.p.inputs.size(); ++i) {
+    const size_t bytes = m.p.input_desc(i).size;
+    din.emplace_back(bytes);
+    DLAKIT_CUDA(cudaMemcpy(din.back().data(), in[i], bytes, cudaMemcpyHostToDevice));
+    ip.push_back(din.back().data());
+  }
+  for (size_t i = 0; i < out.size() && i < m.p.outputs.size(); ++i) {
+    dout.emplace_back(m.p.output_desc(i).size);
+    op.push_back(dout.back().data());
+  }
+  enqueue(ip, op, nullptr);
+  DLAKIT_CUDA(cudaDeviceSynchronize());
+  synchronize();
+  for (size_t i = 0; i < op.size(); ++i)
+    DLAKIT_CUDA(cudaMemcpy(out[i], op[i], m.p.output_desc(i).size, cudaMemcpyDeviceToHost));
+}
+
+std::vector<double> ProgramEngine::profile(const std::vector<const void*>& in,
+                                           const std::vector<void*>& out) {
+  run(in, out);  // warm: constants uploaded, kernels loaded
+  Impl& m = *impl_;
+  std::vector<DeviceBuffer> din, dout;
+  std::vector<const void*> ip;
+  std::vector<void*> op;
+  for (size_t i = 0; i < m.p.inputs.size(); ++i) {
+    din.emplace_back(m.p.input_desc(i).size);
+    DLAKIT_CUDA(cudaMemcpy(din.back().data(), in.at(i), m.p.input_desc(i).size, cudaMemcpyHostToDevice));
+    ip.push_back(din.back().data());
+  }
+  for (size_t i = 0; i < m.p.outputs.size(); ++i) {
+    dout.emplace_back(m.p.output_desc(i).size);
+    op.push_back(dout.back().data());
+  }
+  std::lock_guard<std::mutex> lk(m.run_mu);
+  m.in_bind = ip;
+  m.out_bind = op;
+  const cudaStream_t s = cs(m.queue.stream());
+  std::vector<cudaEvent_t> ev(m.ops.size() + 1);
+  for (auto& e : ev) DLAKIT_CUDA(cudaEventCreate(&e));
+  DLAKIT_CUDA(cudaEventRecord(ev[0], s));
+  for (size_t oi = 0; oi < m.ops.size(); ++oi) {
+    for (auto& l : m.ops[oi]) l(s);
+    DLAKIT_CUDA(cudaEventRecord(ev[oi + 1], s));
+  }
+  m.queue.synchronize();
+  std::vector<double> ms(m.ops.size());
+  for (size_t i = 0; i < ms.size(); ++i) {
+    float t = 0;
+    DLAKIT_CUDA(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
+    ms[i] = t;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  for (size_t i = 0; i < m.p.outputs.size(); ++i)
+    DLAKIT_CUDA(cudaMemcpy(out.at(i), op[i], m.p.output_desc(i).size, cudaMemcpyDeviceToHost));
+  return ms;
+}
+
+const std::vector<ProgramEngine::StepInfo>& ProgramEngine::steps() const { return impl_->info; }
+
+int ProgramEngine::gpu_steps() const {
+  int c = 0;
+  for (const StepInfo& i : impl_->info) c += i.on_gpu;
+  return c;
+}
+
+}  // namespace dlakit::gpu

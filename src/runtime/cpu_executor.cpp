@@ -1,0 +1,96 @@
+#include "runtime/cpu_executor.h"
+
+#include <chrono>
+#include <map>
+
+#include "runtime/surface_io.h"
+
+namespace dlakit::rt {
+
+using prog::Pool;
+using prog::Ref;
+
+CpuExecutor::CpuExecutor(const PreparedProgram& p) : p_(p) {}
+
+void CpuExecutor::run(const std::vector<const void*>& in, const std::vector<void*>& out) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  run_locked(in, out, nullptr);
+}
+
+std::vector<std::pair<std::string, double>> CpuExecutor::profile(const std::vector<const void*>& in,
+                                                                 const std::vector<void*>& out) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<std::pair<std::string, double>> times;
+  run_locked(in, out, &times);
+  return times;
+}
+
+void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vector<void*>& out,
+                             std::vector<std::pair<std::string, double>>* times) const {
+  const prog::Program& p = p_.program();
+  if (in.size() != p.inputs.size() || out.size() != p.outputs.size())
+    fail(Status::kInvalidArgument, "program run with ", in.size(), " input and ", out.size(),
+         " output buffers; it has ", p.inputs.size(), " and ", p.outputs.size());
+  for (const void* b : in) DLAKIT_CHECK(b, Status::kInvalidArgument, "program run with a null input buffer");
+  for (void* b : out) DLAKIT_CHECK(b, Status::kInvalidArgument, "program run with a null output buffer");
+  sram_.resize(p.sram.used);
+  local_dram_.resize(p.local_dram.used);
+  auto base = [&](const prog::Surface& s) -> uint8_t* {
+    switch (s.pool) {
+      case Pool::kSram:
+        return sram_.data() + s.offset;
+      case Pool::kLocalDram:
+        return local_dram_.data() + s.offset;
+      case Pool::kInput:
+        return static_cast<uint8_t*>(const_cast<void*>(in[s.io_index])) + s.offset;
+      case Pool::kOutput:
+        return static_cast<uint8_t*>(out[s.io_index]) + s.offset;
+      case Pool::kGlobalDram:
+        break;
+    }
+    fail(Status::kInternal, "surface '", s.desc.name, "' is in the constants pool");
+  };
+  for (size_t oi = 0; oi < p.ops.size(); ++oi) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const prog::Op& op = p.ops[oi];
+    std::vector<Tensor> temps;
+    std::map<uint32_t, Tensor> loaded;  // surfaces this operation read
+    for (size_t k = 0; k < op.steps.size(); ++k) {
+      const prog::Step& s = op.steps[k];
+      const PreparedStep& ps = p_.step(oi, k);
+      std::vector<const Tensor*> ins(s.inputs.size(), nullptr);
+      for (size_t i = 0; i < s.inputs.size(); ++i) {
+        const Ref& r = s.inputs[i];
+        if (r.kind == Ref::Kind::kConstant) {
+          ins[i] = ps.constants[i];
+        } else if (r.kind == Ref::Kind::kTemp) {
+          ins[i] = &temps.at(r.index);
+        } else if (r.kind == Ref::Kind::kSurface) {
+          auto it = loaded.find(r.index);
+          if (it == loaded.end()) {
+            const prog::Surface& sf = p.surfaces[r.index];
+            it = loaded.emplace(r.index, read_surface(sf.desc, base(sf))).first;
+          }
+          ins[i] = &it->second;
+        }
+      }
+      std::vector<Tensor> res =
+          numerics::run_step(ps.node, s.rules, ins, ps.is_constant, s.out_types, ps.conv.get());
+      for (size_t o = 0; o < s.outputs.size(); ++o) {
+        const Ref& r = s.outputs[o];
+        if (r.kind == Ref::Kind::kTemp) {
+          temps.push_back(std::move(res[o]));
+        } else if (r.kind == Ref::Kind::kSurface) {
+          const prog::Surface& sf = p.surfaces[r.index];
+          write_surface(res[o], sf.desc, base(sf));
+        }
+      }
+    }
+    if (times)
+      times->push_back(
+          {op.steps[0].layer,
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+  }
+}
+
+}  // namespace dlakit::rt

@@ -1,0 +1,32 @@
+// The CPU executor: runs a prepared program operation by operation over byte arenas, as the DLA would run
+// it: each step reads its surfaces from the SRAM / local DRAM arenas or the task's buffers, computes with
+// its numerics (numerics::run_step), keeps fused values inside the operation, and writes its surfaces back.
+#pragma once
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/prepared_program.h"
+
+namespace dlakit::rt {
+
+class CpuExecutor {
+ public:
+  explicit CpuExecutor(const PreparedProgram& p);
+  // One run on the task's buffers (laid out per the program's descriptors). Runs are serialised: the
+  // arenas are the executor's, like one DLA core's memory.
+  void run(const std::vector<const void*>& in, const std::vector<void*>& out) const;
+  // Milliseconds per operation of one run (with the operation's first layer name).
+  std::vector<std::pair<std::string, double>> profile(const std::vector<const void*>& in,
+                                                      const std::vector<void*>& out) const;
+
+ private:
+  void run_locked(const std::vector<const void*>& in, const std::vector<void*>& out,
+                  std::vector<std::pair<std::string, double>>* times) const;
+  const PreparedProgram& p_;
+  mutable std::mutex mu_;
+  mutable std::vector<uint8_t> sram_, local_dram_;
+};
+
+}  // namespace dlakit::rt
