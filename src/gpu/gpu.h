@@ -11,6 +11,9 @@
 
 namespace dlakit::gpu {
 
+// What a CUDA-less build says when CUDA is asked for.
+inline constexpr const char* kNoCudaBuild = "dlakit was built without CUDA (configure with -DDLAKIT_CUDA=ON)";
+
 // True when dlakit was built with CUDA and a device answers. `why` gets the reason when not.
 bool available(std::string* why = nullptr);
 std::string device_name();  // "NVIDIA H200 (sm_90)"; empty when unavailable

@@ -7,29 +7,23 @@
 #include <filesystem>
 #include <random>
 
+#include "../common/require_gpu.h"
 #include "../common/test_data.h"
-#include "gpu/engine.h"
+#include "engine/gpu_engine.h"
 #include "gpu/gpu.h"
 #include "loadable/plan.h"
+#include "loadable/plan_executor.h"
 #include "onnx/importer.h"
 #include "passes/passes.h"
 #include "placement/placement.h"
 #include "quant/calibrate.h"
 #include "quant/numerics.h"
-#include "runtime/plan_executor.h"
 
 using namespace dlakit;
 using dlakit::test_data::cosine;
 using dlakit::test_data::random_calibration;
 using dlakit::test_data::random_inputs;
 namespace fs = std::filesystem;
-
-// GTEST_SKIP returns from the function it is in, so this is a macro.
-#define REQUIRE_GPU()                                               \
-  do {                                                              \
-    std::string why_;                                               \
-    if (!gpu::available(&why_)) GTEST_SKIP() << "no GPU: " << why_; \
-  } while (0)
 
 namespace {
 // DLAKIT_SOURCE_DIR in the environment overrides the build's (the GPU machine runs a copy elsewhere).

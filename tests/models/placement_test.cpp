@@ -22,7 +22,7 @@
 #include "placement/split.h"
 #include "quant/calibrate.h"
 #include "quant/numerics.h"
-#include "runtime/plan_executor.h"
+#include "loadable/plan_executor.h"
 #include "runtime/runtime.h"
 
 namespace fs = std::filesystem;

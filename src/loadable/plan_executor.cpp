@@ -1,6 +1,6 @@
-#include "runtime/plan_executor.h"
+#include "loadable/plan_executor.h"
 
-#include "gpu/engine.h"
+#include "engine/gpu_engine.h"
 #include "loadable/plan.h"
 #include "onnx/importer.h"
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "gpu/engine.h"
+#include "engine/gpu_engine.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_check.h"
 #include "gpu/layer_emit.h"

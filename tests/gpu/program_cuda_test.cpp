@@ -1,0 +1,117 @@
+// The CUDA executor against the CPU executor on the same compiled programs: every DLA segment of real
+// models (hybrid placement, FP16 and INT8), run on seeded inputs. INT8: equal value for value. FP16: the
+// float sums of convolutions and matrix products run in another order on the GPU, so outputs agree within
+// rounding (cosine >= 0.99999, docs/runtime.md). Skips without a GPU; fails with DLAKIT_REQUIRE_GPU=1.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "../common/require_gpu.h"
+#include "../common/test_data.h"
+#include "gpu/program_engine.h"
+#include "loadable/plan.h"
+#include "onnx/importer.h"
+#include "passes/passes.h"
+#include "placement/placement.h"
+#include "runtime/runtime.h"
+
+using namespace dlakit;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kModels =
+    fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : DLAKIT_SOURCE_DIR) /
+    ".cache" / "models";
+
+struct ModelSpec {
+  std::string name, shapes;
+};
+// The models the GPU machine gets (tests/device/prepare_gpu_run.sh, within the 64 MiB a device call
+// carries): regular, depthwise and transposed convolutions, FC, pools, resize, concat, transposes,
+// hard-swish and sigmoid blocks.
+const ModelSpec kModelsOnGpu[] = {{"mobilenet_v2", ""},          {"mobilenet_v3_small", ""},
+                                  {"squeezenet1_1", ""},         {"ppocr_det", "x:1x3x320x320"},
+                                  {"ppocr_cls", "x:1x3x48x192"}, {"blazeface_128", ""},
+                                  {"mlsd_tiny_320", ""}};
+
+std::string plan_of(const ModelSpec& m, bool int8) {
+  ImportOptions o;
+  o.input_shapes = parse_input_shapes(m.shapes);
+  Graph g = import_onnx_file((kModels / (m.name + ".onnx")).string(), o);
+  run_passes(g);
+  PlacementOptions po;
+  po.precision = int8 ? dla::Precision::kINT8 : dla::Precision::kFP16;
+  const Placement p = place(g, po);
+  if (!int8) return write_plan(g, p);
+  const quant::ScaleTable scales = test_data::random_calibration(g, 1);
+  return write_plan(g, p, &scales);
+}
+
+class CudaExecutor : public ::testing::TestWithParam<std::tuple<ModelSpec, bool>> {};
+
+TEST_P(CudaExecutor, MatchesTheCpuExecutorOnEveryDlaSegment) {
+  REQUIRE_GPU();
+  const auto& [m, int8] = GetParam();
+  const std::string plan = plan_of(m, int8);
+  const PlanContents c = read_plan(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
+  int segments = 0;
+  for (size_t si = 0; si < c.segments.size(); ++si) {
+    if (!c.segments[si].dla) continue;
+    ++segments;
+    const std::string& bytes = c.segments[si].payload;
+    rt::Module mod(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    std::vector<std::vector<uint8_t>> in, cpu, gpu;
+    std::vector<const void*> ip;
+    std::vector<void*> cp, gp;
+    for (size_t i = 0; i < mod.inputs().size(); ++i) {
+      const rt::TensorDesc& d = mod.inputs()[i];
+      Graph shape_only;
+      shape_only.inputs.push_back(shape_only.add_value(d.name, {DType::kF32, d.network_shape}));
+      in.emplace_back(d.size);
+      rt::pack(test_data::random_inputs(shape_only, uint32_t(100 * si + i)).at(d.name), d, in.back().data());
+      ip.push_back(in.back().data());
+    }
+    for (const rt::TensorDesc& d : mod.outputs()) {
+      cpu.emplace_back(d.size);
+      gpu.emplace_back(d.size);
+      cp.push_back(cpu.back().data());
+      gp.push_back(gpu.back().data());
+    }
+    mod.execute(ip, cp);
+    gpu::ProgramEngine& e = mod.gpu_engine();
+    e.run(ip, gp);
+    for (size_t k = 0; k < mod.outputs().size(); ++k) {
+      const Tensor a = rt::unpack(cpu[k].data(), mod.outputs()[k]),
+                   b = rt::unpack(gpu[k].data(), mod.outputs()[k]);
+      int64_t differ = 0;
+      double max_abs = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        const float x = a.data<float>()[i], y = b.data<float>()[i];
+        differ += !(x == y);  // values: -0 equals +0
+        max_abs = std::max(max_abs, double(std::fabs(x - y)));
+      }
+      const double cos = test_data::cosine(a, b);
+      std::printf(
+          "%s %s segment %zu output %s: %lld of %lld differ, max |diff| %g, cosine %.9f; %d of %zu steps on "
+          "the GPU\n",
+          m.name.c_str(), int8 ? "int8" : "fp16", si, mod.outputs()[k].name.c_str(), (long long)differ,
+          (long long)a.numel(), max_abs, cos, e.gpu_steps(), e.steps().size());
+      if (int8)
+        EXPECT_EQ(differ, 0) << m.name << " segment " << si << " output " << mod.outputs()[k].name;
+      else
+        EXPECT_GE(cos, 0.99999) << m.name << " segment " << si << " output " << mod.outputs()[k].name;
+    }
+  }
+  EXPECT_GT(segments, 0) << m.name << " has no DLA segment";
+}
+
+std::string label(const ::testing::TestParamInfo<std::tuple<ModelSpec, bool>>& info) {
+  return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_int8" : "_fp16");
+}
+
+INSTANTIATE_TEST_SUITE_P(RealModels, CudaExecutor,
+                         ::testing::Combine(::testing::ValuesIn(kModelsOnGpu), ::testing::Bool()), label);
+
+}  // namespace
