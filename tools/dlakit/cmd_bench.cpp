@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "cli.h"
-#include "gpu/engine.h"
+#include "engine/gpu_engine.h"
 #include "gpu/gpu.h"
 #include "passes/passes.h"
 #include "quant/numerics.h"

@@ -8,7 +8,7 @@
 #include "loadable/plan.h"
 #include "program/format.h"
 #include "program/print.h"
-#include "runtime/plan_executor.h"
+#include "loadable/plan_executor.h"
 #include "targets/dla/limits.h"
 
 namespace dlakit::cli {

@@ -15,7 +15,7 @@
 #include "io/image.h"
 #include "io/npy.h"
 #include "loadable/plan.h"
-#include "runtime/plan_executor.h"
+#include "loadable/plan_executor.h"
 #include "runtime/runtime.h"
 
 namespace dlakit::cli {
