@@ -33,6 +33,10 @@ void ProgramEngine::run(const std::vector<const void*>&, const std::vector<void*
   fail(Status::kUnsupported, kNoCudaBuild);
 }
 void ProgramEngine::synchronize() {}
+void ProgramEngine::run_prefix(const std::vector<const void*>&, const std::vector<void*>&, size_t) {
+  fail(Status::kUnsupported, kNoCudaBuild);
+}
+std::vector<uint8_t> ProgramEngine::arena(prog::Pool) { fail(Status::kUnsupported, kNoCudaBuild); }
 const std::vector<ProgramEngine::StepInfo>& ProgramEngine::steps() const {
   static const std::vector<StepInfo> none;
   return none;

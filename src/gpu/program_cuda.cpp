@@ -96,6 +96,8 @@ struct ProgramEngine::Impl {
   }
 
   void build_op(size_t oi);
+  void enqueue(const std::vector<const void*>& in, const std::vector<void*>& out, void* stream,
+               size_t op_count);
   void host_step(size_t oi, size_t k, const std::vector<const float*>& ins, const std::vector<Shape>& shapes,
                  const std::vector<float*>& outs, std::vector<Launch>& launches);
 };
@@ -245,7 +247,12 @@ ProgramEngine::ProgramEngine(const rt::PreparedProgram& prepared) : impl_(std::m
 ProgramEngine::~ProgramEngine() = default;
 
 void ProgramEngine::enqueue(const std::vector<const void*>& in, const std::vector<void*>& out, void* stream) {
-  Impl& m = *impl_;
+  impl_->enqueue(in, out, stream, impl_->ops.size());
+}
+
+void ProgramEngine::Impl::enqueue(const std::vector<const void*>& in, const std::vector<void*>& out,
+                                  void* stream, size_t op_count) {
+  Impl& m = *this;
   if (in.size() != m.p.inputs.size() || out.size() != m.p.outputs.size())
     fail(Status::kInvalidArgument, "program run with ", in.size(), " input and ", out.size(),
          " output buffers; it has ", m.p.inputs.size(), " and ", m.p.outputs.size());
@@ -254,8 +261,8 @@ void ProgramEngine::enqueue(const std::vector<const void*>& in, const std::vecto
   m.out_bind = out;
   m.queue.begin(stream);
   const cudaStream_t s = cs(m.queue.stream());
-  for (auto& launches : m.ops)
-    for (auto& l : launches) l(s);
+  for (size_t oi = 0; oi < m.ops.size() && oi < op_count; ++oi)
+    for (auto& l : m.ops[oi]) l(s);
   DLAKIT_CUDA(cudaGetLastError());  // a failed kernel launch
   m.queue.end(stream);
 }
@@ -263,6 +270,19 @@ void ProgramEngine::enqueue(const std::vector<const void*>& in, const std::vecto
 void ProgramEngine::synchronize() { impl_->queue.synchronize(); }
 
 void ProgramEngine::run(const std::vector<const void*>& in, const std::vector<void*>& out) {
+  run_prefix(in, out, impl_->ops.size());
+}
+
+std::vector<uint8_t> ProgramEngine::arena(prog::Pool pool) {
+  Impl& m = *impl_;
+  const DeviceBuffer& b = pool == Pool::kSram ? m.sram : m.local_dram;
+  std::vector<uint8_t> bytes(b.size());
+  if (!bytes.empty()) DLAKIT_CUDA(cudaMemcpy(bytes.data(), b.data(), bytes.size(), cudaMemcpyDeviceToHost));
+  return bytes;
+}
+
+void ProgramEngine::run_prefix(const std::vector<const void*>& in, const std::vector<void*>& out,
+                               size_t op_count) {
   Impl& m = *impl_;
   std::vector<DeviceBuffer> din, dout;
   std::vector<const void*> ip;
@@ -277,7 +297,7 @@ void ProgramEngine::run(const std::vector<const void*>& in, const std::vector<vo
     dout.emplace_back(m.p.output_desc(i).size);
     op.push_back(dout.back().data());
   }
-  enqueue(ip, op, nullptr);
+  m.enqueue(ip, op, nullptr, op_count);
   DLAKIT_CUDA(cudaDeviceSynchronize());
   synchronize();
   for (size_t i = 0; i < op.size(); ++i)

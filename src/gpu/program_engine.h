@@ -27,6 +27,10 @@ class ProgramEngine {
   // Host convenience: host buffers in and out, waits (throws what a host step threw).
   void run(const std::vector<const void*>& in, const std::vector<void*>& out);
   void synchronize();  // waits for queued runs; rethrows a host-step failure
+  // For comparing executors operation by operation (rt::CpuExecutor has the same two): a host run of the
+  // first `op_count` operations only; then the bytes of the SRAM or local DRAM arena.
+  void run_prefix(const std::vector<const void*>& in, const std::vector<void*>& out, size_t op_count);
+  std::vector<uint8_t> arena(prog::Pool pool);
 
   struct StepInfo {
     std::string layer;

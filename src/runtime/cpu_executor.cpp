@@ -1,6 +1,7 @@
 #include "runtime/cpu_executor.h"
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 
 #include "runtime/surface_io.h"
@@ -14,19 +15,30 @@ CpuExecutor::CpuExecutor(const PreparedProgram& p) : p_(p) {}
 
 void CpuExecutor::run(const std::vector<const void*>& in, const std::vector<void*>& out) const {
   std::lock_guard<std::mutex> lk(mu_);
-  run_locked(in, out, nullptr);
+  run_locked(in, out, nullptr, SIZE_MAX);
+}
+
+void CpuExecutor::run_prefix(const std::vector<const void*>& in, const std::vector<void*>& out,
+                             size_t op_count) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  run_locked(in, out, nullptr, op_count);
+}
+
+std::vector<uint8_t> CpuExecutor::arena(prog::Pool pool) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return pool == Pool::kSram ? sram_ : local_dram_;
 }
 
 std::vector<std::pair<std::string, double>> CpuExecutor::profile(const std::vector<const void*>& in,
                                                                  const std::vector<void*>& out) const {
   std::lock_guard<std::mutex> lk(mu_);
   std::vector<std::pair<std::string, double>> times;
-  run_locked(in, out, &times);
+  run_locked(in, out, &times, SIZE_MAX);
   return times;
 }
 
 void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vector<void*>& out,
-                             std::vector<std::pair<std::string, double>>* times) const {
+                             std::vector<std::pair<std::string, double>>* times, size_t op_count) const {
   const prog::Program& p = p_.program();
   if (in.size() != p.inputs.size() || out.size() != p.outputs.size())
     fail(Status::kInvalidArgument, "program run with ", in.size(), " input and ", out.size(),
@@ -50,7 +62,7 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
     }
     fail(Status::kInternal, "surface '", s.desc.name, "' is in the constants pool");
   };
-  for (size_t oi = 0; oi < p.ops.size(); ++oi) {
+  for (size_t oi = 0; oi < p.ops.size() && oi < op_count; ++oi) {
     const auto t0 = std::chrono::steady_clock::now();
     const prog::Op& op = p.ops[oi];
     std::vector<Tensor> temps;

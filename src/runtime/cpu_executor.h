@@ -20,10 +20,14 @@ class CpuExecutor {
   // Milliseconds per operation of one run (with the operation's first layer name).
   std::vector<std::pair<std::string, double>> profile(const std::vector<const void*>& in,
                                                       const std::vector<void*>& out) const;
+  // For comparing executors operation by operation: runs the first `op_count` operations only; then the
+  // bytes of the SRAM or local DRAM arena (what the following operations would read).
+  void run_prefix(const std::vector<const void*>& in, const std::vector<void*>& out, size_t op_count) const;
+  std::vector<uint8_t> arena(prog::Pool pool) const;
 
  private:
   void run_locked(const std::vector<const void*>& in, const std::vector<void*>& out,
-                  std::vector<std::pair<std::string, double>>* times) const;
+                  std::vector<std::pair<std::string, double>>* times, size_t op_count) const;
   const PreparedProgram& p_;
   mutable std::mutex mu_;
   mutable std::vector<uint8_t> sram_, local_dram_;

@@ -14,6 +14,7 @@
 #include "onnx/importer.h"
 #include "passes/passes.h"
 #include "placement/placement.h"
+#include "program/print.h"
 #include "runtime/runtime.h"
 
 using namespace dlakit;
@@ -47,6 +48,73 @@ std::string plan_of(const ModelSpec& m, bool int8) {
   if (!int8) return write_plan(g, p);
   const quant::ScaleTable scales = test_data::random_calibration(g, 1);
   return write_plan(g, p, &scales);
+}
+
+// A surface's values as an executor left them: from its arena, or from the task's output buffers.
+Tensor surface_values(const prog::Surface& s, const std::vector<uint8_t>& sram,
+                      const std::vector<uint8_t>& dram, const std::vector<void*>& out) {
+  const uint8_t* base = nullptr;
+  if (s.pool == prog::Pool::kSram) base = sram.data();
+  if (s.pool == prog::Pool::kLocalDram) base = dram.data();
+  if (s.pool == prog::Pool::kOutput) base = static_cast<const uint8_t*>(out.at(s.io_index));
+  return base ? rt::unpack(base + s.offset, s.desc) : Tensor();
+}
+
+// Where a segment's outputs differ: the first operation (bisected over prefixes of the program) after which
+// a surface it wrote differs between the executors, with that operation's text and its first differences.
+// FP16 counts only differences above a few fp16 ulps (float sums in another order differ by one).
+std::string first_difference(const rt::Module& mod, gpu::ProgramEngine& e, const std::vector<const void*>& in,
+                             bool int8) {
+  const prog::Program& p = mod.program();
+  rt::CpuExecutor cpu(mod.prepared());
+  std::vector<std::vector<uint8_t>> cb, gb;
+  std::vector<void*> cp, gp;
+  for (const rt::TensorDesc& d : mod.outputs()) {
+    cb.emplace_back(d.size), gb.emplace_back(d.size);
+    cp.push_back(cb.back().data()), gp.push_back(gb.back().data());
+  }
+  // Differences in what operation `oi` wrote, after running operations 0..oi on both.
+  auto diff_after = [&](size_t oi) {
+    cpu.run_prefix(in, cp, oi + 1);
+    e.run_prefix(in, gp, oi + 1);
+    const auto cs = cpu.arena(prog::Pool::kSram), cd = cpu.arena(prog::Pool::kLocalDram);
+    const auto gs = e.arena(prog::Pool::kSram), gd = e.arena(prog::Pool::kLocalDram);
+    std::string report;
+    for (const prog::Step& st : p.ops[oi].steps)
+      for (const prog::Ref& r : st.outputs) {
+        if (r.kind != prog::Ref::Kind::kSurface) continue;
+        const prog::Surface& sf = p.surfaces[r.index];
+        const Tensor a = surface_values(sf, cs, cd, cp), b = surface_values(sf, gs, gd, gp);
+        int64_t differ = 0;
+        std::string first;
+        for (int64_t i = 0; i < a.numel(); ++i) {
+          const float x = a.data<float>()[i], y = b.data<float>()[i];
+          if (int8 ? x == y : std::fabs(x - y) <= 4e-3f * std::max(1.f, std::fabs(x))) continue;
+          if (differ++ < 4)
+            first += " [" + std::to_string(i) + "] " + std::to_string(x) + " vs " + std::to_string(y);
+        }
+        if (differ)
+          report += "  s" + std::to_string(r.index) + " '" + sf.desc.name + "': " + std::to_string(differ) +
+                    " of " + std::to_string(a.numel()) + " differ (cpu vs cuda):" + first + "\n";
+      }
+    return report;
+  };
+  size_t lo = 0, hi = p.ops.size();  // the first op whose writes differ lies in [lo, hi)
+  while (lo + 1 < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (diff_after(mid - 1).empty())
+      lo = mid;
+    else
+      hi = mid;
+  }
+  const std::string report = diff_after(lo);
+  if (report.empty()) return "no operation's surfaces differ";
+  const std::string text = prog::to_text(p);
+  const size_t at = text.find("  op" + std::to_string(lo) + " ");
+  const size_t end = text.find("\n  op", at + 1);
+  return "first difference after op" + std::to_string(lo) + ":\n" + report +
+         (at == std::string::npos ? ""
+                                  : text.substr(at, end == std::string::npos ? std::string::npos : end - at));
 }
 
 class CudaExecutor : public ::testing::TestWithParam<std::tuple<ModelSpec, bool>> {};
@@ -98,10 +166,11 @@ TEST_P(CudaExecutor, MatchesTheCpuExecutorOnEveryDlaSegment) {
           "the GPU\n",
           m.name.c_str(), int8 ? "int8" : "fp16", si, mod.outputs()[k].name.c_str(), (long long)differ,
           (long long)a.numel(), max_abs, cos, e.gpu_steps(), e.steps().size());
-      if (int8)
-        EXPECT_EQ(differ, 0) << m.name << " segment " << si << " output " << mod.outputs()[k].name;
-      else
-        EXPECT_GE(cos, 0.99999) << m.name << " segment " << si << " output " << mod.outputs()[k].name;
+      const bool ok = int8 ? differ == 0 : cos >= 0.99999;
+      EXPECT_TRUE(ok) << m.name << " segment " << si << " output " << mod.outputs()[k].name << ": "
+                      << (int8 ? "INT8 must be equal" : "FP16 needs cosine >= 0.99999") << "\n"
+                      << first_difference(mod, e, ip, int8);
+      if (!ok) break;
     }
   }
   EXPECT_GT(segments, 0) << m.name << " has no DLA segment";
