@@ -25,10 +25,26 @@ __attribute__((target("avx,f16c"))) void round_f16c(float* p, int64_t n) {
   round_scalar(p + i, n - i);
 }
 
+__attribute__((target("avx,f16c"))) void widen_f16c(const uint16_t* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  for (; i < n; ++i) out[i] = half_to_float(in[i]);
+}
+
+__attribute__((target("avx,f16c"))) void narrow_f16c(const float* in, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) out[i] = float_to_half(in[i]);
+}
+
 bool has_f16c() {
   static const bool yes = [] {
     __builtin_cpu_init();
-    // Every AVX2 CPU has F16C; "avx2" is a feature name both GCC and clang accept ("f16c" is not in clang 14).
+    // Every AVX2 CPU has F16C; "avx2" is a feature name both GCC and clang accept ("f16c" is not in clang
+    // 14).
     return __builtin_cpu_supports("avx2");
   }();
   return yes;
@@ -36,6 +52,20 @@ bool has_f16c() {
 #endif
 
 }  // namespace
+
+void halves_to_floats(const uint16_t* in, float* out, int64_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) return widen_f16c(in, out, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) out[i] = half_to_float(in[i]);
+}
+
+void floats_to_halves(const float* in, uint16_t* out, int64_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) return narrow_f16c(in, out, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) out[i] = float_to_half(in[i]);
+}
 
 void round_to_half_inplace(float* p, int64_t n) {
   parallel_for(

@@ -1,9 +1,12 @@
 #include "runtime/surface_io.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
 #include "base/fp16.h"
+#include "base/fp16_array.h"
+#include "base/threadpool.h"
 #include "numerics/quantize.h"
 
 namespace dlakit::rt {
@@ -21,52 +24,70 @@ void check(const Tensor& x, const TensorDesc& d, const char* what) {
 
 }  // namespace
 
+// The chw layouts keep each group of `atom` channels interleaved per pixel: [n][c / atom][h][w][atom].
+// Both directions convert one pixel's atom at a time (F16C where the CPU has it) and run one
+// (image, channel group) per task of the thread pool.
 Tensor read_surface(const TensorDesc& d, const uint8_t* base) {
   if (!chw(d)) return unpack(base, d);
   DLAKIT_CHECK(d.dtype != DType::kI8 || d.scale > 0, Status::kInvalidArgument, "read: int8 surface '", d.name,
                "' has no scale");
   Tensor x = Tensor::uninitialized(DType::kF32, d.network_shape);
   const uint64_t atom = d.format == IoFormat::kChw16 ? 16 : 32, plane = d.h * d.w;
+  const uint64_t groups = (d.c + atom - 1) / atom;
   float* out = x.data<float>();
-  for (uint64_t n = 0; n < d.n; ++n)
-    for (uint64_t c = 0; c < d.c; ++c) {
-      const uint8_t* src = base + n * d.stride[3] + (c / atom) * d.stride[2] + (c % atom) * d.stride[0];
-      float* dst = out + (n * d.c + c) * plane;
+  parallel_for(int64_t(d.n * groups), [&](int64_t begin, int64_t end) {
+    float values[32];
+    for (int64_t task = begin; task < end; ++task) {
+      const uint64_t n = uint64_t(task) / groups, g = uint64_t(task) % groups;
+      const uint64_t c0 = g * atom, count = std::min(atom, d.c - c0);
+      const uint8_t* src = base + n * d.stride[3] + g * d.stride[2];
+      float* dst = out + (n * d.c + c0) * plane;
       for (uint64_t p = 0; p < plane; ++p) {
         const uint8_t* e = src + p * atom * d.stride[0];
         if (d.dtype == DType::kI8) {
-          dst[p] = float(*reinterpret_cast<const int8_t*>(e)) * d.scale;
+          for (uint64_t k = 0; k < count; ++k)
+            values[k] = float(reinterpret_cast<const int8_t*>(e)[k]) * d.scale;
         } else {
-          uint16_t h;
-          std::memcpy(&h, e, 2);
-          dst[p] = half_to_float(h);
+          uint16_t bits[32];
+          std::memcpy(bits, e, count * 2);
+          halves_to_floats(bits, values, int64_t(count));
         }
+        for (uint64_t k = 0; k < count; ++k) dst[k * plane + p] = values[k];
       }
     }
+  });
   return x;
 }
 
 void write_surface(const Tensor& x, const TensorDesc& d, uint8_t* base) {
   check(x, d, "write");
   if (!chw(d)) return pack(x, d, base);
-  const uint64_t atom = d.format == IoFormat::kChw16 ? 16 : 32, plane = d.h * d.w, es = d.stride[0];
+  const uint64_t atom = d.format == IoFormat::kChw16 ? 16 : 32, plane = d.h * d.w;
+  const uint64_t groups = (d.c + atom - 1) / atom;
   const float* in = x.data<float>();
-  const uint64_t padded = (d.c + atom - 1) / atom * atom;
-  for (uint64_t n = 0; n < d.n; ++n)
-    for (uint64_t c = 0; c < padded; ++c) {
-      uint8_t* dst = base + n * d.stride[3] + (c / atom) * d.stride[2] + (c % atom) * es;
-      const float* src = c < d.c ? in + (n * d.c + c) * plane : nullptr;
+  parallel_for(int64_t(d.n * groups), [&](int64_t begin, int64_t end) {
+    float values[32] = {};  // channels past d.c stay zero: the padding of the last atom
+    for (int64_t task = begin; task < end; ++task) {
+      const uint64_t n = uint64_t(task) / groups, g = uint64_t(task) % groups;
+      const uint64_t c0 = g * atom, count = std::min(atom, d.c - c0);
+      uint8_t* dst = base + n * d.stride[3] + g * d.stride[2];
+      const float* src = in + (n * d.c + c0) * plane;
+      for (uint64_t k = count; k < atom; ++k) values[k] = 0.f;
       for (uint64_t p = 0; p < plane; ++p) {
-        uint8_t* e = dst + p * atom * es;
-        const float v = src ? src[p] : 0.f;
+        for (uint64_t k = 0; k < count; ++k) values[k] = src[k * plane + p];
+        uint8_t* e = dst + p * atom * d.stride[0];
         if (d.dtype == DType::kI8) {
-          *reinterpret_cast<int8_t*>(e) = quant::quantize(v, d.scale, quant::Rounding::kHalfAwayFromZero);
+          for (uint64_t k = 0; k < atom; ++k)
+            reinterpret_cast<int8_t*>(e)[k] =
+                quant::quantize(values[k], d.scale, quant::Rounding::kHalfAwayFromZero);
         } else {
-          const uint16_t h = float_to_half(v);
-          std::memcpy(e, &h, 2);
+          uint16_t bits[32];
+          floats_to_halves(values, bits, int64_t(atom));
+          std::memcpy(e, bits, atom * 2);
         }
       }
     }
+  });
 }
 
 }  // namespace dlakit::rt

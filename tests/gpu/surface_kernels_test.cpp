@@ -84,7 +84,14 @@ std::vector<Case> cases() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, SurfaceKernels, ::testing::ValuesIn(cases()));
+std::string label(const ::testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  std::string name = std::string(rt::io_format_name(c.format)) + (c.dtype == DType::kI8 ? "_int8" : "_fp16");
+  for (int64_t d : c.shape) name += "_" + std::to_string(d);
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, SurfaceKernels, ::testing::ValuesIn(cases()), label);
 
 }  // namespace
 #endif
