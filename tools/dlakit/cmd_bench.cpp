@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "gpu/engine.h"
 #include "gpu/gpu.h"
+#include "latency/predict.h"
 #include "passes/passes.h"
 #include "quant/numerics.h"
 #include "runtime/runtime.h"
@@ -27,11 +28,59 @@ double ms_since(Clock::time_point t) {
 
 struct BenchFlags {
   std::string engine, cores = "0", export_times, export_profile, backend = "cpu", config, onnx, calib,
-                      input_shape;
+                      input_shape, power_mode = "MAXN";
   int warmup_ms = 200, iterations = 10, streams = 1;
   double duration_s = 3;
-  bool dump_profile = false, json = false;
+  bool dump_profile = false, json = false, predict = false;
 };
+
+// --predict: the latency model's prediction for the board, from the loadable's own graph, precisions and
+// I/O formats. Kept apart from the emulator's timings (its own JSON object, its own lines).
+nlohmann::json predict_board(const rt::Module& m, const std::string& mode) {
+  const Loadable& l = m.loadable();
+  const Graph& g = l.graph;
+  PlacementOptions po;
+  po.target = l.target;
+  po.precision = l.int8 ? dla::Precision::kINT8 : dla::Precision::kFP16;
+  Placement p = place(g, po);
+  for (size_t k = 0; k < g.nodes.size(); ++k)  // INT8 loadables name their FP16 layers
+    if (std::find(l.fp16_layers.begin(), l.fp16_layers.end(), g.nodes[k].name) != l.fp16_layers.end())
+      p.layers[k].precision = dla::Precision::kFP16;
+  latency::LatencyOptions o;
+  o.power_mode = mode;
+  o.image_input = false;
+  for (const auto& d : m.inputs()) o.image_input = o.image_input || d.format == rt::IoFormat::kDlaHwc4;
+  if (!m.outputs().empty())
+    o.output_precision =
+        m.outputs()[0].dtype == DType::kI8 ? latency::OpPrecision::kInt8 : latency::OpPrecision::kFp16;
+  const latency::LatencyReport r = latency::predict_latency(g, p, o);
+  return {
+      {"source", "dlakit latency model (docs/latency-model.md): a prediction for the board, not measured"},
+      {"target", r.target},
+      {"power_mode", r.power_mode},
+      {"dla_clock_mhz", r.mode.dla_hz / 1e6},
+      {"batch", r.batch},
+      {"latency_ms", r.total_ms},
+      {"dla_ms", r.dla_ms},
+      {"throughput_qps_one_core", r.total_ms > 0 ? 1e3 / r.total_ms : 0.0},
+      {"throughput_qps_all_cores", r.images_per_s_2cores / double(std::max<int64_t>(r.batch, 1))},
+      {"operations", r.ops.size()}};
+}
+
+void print_prediction(const nlohmann::json& p) {
+  const double ms = p["latency_ms"].get<double>();
+  std::printf("predicted for the board (%s %s, DLA %.1f MHz; dlakit's latency model, not measured here):\n",
+              p["target"].get<std::string>().c_str(), p["power_mode"].get<std::string>().c_str(),
+              p["dla_clock_mhz"].get<double>());
+  std::printf(
+      "[predicted] Latency: min = %.3f ms, max = %.3f ms, mean = %.3f ms, median = %.3f ms, percentile(90%%) "
+      "= "
+      "%.3f ms, percentile(95%%) = %.3f ms, percentile(99%%) = %.3f ms (one value: the model predicts no "
+      "spread)\n",
+      ms, ms, ms, ms, ms, ms, ms);
+  std::printf("[predicted] Throughput: %.1f qps on one DLA core, %.1f qps on both (--useDLACore=all)\n",
+              p["throughput_qps_one_core"].get<double>(), p["throughput_qps_all_cores"].get<double>());
+}
 
 // One in-flight task's buffers: 64-byte aligned host buffers (in, out), registered; with the CUDA backend
 // the registered buffers are CUDA device memory (dev_in, dev_out) and a queue stands for the app's stream.
@@ -234,6 +283,8 @@ void run_bench(BenchFlags f) {
       bufs.push_back(make_buffers(*devs.back(), devs.back()->module(), cuda));
     }
   const rt::Module& m = devs[0]->module();
+  const nlohmann::json predicted =
+      f.predict ? predict_board(m, f.power_mode) : nlohmann::json();  // bad mode: fail now
   if (f.config.rfind("dla-int8", 0) == 0 && !m.loadable().int8)
     fail(Status::kInvalidArgument, "--config=", f.config,
          " needs an INT8 loadable (dlakit build --int8 --calib=C)");
@@ -311,6 +362,7 @@ void run_bench(BenchFlags f) {
     if (!f.export_profile.empty()) std::ofstream(f.export_profile) << p.dump(1) << "\n";
     if (f.dump_profile) j["profile"] = p;
   }
+  if (f.predict) j["predicted"] = predicted;
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return;
@@ -324,6 +376,7 @@ void run_bench(BenchFlags f) {
       std::printf("  %-48s %8.3f ms\n", p["name"].get<std::string>().c_str(), p["ms"].get<double>());
   }
   std::printf("note: %s\n", j["note"].get<std::string>().c_str());
+  if (j.contains("predicted")) print_prediction(j["predicted"]);
 }
 
 }  // namespace
@@ -355,6 +408,11 @@ void register_bench(CLI::App& app) {
   sub->add_flag("--dumpProfile", f->dump_profile, "Print per-layer times");
   sub->add_option("--exportProfile", f->export_profile, "Write per-layer times as JSON");
   sub->add_flag("--json", f->json, "Print JSON");
+  sub->add_flag("--predict", f->predict,
+                "Also print the latency model's prediction for the board (trtexec-style Latency and "
+                "Throughput lines marked [predicted]; JSON: a separate \"predicted\" object), beside the "
+                "emulator's own timing");
+  sub->add_option("--power-mode", f->power_mode, "Power mode for --predict: MAXN (default), 50W, 30W, 15W");
   sub->callback([f] { run_bench(*f); });
 }
 
