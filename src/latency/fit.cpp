@@ -131,11 +131,13 @@ double predict_ms(const PreparedRow& r, const Chip& chip, const ModelParams& par
   return us / 1e3;
 }
 
-FitResult fit_params(const std::vector<PreparedRow>& rows, const Chip& chip, const ModelParams& start) {
+std::vector<long long> admissible_buffers() { return {512 << 10, 1 << 20, 2 << 20}; }
+
+FitResult fit_params(const std::vector<PreparedRow>& rows, const Chip& chip, const ModelParams& start,
+                     const std::vector<long long>& buffers) {
   if (rows.empty()) fail(Status::kInvalidArgument, "latency fit: no calibration rows");
   FitResult result;
   result.best.rms = std::numeric_limits<double>::infinity();
-  const long long buffers[] = {512 << 10, 1 << 20, 2 << 20};
   for (bool lanes : {false, true})
     for (int atom_c = 32; atom_c <= 256; atom_c *= 2) {
       const int atom_k = chip.int8_macs_per_cycle / atom_c;

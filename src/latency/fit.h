@@ -36,9 +36,14 @@ struct FitResult {
   std::vector<FitChoice> per_geometry;  // the best fit for every MAC geometry and buffer size tried
 };
 
-// Grid over the MAC geometry (atom C x atom K = the chip's INT8 MACs/cycle), the buffer size and the
-// DRAM efficiency; for each point the three overheads by non-negative least squares of the relative
-// residuals. `start` supplies everything that is not fitted.
-FitResult fit_params(const std::vector<PreparedRow>& calibration, const Chip& chip, const ModelParams& start);
+// The buffer sizes the fit may choose: at least 512 KiB, because TensorRT's admission check allots 16
+// banks of 32 KiB to one convolution on Orin (dla-constraints.md 1.2).
+std::vector<long long> admissible_buffers();
+
+// Grid over the MAC geometry (atom C x atom K = the chip's INT8 MACs/cycle), the buffer size, the
+// depthwise rule, the overlap and the DRAM efficiency; for each point the three fixed costs by
+// non-negative least squares of the relative residuals. `start` supplies everything that is not fitted.
+FitResult fit_params(const std::vector<PreparedRow>& calibration, const Chip& chip, const ModelParams& start,
+                     const std::vector<long long>& buffers = admissible_buffers());
 
 }  // namespace dlakit::latency

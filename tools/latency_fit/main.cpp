@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
   app.add_option("--nets", nets, "Folder of the reconstructed networks (scripts/export_latency_nets.py)")
       ->required()
       ->check(CLI::ExistingDirectory);
+  std::vector<long long> buffers_kib;
+  app.add_option(
+      "--buffers", buffers_kib,
+      "Buffer sizes to try, KiB (default 512 1024 2048: the sizes TensorRT's admission check allows)");
   CLI11_PARSE(app, argc, argv);
   try {
     const Chip& chip = chip_for("orin");
@@ -59,7 +63,12 @@ int main(int argc, char** argv) {
                    row.mode.empty() ? "own clocks" : row.mode.c_str());
       (row.role == RowRole::kCalibration ? calibration : validation).push_back(prepare_row(row, nets));
     }
-    const FitResult fit = fit_params(calibration, chip, fitted_params("orin"));
+    std::vector<long long> buffers = admissible_buffers();
+    if (!buffers_kib.empty()) {
+      buffers.clear();
+      for (long long kib : buffers_kib) buffers.push_back(kib * 1024);
+    }
+    const FitResult fit = fit_params(calibration, chip, fitted_params("orin"), buffers);
     const ModelParams& p = fit.best.params;
     std::cout << "## Parameters\n\n| parameter | value | origin | basis |\n|---|---|---|---|\n";
     for (const ParamInfo& i : describe(p, chip))
