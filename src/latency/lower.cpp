@@ -237,10 +237,6 @@ struct Lowering {
     HwOp op;
     op.engine = engine_of(ak);
     op.precision = precision_of(p.layers[size_t(group[0])]);
-    std::set<int> inside(group.begin(), group.end()), made;
-    for (int k : group)
-      for (int o : g.nodes[size_t(k)].outputs)
-        if (o >= 0) made.insert(o);
     int main_in = -1;
     for (int v : a.inputs)
       if (activation(v)) {

@@ -18,7 +18,7 @@ using namespace dlakit::latency;
 
 namespace {
 
-std::string f(const char* fmt, double v) {
+std::string format(const char* fmt, double v) {
   char b[64];
   std::snprintf(b, sizeof b, fmt, v);
   return b;
@@ -34,9 +34,9 @@ std::string row_table(const std::vector<PreparedRow>& rows, const Chip& chip, co
     const double pred = predict_ms(r, chip, p), res = pred / r.row->published_ms - 1;
     *within += std::fabs(res) <= limit;
     s += "| " + r.row->label + " | " + r.mode.name + " | " + r.row->published + " | " +
-         f("%.2f", r.row->published_ms) + " | " + f("%.2f", pred) + " | " + f("%+.1f%%", 100 * res) + " | " +
-         f("%.2f", r.gmacs) +
-         (r.row->published_gmacs > 0 ? " (" + f("%.2f", r.row->published_gmacs) + ")" : " (-)") + " | " +
+         format("%.2f", r.row->published_ms) + " | " + format("%.2f", pred) + " | " +
+         format("%+.1f%%", 100 * res) + " | " + format("%.2f", r.gmacs) +
+         (r.row->published_gmacs > 0 ? " (" + format("%.2f", r.row->published_gmacs) + ")" : " (-)") + " | " +
          std::to_string(r.layers) + " | " + std::to_string(r.operations) + " |\n";
   }
   return s;
@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
               << row_table(calibration, chip, p, &within, 0.15);
     std::cout << "\n"
               << within << " of " << calibration.size() << " calibration rows within +-15 %; rms "
-              << f("%.1f%%", 100 * fit.best.rms) << ", worst " << f("%.1f%%", 100 * fit.best.max_abs)
-              << ".\n";
+              << format("%.1f%%", 100 * fit.best.rms) << ", worst "
+              << format("%.1f%%", 100 * fit.best.max_abs) << ".\n";
     std::cout << "\n## Validation rows (not fitted on; aim +-25 %)\n\n"
               << row_table(validation, chip, p, &within, 0.25);
     std::cout << "\n" << within << " of " << validation.size() << " validation rows within +-25 %.\n";
@@ -89,11 +89,12 @@ int main(int argc, char** argv) {
               << "|---|---|---|---|---|---|---|---|---|---|\n";
     for (const FitChoice& c : fit.per_geometry)
       std::cout << "| " << (c.params.depthwise_lanes ? "lanes" : "dense") << " | " << c.params.atom_c << " x "
-                << c.params.atom_k << " | " << f("%.0f KiB", double(c.params.cbuf_bytes) / 1024) << " | "
-                << f("%.2f", c.params.overlap) << " | " << f("%.2f", c.params.dram_efficiency) << " | "
-                << f("%.2f", c.params.op_overhead_us) << " | " << f("%.0f", c.params.op_overhead_cycles)
-                << " | " << f("%.1f", c.params.task_overhead_us) << " | " << f("%.1f%%", 100 * c.rms) << " | "
-                << f("%.1f%%", 100 * c.max_abs) << " |\n";
+                << c.params.atom_k << " | " << format("%.0f KiB", double(c.params.cbuf_bytes) / 1024) << " | "
+                << format("%.2f", c.params.overlap) << " | " << format("%.2f", c.params.dram_efficiency)
+                << " | " << format("%.2f", c.params.op_overhead_us) << " | "
+                << format("%.0f", c.params.op_overhead_cycles) << " | "
+                << format("%.1f", c.params.task_overhead_us) << " | " << format("%.1f%%", 100 * c.rms)
+                << " | " << format("%.1f%%", 100 * c.max_abs) << " |\n";
     std::printf(
         "\n// src/latency/params.cpp, orin_fit():\n  p.atom_c = %d;\n  p.atom_k = %d;\n  p.cbuf_bytes = "
         "%lld;\n"
