@@ -37,6 +37,9 @@ cp -n "$CACHE/npm/mlsd/ONNX/mlsd_320x320_tiny.onnx" "$M/mlsd_tiny_320.onnx"
 # 3. torchvision architectures (random weights, fixed shapes, opset 13), and a QAT-style Q/DQ ResNet-18.
 /usr/bin/python3 "$ROOT/scripts/export_torchvision.py" "$M"
 
+# 3b. The networks of NVIDIA's published DLA timings, rebuilt shape-only for the latency model's fit.
+/usr/bin/python3 "$ROOT/scripts/export_latency_nets.py" "$M/latency"
+
 # 4. Real images: opencv-doc's examples (extracted, not installed).
 if [ ! -f "$IMG/scenetext01.jpg" ]; then
   echo "fetch: opencv-doc images"

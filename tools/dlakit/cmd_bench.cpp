@@ -13,6 +13,10 @@
 #include "cli.h"
 #include "engine/gpu_engine.h"
 #include "gpu/gpu.h"
+#include "latency/chip.h"
+#include "latency/from_program.h"
+#include "latency/model.h"
+#include "latency/params.h"
 #include "passes/passes.h"
 #include "quant/numerics.h"
 #include "runtime/runtime.h"
@@ -27,11 +31,50 @@ double ms_since(Clock::time_point t) {
 
 struct BenchFlags {
   std::string engine, cores = "0", export_times, export_profile, backend = "cpu", config, onnx, calib,
-                      input_shape;
+                      input_shape, power_mode = "MAXN";
   int warmup_ms = 200, iterations = 10, streams = 1;
   double duration_s = 3;
-  bool dump_profile = false, json = false;
+  bool dump_profile = false, json = false, predict = false;
 };
+
+// --predict: the latency model's prediction for the board, from the loadable's compiled program (its
+// operations, precisions and memory plan: latency/from_program.h). Kept apart from the emulator's timings
+// (its own JSON object, its own lines).
+nlohmann::json predict_board(const rt::Module& m, const std::string& mode) {
+  const prog::Program& p = m.program();
+  const latency::Chip& chip = latency::chip_for(p.target);
+  const latency::PowerMode& pm = latency::power_mode(chip, mode);
+  const std::vector<latency::HwOp> ops = latency::hw_ops(p);
+  const latency::TaskTime t = latency::predict_task(ops, chip, pm, latency::fitted_params(p.target));
+  const double ms = t.total_us / 1e3;
+  const int64_t batch = p.inputs.empty() ? 1 : int64_t(p.input_desc(0).n);
+  return {
+      {"source", "dlakit latency model (docs/latency-model.md): a prediction for the board, not measured"},
+      {"target", p.target},
+      {"power_mode", pm.name},
+      {"dla_clock_mhz", pm.dla_hz / 1e6},
+      {"batch", batch},
+      {"latency_ms", ms},
+      {"dla_ms", ms},
+      {"throughput_qps_one_core", ms > 0 ? 1e3 / ms : 0.0},
+      {"throughput_qps_all_cores", ms > 0 ? chip.cores * 1e3 / ms : 0.0},
+      {"operations", ops.size()}};
+}
+
+void print_prediction(const nlohmann::json& p) {
+  const double ms = p["latency_ms"].get<double>();
+  std::printf("predicted for the board (%s %s, DLA %.1f MHz; dlakit's latency model, not measured here):\n",
+              p["target"].get<std::string>().c_str(), p["power_mode"].get<std::string>().c_str(),
+              p["dla_clock_mhz"].get<double>());
+  std::printf(
+      "[predicted] Latency: min = %.3f ms, max = %.3f ms, mean = %.3f ms, median = %.3f ms, percentile(90%%) "
+      "= "
+      "%.3f ms, percentile(95%%) = %.3f ms, percentile(99%%) = %.3f ms (one value: the model predicts no "
+      "spread)\n",
+      ms, ms, ms, ms, ms, ms, ms);
+  std::printf("[predicted] Throughput: %.1f qps on one DLA core, %.1f qps on both (--useDLACore=all)\n",
+              p["throughput_qps_one_core"].get<double>(), p["throughput_qps_all_cores"].get<double>());
+}
 
 // One in-flight task's buffers: 64-byte aligned host buffers (in, out), registered; with the CUDA backend
 // the registered buffers are CUDA device memory (dev_in, dev_out) and a queue stands for the app's stream.
@@ -234,6 +277,8 @@ void run_bench(BenchFlags f) {
       bufs.push_back(make_buffers(*devs.back(), devs.back()->module(), cuda));
     }
   const rt::Module& m = devs[0]->module();
+  const nlohmann::json predicted =
+      f.predict ? predict_board(m, f.power_mode) : nlohmann::json();  // bad mode: fail now
   if (f.config.rfind("dla-int8", 0) == 0 && !m.program().int8)
     fail(Status::kInvalidArgument, "--config=", f.config,
          " needs an INT8 loadable (dlakit build --int8 --calib=C)");
@@ -311,6 +356,7 @@ void run_bench(BenchFlags f) {
     if (!f.export_profile.empty()) std::ofstream(f.export_profile) << p.dump(1) << "\n";
     if (f.dump_profile) j["profile"] = p;
   }
+  if (f.predict) j["predicted"] = predicted;
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return;
@@ -324,6 +370,7 @@ void run_bench(BenchFlags f) {
       std::printf("  %-48s %8.3f ms\n", p["name"].get<std::string>().c_str(), p["ms"].get<double>());
   }
   std::printf("note: %s\n", j["note"].get<std::string>().c_str());
+  if (j.contains("predicted")) print_prediction(j["predicted"]);
 }
 
 }  // namespace
@@ -355,6 +402,11 @@ void register_bench(CLI::App& app) {
   sub->add_flag("--dumpProfile", f->dump_profile, "Print per-layer times");
   sub->add_option("--exportProfile", f->export_profile, "Write per-layer times as JSON");
   sub->add_flag("--json", f->json, "Print JSON");
+  sub->add_flag("--predict", f->predict,
+                "Also print the latency model's prediction for the board (trtexec-style Latency and "
+                "Throughput lines marked [predicted]; JSON: a separate \"predicted\" object), beside the "
+                "emulator's own timing");
+  sub->add_option("--power-mode", f->power_mode, "Power mode for --predict: MAXN (default), 50W, 30W, 15W");
   sub->callback([f] { run_bench(*f); });
 }
 

@@ -2,11 +2,15 @@
 // Exit status: 0 when a standalone (single DLA graph) build is possible, 3 when it is not, 1 on errors.
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include "base/error.h"
 #include "cli.h"
+#include "latency/predict.h"
 #include "placement/placement.h"
 #include "quant/qdq.h"
+#include "runtime/io_format.h"
 #include "targets/dla/matrix.h"
 
 namespace dlakit::cli {
@@ -98,17 +102,73 @@ struct InspectFlags {
   ModelFlags model;
   PlacementFlags placement;
   bool json = false;
-  std::string explain;
+  std::string explain, power_mode, input_formats, output_formats;
 };
+
+// trtexec's --inputIOFormats/--outputIOFormats as the latency model reads them: fp32 (trtexec's default
+// without the flags) means GPU reformat kernels around the DLA; an int8 input that is not dla_hwc4 turns
+// image-input mode off; fp16 outputs of an INT8 build make its last operations write FP16.
+latency::LatencyOptions latency_options(const InspectFlags& f) {
+  latency::LatencyOptions o;
+  o.power_mode = f.power_mode;
+  auto entries = [](const std::string& spec, const char* flag) {
+    std::vector<std::pair<std::string, std::string>> r;  // (type, format)
+    std::stringstream ss(spec);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      const size_t c = item.find(':');
+      if (c == std::string::npos)
+        fail(Status::kInvalidArgument, flag, " entry '", item, "' should be type:format, e.g. int8:chw32");
+      r.push_back({item.substr(0, c), item.substr(c + 1)});
+    }
+    return r;
+  };
+  for (auto& [type, fmt] : entries(f.input_formats, "--inputIOFormats")) {
+    if (type == "fp32") {
+      o.native_io = false;
+      continue;
+    }
+    (void)rt::parse_io_formats(type + ":" + fmt, 1, true);  // a DLA format, or a clear error
+    if (fmt != "dla_hwc4" && fmt != "chw4") o.image_input = false;
+  }
+  for (auto& [type, fmt] : entries(f.output_formats, "--outputIOFormats")) {
+    if (type == "fp32") {
+      o.native_io = false;
+      continue;
+    }
+    (void)rt::parse_io_formats(type + ":" + fmt, 1, false);
+    if (type == "fp16") o.output_precision = latency::OpPrecision::kFp16;
+  }
+  return o;
+}
 
 void run_inspect(const InspectFlags& f) {
   const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
+  std::optional<latency::LatencyReport> lat;
+  if (!f.power_mode.empty()) lat = latency::predict_latency(g, p, latency_options(f));
   if (!f.explain.empty()) {
     std::cout << explain_node(g, p, f.explain);
+    if (lat) {
+      for (size_t k = 0; k < g.nodes.size(); ++k)
+        if (g.nodes[k].name == f.explain) {
+          const latency::LayerLatency& L = lat->layers[k];
+          std::cout << "  predicted latency (" << lat->power_mode << "): "
+                    << (L.role == "fused"  ? "fused into " + L.fused_into
+                        : L.role == "free" ? std::string("free (no operation)")
+                                           : std::to_string(L.latency_us) + " us, bound by " + L.bottleneck)
+                    << "\n";
+        }
+    }
   } else if (f.json) {
-    std::cout << placement_json(g, p).dump(2) << "\n";
+    nlohmann::json j = placement_json(g, p);
+    if (lat) {
+      j["latency"] = latency::latency_json(g, *lat);
+      for (size_t k = 0; k < g.nodes.size(); ++k) j["layers"][k]["latency_us"] = lat->layers[k].latency_us;
+    }
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "model: " << f.model.model << "\n" << placement_text(g, p);
+    if (lat) std::cout << latency::latency_text(g, p, *lat);
   }
   exit_code = p.standalone_possible ? 0 : 3;
 }
@@ -127,6 +187,18 @@ void register_inspect(CLI::App& app) {
   sub->add_flag("--json", f->json, "Print JSON (schema: docs/inspect.md)");
   sub->add_option("--explain", f->explain,
                   "Explain one layer in full: inputs, DLA layer, every reason, pass remarks");
+  sub->add_option("--power-mode", f->power_mode,
+                  "Predict the board's latency in this power mode (orin: MAXN, 50W, 30W, 15W; xavier: MAXN): "
+                  "per layer with its bottleneck (compute, memory, overhead), per segment and transition, "
+                  "one DLA core's time and both cores' throughput. Predictions of dlakit's latency model "
+                  "(docs/latency-model.md), not measurements");
+  sub->add_option("--inputIOFormats", f->input_formats,
+                  "With --power-mode: the input format the application hands over, trtexec style (default: "
+                  "int8:dla_hwc4 for INT8, fp16:chw16 for FP16; fp32:chw = trtexec's default, reformatted on "
+                  "the GPU)");
+  sub->add_option("--outputIOFormats", f->output_formats,
+                  "With --power-mode: the output format (default: int8:chw32 / fp16:chw16; fp32:chw is "
+                  "reformatted on the GPU)");
   sub->callback([f] { run_inspect(*f); });
   CLI::App* mat = app.add_subcommand(
       "support-matrix", "Print the DLA support matrix (op x chip x precision, with limits) as Markdown");
