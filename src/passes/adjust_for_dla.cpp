@@ -58,15 +58,15 @@ const std::vector<Rewrite>& rewrites() {
        "global pools and pools with windows over 8 -> pooling stages whose windows factor the original, "
        "or a depthwise convolution with 1/N weights",
        rewrite_pool_stages},
-      {"broadcast-constant",
-       "an element-wise constant the DLA cannot broadcast -> the same values as a scalar, [1,C,1,1] or "
-       "the full shape",
-       rewrite_broadcast_constant},
       {"div-by-constant", "Div by a constant -> Mul by its reciprocal, on chips without a native Div",
        rewrite_div_by_constant},
       {"sqrt-as-pow", "Sqrt -> Pow(x, 0.5), on chips with a native ElementWise Pow", rewrite_sqrt_as_pow},
       {"square-as-mul", "Pow(x, 2) -> Mul(x, x), on chips without a native ElementWise Pow",
        rewrite_square_as_mul},
+      {"broadcast-constant",
+       "an element-wise constant the DLA cannot broadcast -> the same values as a scalar, [1,C,1,1] or "
+       "the full shape",
+       rewrite_broadcast_constant},
       {"transpose-before-reshape",
        "a rank-3 Transpose of a 4-D tensor reshaped to 3-D -> the 4-D Transpose, then the reshape",
        rewrite_transpose_before_reshape},
