@@ -46,6 +46,7 @@ const Tensor* InferContext::constant(int i) const {
 const Tensor& InferContext::require_constant(int i, const char* what) const {
   const Tensor* t = constant(i);
   if (!t) {
+    if (missing_ && has(i)) missing_->push_back(n_.inputs[size_t(i)]);
     fail(Status::kUnsupported, n_.label(), ": input #", i, " ('", what, "' = '",
          has(i) ? g_.value(n_.inputs[size_t(i)]).name : std::string("<missing>"),
          "') is computed at run time; dlakit needs it constant to give the graph static shapes "

@@ -21,6 +21,8 @@ class InferContext {
   const Tensor* constant(int i) const;  // nullptr when the input is not a compile-time constant
   // The input's value, which shape inference needs; a clear error when it is computed at run time.
   const Tensor& require_constant(int i, const char* what) const;
+  // Collects the value ids require_constant found computed at run time (the importer binds given values).
+  void collect_missing_constants(std::vector<int>* out) { missing_ = out; }
   void require_inputs(int min, int max) const;
 
   template <typename... A>
@@ -35,6 +37,7 @@ class InferContext {
  private:
   const Graph& g_;
   const Node& n_;
+  std::vector<int>* missing_ = nullptr;
 };
 
 class KernelContext {

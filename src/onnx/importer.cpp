@@ -338,8 +338,11 @@ class Importer {
         mark_unknown();
         continue;
       }
+      std::vector<int> missing;  // inputs shape inference needed as constants
       try {
-        std::vector<TensorType> types = op_impl(n.op).infer(InferContext(g_, n));
+        InferContext ctx(g_, n);
+        ctx.collect_missing_constants(&missing);
+        std::vector<TensorType> types = op_impl(n.op).infer(ctx);
         if (types.size() < n.outputs.size())
           fail(Status::kParseError, n.label(), " has ", n.outputs.size(), " outputs; the op defines ",
                types.size());
@@ -368,6 +371,7 @@ class Importer {
       } catch (const Error& e) {
         errors.push_back(e.what());
         mark_unknown();
+        note_given_inputs_upstream(missing);
       }
     }
     if (!errors.empty()) {
@@ -382,6 +386,27 @@ class Importer {
     g_.relink();
   }
 
+  // Records the graph inputs with a run-time value that the values shape inference needed as constants
+  // depend on: binding them gives it those constants (import_onnx_bytes retries with them bound).
+  void note_given_inputs_upstream(std::vector<int> todo) {
+    std::set<int> seen;
+    while (!todo.empty()) {
+      const int v = todo.back();
+      todo.pop_back();
+      if (v < 0 || !seen.insert(v).second || g_.value(v).constant) continue;
+      const int p = g_.value(v).producer;
+      if (p >= 0)
+        todo.insert(todo.end(), g_.nodes[size_t(p)].inputs.begin(), g_.nodes[size_t(p)].inputs.end());
+      else if (opt_.runtime_values.count(g_.value(v).name))
+        to_specialize_.insert(g_.value(v).name);
+    }
+  }
+
+ public:
+  const std::set<std::string>& inputs_to_specialize() const { return to_specialize_; }
+
+ private:
+  std::set<std::string> to_specialize_;
   const onnx::ModelProto& m_;
   const ImportOptions& opt_;
   std::string origin_;
@@ -395,7 +420,18 @@ class Importer {
 Graph import_onnx_bytes(const void* data, size_t size, const ImportOptions& opt, const std::string& origin) {
   onnx::ModelProto m;
   parse_model(m, data, size, origin);
-  return Importer(m, opt, origin).run();
+  ImportOptions o = opt;
+  for (;;) {  // each retry binds at least one more input, so this ends
+    Importer importer(m, o, origin);
+    try {
+      return importer.run();
+    } catch (const Error&) {
+      bool bound = false;
+      for (const std::string& name : importer.inputs_to_specialize())
+        bound = o.constant_inputs.emplace(name, o.runtime_values.at(name)).second || bound;
+      if (!bound) throw;
+    }
+  }
 }
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& opt) {

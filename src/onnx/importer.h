@@ -13,6 +13,11 @@ struct ImportOptions {
   std::map<std::string, Shape> input_shapes;      // pins dynamic input dims: name -> full shape
   bool fold_constants = true;                     // Q/DQ nodes are never folded (their scales matter)
   std::map<std::string, Tensor> constant_inputs;  // graph inputs bound to values at import (become constants)
+  // Values given for graph inputs at run time (`dlakit run --input`). An input that shape inference needs
+  // as a constant (Reshape's shape, Resize's scales/sizes, Pad's pads, Slice's starts/ends/steps,
+  // Squeeze/Unsqueeze axes...) is bound to its value, so the graph is specialized on it as trtexec does
+  // with shape tensors given by --shapes; the other inputs stay runtime inputs.
+  std::map<std::string, Tensor> runtime_values;
 };
 
 // What the file declares, before import: for `dlakit info` and clear errors about dynamic inputs.

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "passes/adjust_for_dla.h"
 #include "passes/passes.h"
 
 namespace dlakit {
@@ -20,25 +21,49 @@ bool is_graph_output(const Graph& g, int value) {
 }
 
 const std::vector<PassInfo>& dla_pipeline() {
+  // The passes that need no options take none; the lambdas adapt them to the one signature.
   static const std::vector<PassInfo> p = {
-      {"remove-identity", "drop Identity and inference-mode Dropout", passes::remove_identity},
-      {"fold-constants", "evaluate nodes whose inputs are all constant", passes::fold_constants},
+      {"remove-identity", "drop Identity and inference-mode Dropout",
+       [](Graph& g, const PassOptions&, std::vector<Remark>& r) { passes::remove_identity(g, r); }},
+      {"fold-constants", "evaluate nodes whose inputs are all constant",
+       [](Graph& g, const PassOptions&, std::vector<Remark>& r) { passes::fold_constants(g, r); }},
       {"fold-batchnorm", "fold BatchNormalization into the preceding Conv/ConvTranspose",
-       passes::fold_batchnorm},
-      {"fold-pad", "fold a zero Pad into the next Conv's padding", passes::fold_pad},
+       [](Graph& g, const PassOptions&, std::vector<Remark>& r) { passes::fold_batchnorm(g, r); }},
+      {"fold-pad", "fold a zero Pad into the next Conv's padding",
+       [](Graph& g, const PassOptions&, std::vector<Remark>& r) { passes::fold_pad(g, r); }},
       {"decompose", "HardSigmoid/HardSwish -> Mul/Add + clipped ReLU (DLA Scale + Activation)",
-       passes::decompose},
-      {"fuse-activation", "fuse Relu/Clip/LeakyRelu into the preceding Conv", passes::fuse_activation},
-      {"dead-code", "remove nodes that reach no output", passes::eliminate_dead_code},
+       [](Graph& g, const PassOptions&, std::vector<Remark>& r) { passes::decompose(g, r); }},
+      {"adjust-for-dla",
+       "exact rewrites into layers the target's DLA runs (trtexec's --adjustForDLA, on by default)",
+       passes::adjust_for_dla},
+      {"fuse-activation", "fuse Relu/Clip/LeakyRelu into the preceding Conv",
+       [](Graph& g, const PassOptions&, std::vector<Remark>& r) { passes::fuse_activation(g, r); }},
+      {"dead-code", "remove nodes that reach no output",
+       [](Graph& g, const PassOptions&, std::vector<Remark>& r) { passes::eliminate_dead_code(g, r); }},
   };
   return p;
 }
 
-std::vector<Remark> run_passes(Graph& g, const std::vector<std::string>& disabled) {
+std::vector<std::string> pass_names() {
+  std::vector<std::string> names;
+  for (const PassInfo& p : dla_pipeline()) names.push_back(p.name);
+  for (const adjust::Rewrite& r : adjust::rewrites()) names.push_back(r.name);
+  return names;
+}
+
+std::vector<Remark> run_passes(Graph& g, const PassOptions& o) {
+  const std::vector<std::string> known = pass_names();
+  for (const std::string& d : o.disabled)
+    if (std::find(known.begin(), known.end(), d) == known.end()) {
+      std::string list;
+      for (auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail(Status::kInvalidArgument, "--disable-pass: no pass or rewrite named '", d, "' (known: ", list,
+           ")");
+    }
   std::vector<Remark> remarks;
   for (const PassInfo& p : dla_pipeline()) {
-    if (std::find(disabled.begin(), disabled.end(), p.name) != disabled.end()) continue;
-    p.run(g, remarks);
+    if (std::find(o.disabled.begin(), o.disabled.end(), p.name) != o.disabled.end()) continue;
+    p.run(g, o, remarks);
     g.relink();
     g.verify();
   }

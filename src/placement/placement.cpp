@@ -182,7 +182,7 @@ Placement place(const Graph& g, const PlacementOptions& opt) {
     if (forced && *forced == Device::kGPU) {
       L.device = Device::kGPU;
       L.decision = "override: --layerDeviceTypes put it on the GPU";
-      L.cap.add(dla::ReasonCode::UserOverride, "device", "GPU", "-",
+      L.cap.add(dla::Rule::UserOverride, dla::ReasonCode::UserOverride, "device", "GPU", "-",
                 "remove the override to let dlakit place it");
     } else if (L.cap.ok()) {
       L.device = Device::kDLA;
@@ -212,8 +212,9 @@ Placement place(const Graph& g, const PlacementOptions& opt) {
           char buf[160];
           std::snprintf(
               buf, sizeof buf,
-              "tiny DLA island (%zu layer(s), %.2f%% of MACs): a DLA round trip costs more than it saves",
-              s.nodes.size(), 100.0 * share);
+              "tiny DLA island (%zu layer(s), %.2f%% of MACs; dlakit's heuristic: < %d layers and < "
+              "%.0f%%): a DLA round trip costs more than it saves",
+              s.nodes.size(), 100.0 * share, opt.min_island_layers, 100.0 * opt.min_island_mac_share);
           p.layers[size_t(k)].decision = buf;
           moved = true;
         }
@@ -231,7 +232,8 @@ Placement place(const Graph& g, const PlacementOptions& opt) {
         for (int k : dla[i]->nodes) {
           p.layers[size_t(k)].device = Device::kGPU;
           p.layers[size_t(k)].decision = "over the limit of " + std::to_string(lim.max_loadables_per_core) +
-                                         " DLA loadables per core (this segment has few MACs)";
+                                         " DLA loadables per core (dla-constraints.md §1.1); dlakit's "
+                                         "heuristic keeps the segments with the most MACs, this one has few";
         }
       build_segments(g, p);
     }
@@ -285,6 +287,8 @@ Placement place(const Graph& g, const PlacementOptions& opt) {
                   "DLA another stream",
                   100 * share);
   p.recommendation = buf;
+  if (!p.standalone_possible)
+    p.recommendation += " [dlakit's thresholds: hybrid from 90% of the MACs on the DLA, borderline from 80%]";
   if (opt.standalone && !p.standalone_possible) {
     std::string list;
     int count = 0;
@@ -295,7 +299,10 @@ Placement place(const Graph& g, const PlacementOptions& opt) {
       list += "\n  " + g.nodes[k].label();
       for (auto& r : L.cap.reasons)
         list += "\n    - " + std::string(dla::reason_code_name(r.code)) + ": " + r.field + " = " + r.actual +
-                " (limit " + r.limit + "); fix: " + r.fix;
+                " (limit " + r.limit + "); fix: " + r.fix +
+                (dla::rule_info(r.rule).confidence == dla::Confidence::kAssumed
+                     ? " [unconfirmed: " + std::string(dla::rule_info(r.rule).id) + "]"
+                     : "");
     }
     if (count == 0)
       list = "\n  every layer is supported, but they form " + std::to_string(p.dla_loadables) +

@@ -23,8 +23,8 @@ struct PlacementOptions {
   // Overrides, first match wins: (glob over layer names, value); op-type overrides use the op name.
   std::vector<std::pair<std::string, Device>> layer_devices, op_devices;
   std::vector<std::pair<std::string, dla::Precision>> layer_precisions, op_precisions;
-  // Tiny-island avoidance: a DLA segment with fewer layers than this and under min_island_mac_share of
-  // the MACs, that would cost two DLA<->GPU hops, runs on the GPU instead.
+  // Tiny-island avoidance (dlakit's heuristic, not TensorRT's): a DLA segment with fewer layers than this
+  // and under min_island_mac_share of the MACs, that would cost two DLA<->GPU hops, runs on the GPU.
   int min_island_layers = 3;
   double min_island_mac_share = 0.02;
 };

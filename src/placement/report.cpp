@@ -24,6 +24,20 @@ std::string layer_name(const Node& n) {
   return op;
 }
 
+bool assumed(dla::Rule r) { return dla::rule_info(r).confidence == dla::Confidence::kAssumed; }
+
+// DLA layers let on by an assumed rule, and GPU layers kept off only by assumed rules.
+std::pair<int, int> unconfirmed_counts(const Placement& p) {
+  int dla = 0, gpu = 0;
+  for (const LayerPlacement& L : p.layers) {
+    if (L.device == Device::kDLA) dla += !L.cap.unconfirmed.empty();
+    bool all_assumed = !L.cap.reasons.empty();
+    for (auto& r : L.cap.reasons) all_assumed = all_assumed && assumed(r.rule);
+    if (L.device == Device::kGPU) gpu += all_assumed;
+  }
+  return {dla, gpu};
+}
+
 }  // namespace
 
 std::string placement_text(const Graph& g, const Placement& p) {
@@ -41,6 +55,7 @@ std::string placement_text(const Graph& g, const Placement& p) {
        << pad(L.device == Device::kDLA ? dla::precision_name(L.precision) : "fp32", 6);
     if (L.device == Device::kDLA) {
       os << "-> " << L.cap.dla_layer;
+      for (dla::Rule r : L.cap.unconfirmed) os << "; unconfirmed: " << dla::rule_info(r).id;
       for (auto& note : L.cap.notes) os << "; note: " << note;
       os << "\n";
       continue;
@@ -48,7 +63,8 @@ std::string placement_text(const Graph& g, const Placement& p) {
     os << L.decision << "\n";
     for (auto& r : L.cap.reasons)
       os << pad("", 10) << "- " << dla::reason_code_name(r.code) << ": " << r.field << " = " << r.actual
-         << " (limit " << r.limit << ")\n"
+         << " (limit " << r.limit << ")" << (assumed(r.rule) ? "  [unconfirmed: " : "")
+         << (assumed(r.rule) ? std::string(dla::rule_info(r.rule).id) + "]" : "") << "\n"
          << pad("", 12) << "fix: " << r.fix << "\n";
   }
   os << "\nsegments:\n";
@@ -70,6 +86,9 @@ std::string placement_text(const Graph& g, const Placement& p) {
       p.total_macs ? 100.0 * double(p.dla_macs) / double(p.total_macs) : 0.0, p.dla_loadables, p.transitions,
       p.standalone_possible ? "yes" : "no", p.recommendation.c_str());
   os << buf;
+  const auto [dla_assumed, gpu_assumed] = unconfirmed_counts(p);
+  os << "unconfirmed rules: " << dla_assumed << " DLA layer(s) rest on an assumed rule, " << gpu_assumed
+     << " GPU layer(s) fall back only by assumed rules (docs/inspect.md lists them)\n";
   return os.str();
 }
 
@@ -104,8 +123,13 @@ nlohmann::json placement_json(const Graph& g, const Placement& p) {
                               {"field", r.field},
                               {"actual", r.actual},
                               {"limit", r.limit},
-                              {"fix", r.fix}});
+                              {"fix", r.fix},
+                              {"rule", dla::rule_info(r.rule).id},
+                              {"confidence", dla::confidence_name(dla::rule_info(r.rule).confidence)},
+                              {"source", dla::rule_info(r.rule).source}});
     l["notes"] = L.cap.notes;
+    l["unconfirmed"] = json::array();
+    for (dla::Rule r : L.cap.unconfirmed) l["unconfirmed"].push_back(dla::rule_info(r).id);
     j["layers"].push_back(l);
   }
   j["segments"] = json::array();
@@ -125,7 +149,9 @@ nlohmann::json placement_json(const Graph& g, const Placement& p) {
                   {"dla_loadables", p.dla_loadables},
                   {"transitions", p.transitions},
                   {"standalone_possible", p.standalone_possible},
-                  {"recommendation", p.recommendation}};
+                  {"recommendation", p.recommendation},
+                  {"unconfirmed_dla_layers", unconfirmed_counts(p).first},
+                  {"unconfirmed_gpu_layers", unconfirmed_counts(p).second}};
   j["remarks"] = json::array();
   for (auto& r : p.remarks)
     j["remarks"].push_back(
@@ -156,10 +182,17 @@ std::string explain_node(const Graph& g, const Placement& p, const std::string& 
        << ", precision " << (L.device == Device::kDLA ? dla::precision_name(L.precision) : "fp32") << ", "
        << L.macs << " MACs\n";
     if (L.cap.reasons.empty()) os << "  reasons: none, the " << p.target << " DLA can run it\n";
-    for (auto& r : L.cap.reasons)
+    for (auto& r : L.cap.reasons) {
+      const dla::RuleInfo& ri = dla::rule_info(r.rule);
       os << "  reason " << dla::reason_code_name(r.code) << " (" << dla::reason_code_text(r.code)
          << ")\n    field:  " << r.field << "\n    actual: " << r.actual << "\n    limit:  " << r.limit
-         << "\n    fix:    " << r.fix << "\n";
+         << "\n    fix:    " << r.fix << "\n    rule:   " << ri.id << ", "
+         << dla::confidence_name(ri.confidence) << (assumed(r.rule) ? " (unconfirmed)" : "") << ": "
+         << ri.source << "\n";
+    }
+    for (dla::Rule r : L.cap.unconfirmed)
+      os << "  unconfirmed: on the DLA by the assumed rule " << dla::rule_info(r).id << " ("
+         << dla::rule_info(r).text << "; " << dla::rule_info(r).source << ")\n";
     for (auto& note : L.cap.notes) os << "  note: " << note << "\n";
   }
   for (auto& r : p.remarks)

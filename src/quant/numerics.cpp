@@ -11,6 +11,7 @@
 #include "kernels/fused_activation.h"
 #include "kernels/registry.h"
 #include "passes/passes.h"
+#include "targets/dla/precision.h"
 
 namespace dlakit::quant {
 
@@ -46,10 +47,8 @@ std::vector<float> weight_scales_for(const NumericsPlan& plan, const Value& w, i
 
 namespace {
 
-// Layers the DLA computes in FP16 even in an INT8 build (dla-support-matrix.md, "FP16" cells).
-bool fp16_only_in_int8(OpKind op) {
-  return op == OpKind::Softmax || op == OpKind::Slice || op == OpKind::LRN;
-}
+// Layers the DLA computes in FP16 even in an INT8 build: the one table in src/targets/dla/precision.cpp.
+bool fp16_only_in_int8(OpKind op) { return dla::int8_mode(op) == dla::Int8Mode::kFp16Layer; }
 
 // Value groups that must share one dynamic range on an INT8 DLA layer.
 struct UnionFind {

@@ -19,6 +19,7 @@
 #include "loadable/loadable.h"
 #include "onnx/importer.h"
 #include "passes/passes.h"
+#include "placement/placement.h"
 #include "runtime/runtime.h"
 
 namespace fs = std::filesystem;
@@ -325,6 +326,78 @@ TEST(CudlaAbi, PlainCClientOnARealModelMatchesTheReference) {
   const Tensor dla = rt::unpack(out.data(), mod.outputs()[0]);
   Tensor xr = rt::unpack(in.p, mod.inputs()[0]);  // the fp16-rounded input the DLA saw
   const Tensor ref = ReferenceEngine(g).run({{"input", xr}}).begin()->second;
+  double dot = 0, na = 0, nb = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    dot += double(dla.data<float>()[i]) * ref.data<float>()[i];
+    na += double(dla.data<float>()[i]) * dla.data<float>()[i];
+    nb += double(ref.data<float>()[i]) * ref.data<float>()[i];
+  }
+  EXPECT_GE(dot / std::sqrt(na * nb), 0.999) << "FP16 emulation vs FP32 cosine";
+  fs::remove_all(dir);
+}
+
+// A CNN ending in a GlobalAveragePool over 16x16: the DLA rewrites (on by default) make it one DLA graph,
+// so it builds standalone, and the plain C cuDLA client runs its loadable: bit for bit what the runtime
+// computes, and within FP16 of the FP32 reference on the original graph.
+TEST(CudlaAbi, PlainCClientRunsACnnEndingInA16x16GlobalAveragePool) {
+  onnx::ModelProto m;
+  auto st = onnx::OnnxParser::Parse(m, R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,64,64] x) => (float[1,32,1,1] y) {
+      s1 = Constant<value = int64[4] {16,3,3,3}>()
+      w1 = ConstantOfShape<value = float[1] {0.1}>(s1)
+      c1 = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w1)
+      r1 = Relu(c1)
+      s2 = Constant<value = int64[4] {32,16,3,3}>()
+      w2 = ConstantOfShape<value = float[1] {0.1}>(s2)
+      c2 = Conv<pads=[1,1,1,1], strides=[2,2]>(r1, w2)
+      r2 = Relu(c2)
+      y = GlobalAveragePool(r2)
+    })");
+  ASSERT_TRUE(st.IsOK()) << st.ErrorMessage();
+  const std::string b = m.SerializeAsString();
+  Graph g = import_onnx_bytes(b.data(), b.size());
+  std::mt19937 gen(3);
+  std::normal_distribution<float> nd(0.f, 0.2f);
+  for (Value& v : g.values)  // random weights instead of the folded 0.1s
+    if (v.constant && v.constant->rank() == 4)
+      for (int64_t i = 0; i < v.constant->numel(); ++i) v.constant->data<float>()[i] = nd(gen);
+  PlacementOptions standalone;
+  standalone.standalone = true;
+  Graph as_imported = g;
+  PassOptions no_rewrites;
+  no_rewrites.disabled = {"adjust-for-dla"};
+  run_passes(as_imported, no_rewrites);
+  EXPECT_THROW(place(as_imported, standalone), Error) << "a 16x16 global pool is over the 8x8 window";
+  Graph optimised = g;
+  run_passes(optimised);
+  ASSERT_NO_THROW(place(optimised, standalone));
+  LoadableOptions o;
+  o.inputs = {{DType::kF16, rt::IoFormat::kChw16}};
+  o.outputs = {{DType::kF16, rt::IoFormat::kChw16}};
+  const std::string lb = write_loadable(optimised, o);
+  const fs::path dir = fs::temp_directory_path() / ("dlakit_capi_gap_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "model.dla", std::ios::binary).write(lb.data(), std::streamsize(lb.size()));
+  rt::Module mod(bytes(lb), lb.size());
+  Tensor x(DType::kF32, {1, 3, 64, 64});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(gen) * 5;
+  Buffer in(mod.inputs()[0].size);
+  rt::pack(x, mod.inputs()[0], in.p);
+  std::ofstream(dir / "in.bin", std::ios::binary)
+      .write(static_cast<const char*>(in.p), std::streamsize(mod.inputs()[0].size));
+  const std::string cmd = std::string(HYBRID_STEPS) + " " + (dir / "model.dla").string() + " " +
+                          (dir / "in.bin").string() + " " + (dir / "out.bin").string() + " 0 > " +
+                          (dir / "log.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << std::ifstream(dir / "log.txt").rdbuf();
+  std::ifstream f(dir / "out.bin", std::ios::binary);
+  const std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(out.size(), mod.outputs()[0].size);
+  Buffer expect(mod.outputs()[0].size);
+  mod.execute({in.p}, {expect.p});
+  EXPECT_EQ(0, std::memcmp(expect.p, out.data(), out.size())) << "the C client differs from the runtime";
+  const Tensor dla = rt::unpack(out.data(), mod.outputs()[0]);
+  const Tensor ref = ReferenceEngine(g).run({{"x", rt::unpack(in.p, mod.inputs()[0])}}).at("y");
   double dot = 0, na = 0, nb = 0;
   for (int64_t i = 0; i < ref.numel(); ++i) {
     dot += double(dla.data<float>()[i]) * ref.data<float>()[i];

@@ -16,24 +16,42 @@ has() { grep -q -- "$2" "$1"; }
 check "resnet18 standalone possible -> exit 0" test "$rc" -eq 0
 check "resnet18 report says standalone" has "$TMP/r18.txt" "standalone build possible: yes"
 
-"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 > "$TMP/det.txt"; rc=$?
-check "det not standalone -> exit 3" test "$rc" -eq 3
+# As imported (--no-adjust-for-dla), det's global pools over 20..160 keep it off one DLA graph.
+NOADJ=(--input-shape x:1x3x640x640 --no-adjust-for-dla)
+"$DLAKIT" inspect "$M/ppocr_det.onnx" "${NOADJ[@]}" > "$TMP/det.txt"; rc=$?
+check "det as imported not standalone -> exit 3" test "$rc" -eq 3
 check "det report names the GAP window reason" has "$TMP/det.txt" "AttrOutOfRange: window (input H,W)"
 check "det report gives a fix" has "$TMP/det.txt" "fix: pool in stages"
+check "the global-pool rule is marked unconfirmed" has "$TMP/det.txt" "\[unconfirmed: pool.global\]"
 
-"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --standalone > "$TMP/sa.txt" 2>&1; rc=$?
+"$DLAKIT" inspect "$M/ppocr_det.onnx" "${NOADJ[@]}" --standalone > "$TMP/sa.txt" 2>&1; rc=$?
 check "--standalone failure -> exit 3" test "$rc" -eq 3
 check "--standalone lists offenders" has "$TMP/sa.txt" "cannot run on the DLA"
 
 gap=$(grep -m1 "GlobalAveragePool" "$TMP/det.txt" | awk '{print $2}')
-"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --explain "$gap" > "$TMP/explain.txt"
-check "--explain shows field/actual/limit/fix" bash -c "grep -q 'field:' '$TMP/explain.txt' && grep -q 'limit:' '$TMP/explain.txt' && grep -q 'fix:' '$TMP/explain.txt'"
+"$DLAKIT" inspect "$M/ppocr_det.onnx" "${NOADJ[@]}" --explain "$gap" > "$TMP/explain.txt"
+check "--explain shows field/actual/limit/fix and the rule's source" bash -c "grep -q 'field:' '$TMP/explain.txt' && grep -q 'limit:' '$TMP/explain.txt' && grep -q 'fix:' '$TMP/explain.txt' && grep -q 'rule:   pool.global, assumed' '$TMP/explain.txt'"
 
-"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --json > "$TMP/det.json"
+"$DLAKIT" inspect "$M/ppocr_det.onnx" "${NOADJ[@]}" --json > "$TMP/det.json"
 check "--json parses and has the schema" /usr/bin/python3 -c "
 import json,sys; j=json.load(open('$TMP/det.json'))
 assert j['schema_version']==1 and j['layers'] and j['segments'] and 'recommendation' in j['summary']
-assert any(r['code']=='AttrOutOfRange' for l in j['layers'] for r in l['reasons'])"
+assert any(r['code']=='AttrOutOfRange' and r['confidence']=='assumed' and r['source'] for l in j['layers'] for r in l['reasons'])"
+
+# With the DLA rewrites (the default) det and the direction classifier are one DLA graph each.
+"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --standalone --json > "$TMP/det_adj.json"; rc=$?
+check "det with the rewrites: --standalone exits 0" test "$rc" -eq 0
+check "the rewrites are remarks naming what, where and the rule" /usr/bin/python3 -c "
+import json; j=json.load(open('$TMP/det_adj.json'))
+r=[x for x in j['remarks'] if x['pass']=='adjust-for-dla/pool-stages' and x['applied']]
+assert len(r)==10 and all('AveragePool' in x['message'] and '§1.2 Pooling' in x['message'] for x in r), r
+assert j['summary']['standalone_possible'] and not any(l['op']=='GlobalAveragePool' for l in j['layers'])"
+"$DLAKIT" inspect "$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --standalone > /dev/null 2>&1; rc=$?
+check "cls with the rewrites: --standalone exits 0" test "$rc" -eq 0
+"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --adjustForDLA --no-adjust-for-dla > "$TMP/both.txt" 2>&1; rc=$?
+check "--adjustForDLA with --no-adjust-for-dla -> exit 1" bash -c "test $rc -eq 1 && grep -q 'contradict' '$TMP/both.txt'"
+"$DLAKIT" inspect "$M/resnet18.onnx" --disable-pass pool-stage > "$TMP/badpass.txt" 2>&1; rc=$?
+check "an unknown --disable-pass name lists the known ones" bash -c "test $rc -eq 1 && grep -q 'pool-stages' '$TMP/badpass.txt'"
 
 "$DLAKIT" inspect "$M/resnet18.onnx" --layerDeviceTypes '/layer4*:GPU' > "$TMP/ovr.txt"; rc=$?
 check "--layerDeviceTypes glob moves layers" has "$TMP/ovr.txt" "override: --layerDeviceTypes"
@@ -48,6 +66,9 @@ check "xavier has no SoftMax" has "$TMP/rec_x.txt" "ChipNotSupported"
 check "split writes manifest, script and segments" bash -c "test -f '$TMP/split/manifest.json' && test -f '$TMP/split/build_on_jetson.sh' && ls '$TMP/split'/segment_0_*.onnx >/dev/null"
 check "split segments import" bash -c "\"$DLAKIT\" info \"$TMP/split/segment_0_dla.onnx\" > /dev/null"
 check "trtexec lines are standalone DLA builds" has "$TMP/split/build_on_jetson.sh" "--buildDLAStandalone --inputIOFormats=fp16:chw16"
+"$DLAKIT" split "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 -o "$TMP/split_det" > /dev/null
+"$DLAKIT" info "$TMP/split_det/segment_0_dla.onnx" > "$TMP/split_det.txt"
+check "split writes the rewritten graph: det is one DLA segment with pooling stages" bash -c "test \$(ls '$TMP/split_det'/segment_*.onnx | wc -l) -eq 1 && grep -q AveragePool '$TMP/split_det.txt' && ! grep -q GlobalAveragePool '$TMP/split_det.txt'"
 
 "$DLAKIT" inspect "$M/resnet18.onnx" --standalone --fallback > /dev/null 2>&1; rc=$?
 check "contradictory flags -> exit 1" test "$rc" -eq 1
@@ -60,9 +81,14 @@ check "empty file is an error, not a crash" test "$rc" -eq 1
 "$DLAKIT" run --loadEngine="$TMP/r18.dla" --random-inputs --json > "$TMP/r18run.json"
 check "build + run a loadable through the runtime" /usr/bin/python3 -c "
 import json; j=json.load(open('$TMP/r18run.json')); assert j['executed_on'].startswith('emulated DLA') and j['outputs'][0]['type']=='f32[1x1000]'"
-"$DLAKIT" build --onnx="$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --saveEngine="$TMP/det.dla" > "$TMP/det_build.txt" 2>&1; rc=$?
+"$DLAKIT" build --onnx="$M/ppocr_det.onnx" "${NOADJ[@]}" --saveEngine="$TMP/det.dla" > "$TMP/det_build.txt" 2>&1; rc=$?
 check "standalone build of a non-DLA model fails with the offenders" bash -c "test $rc -eq 3 && grep -q 'GlobalAveragePool' '$TMP/det_build.txt'"
-"$DLAKIT" build --onnx="$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --allowGPUFallback --saveEngine="$TMP/cls.plan" > /dev/null
+for m in "ppocr_det x:1x3x640x640" "ppocr_cls x:1x3x48x192"; do
+  set -- $m
+  "$DLAKIT" build --onnx="$M/$1.onnx" --input-shape "$2" --buildDLAStandalone --saveEngine="$TMP/$1.dla" > "$TMP/$1_build.txt" 2>&1; rc=$?
+  check "$1 builds --buildDLAStandalone with the rewrites" bash -c "test $rc -eq 0 && grep -q 'FP16' '$TMP/$1_build.txt'"
+done
+"$DLAKIT" build --onnx="$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --no-adjust-for-dla --allowGPUFallback --saveEngine="$TMP/cls.plan" > /dev/null
 "$DLAKIT" run --loadEngine="$TMP/cls.plan" --random-inputs > "$TMP/plan.txt"
 check "hybrid plan runs" grep -q "hybrid plan" "$TMP/plan.txt"
 "$DLAKIT" bench --loadEngine="$TMP/r18.dla" --duration 0.2 --iterations 2 --warmUp 0 --useDLACore all --json > "$TMP/bench.json"
@@ -117,7 +143,7 @@ rc=0; "$DLAKIT" build --onnx="$M/mobilenet_v2.onnx" --inputIOFormats=int8:chw32 
   --saveEngine="$TMP/x.dla" > "$TMP/i8bad.txt" 2>&1 || rc=$?
 check "int8 I/O without --int8: clear error" bash -c "test $rc -ne 0 && grep -q 'needs an INT8 build' '$TMP/i8bad.txt'"
 "$DLAKIT" calibrate "$M/squeezenet1_1.onnx" --data "$IMG/messi5.jpg" --cache "$TMP/sq.cache" > /dev/null 2>&1
-"$DLAKIT" build --onnx="$M/squeezenet1_1.onnx" --int8 --calib "$TMP/sq.cache" --allowGPUFallback \
+"$DLAKIT" build --onnx="$M/squeezenet1_1.onnx" --int8 --calib "$TMP/sq.cache" --allowGPUFallback --no-adjust-for-dla \
   --saveEngine="$TMP/sq.plan" > "$TMP/sqplan.txt"; rc=$?
 check "INT8 hybrid plan: INT8 DLA segments + GPU" bash -c "test $rc -eq 0 && grep -q 'INT8: [1-9][0-9]* DLA layer' '$TMP/sqplan.txt'"
 "$DLAKIT" run --loadEngine="$TMP/sq.plan" --random-inputs > "$TMP/sqrun.txt" 2>&1; rc=$?

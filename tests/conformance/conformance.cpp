@@ -1,7 +1,9 @@
 // Runs the ONNX backend test cases (Debian's libonnx-testdata) whose ops are all in dlakit's op list on
 // the reference engine and writes a Markdown report: pass / fail / skip per case, every skip with its
 // reason. Exit status 1 when a case fails or is skipped without being listed in the skip file.
-// Usage: dlakit_conformance DATA_ROOT SKIP_FILE REPORT.md
+// With --via-cli=DLAKIT, every case that passes is also run as a user would: `dlakit run model.onnx --input
+// name=file.npy ...` with every input as a .npy file, the outputs read back from --output-dir.
+// Usage: dlakit_conformance DATA_ROOT SKIP_FILE REPORT.md [--via-cli=DLAKIT]
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -11,7 +13,12 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
 #include "engine/engine.h"
+#include "io/npy.h"
 #include "onnx/importer.h"
 
 namespace fs = std::filesystem;
@@ -21,6 +28,7 @@ namespace {
 
 struct Result {
   std::string suite, name, status, detail;
+  std::string cli;  // with --via-cli, for a case that passes: "" (passes through the CLI too) or what failed
 };
 
 // ONNX backend-test tolerance: |a - b| <= atol + rtol * |b|.
@@ -48,12 +56,40 @@ std::string compare(const Tensor& got, const Tensor& want, const std::string& na
              " vs ", want.at_f64(first), ", max abs err ", worst, ")");
 }
 
-// Node tests feed shape parameters (Reshape's shape, Resize's scales, axes, pads...) as graph inputs. A DLA
-// build needs them constant, so when import asks for that they are bound: integer and bool inputs, and
-// float inputs of at most 16 elements. Data tensors stay runtime inputs.
-bool is_parameter(const Tensor& t) { return !is_float(t.dtype()) || t.numel() <= 16; }
+// Runs `dlakit run` on the case with every input as a .npy file; "" when every output matches.
+std::string run_via_cli(const std::string& dlakit, const fs::path& model,
+                        const std::vector<std::pair<std::string, Tensor>>& given,
+                        const std::vector<std::pair<std::string, Tensor>>& expected, const fs::path& tmp) {
+  fs::create_directories(tmp);
+  std::string cmd =
+      "'" + dlakit + "' run '" + model.string() + "' --json --output-dir '" + (tmp / "out").string() + "'";
+  for (size_t k = 0; k < given.size(); ++k) {
+    const fs::path f = tmp / cat("input_", k, ".npy");
+    write_npy(f.string(), given[k].second);
+    cmd += " --input '" + given[k].first + "=" + f.string() + "'";
+  }
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  if (!pipe) return "cannot start " + dlakit;
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  if (pclose(pipe) != 0) return "dlakit run failed: " + out.substr(0, 400);
+  std::map<std::string, std::string> files;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(out.substr(out.find('{')));
+    for (auto& o : j.at("outputs")) files[o["name"].get<std::string>()] = o["file"].get<std::string>();
+  } catch (const std::exception& e) {
+    return cat("unreadable --json output (", e.what(), "): ", out.substr(0, 200));
+  }
+  for (auto& [name, want] : expected) {
+    if (!files.count(name)) return "no output " + name;
+    const std::string diff = compare(read_npy(files[name]), want, name);
+    if (!diff.empty()) return diff;
+  }
+  return "";
+}
 
-Result run_case(const fs::path& dir, const std::string& suite) {
+Result run_case(const fs::path& dir, const std::string& suite, const std::string& via_cli) {
   Result r{suite, dir.filename().string(), "pass", ""};
   try {
     const fs::path data = dir / "test_data_set_0";
@@ -68,34 +104,34 @@ Result run_case(const fs::path& dir, const std::string& suite) {
       for (size_t k = 0; k < sig.inputs.size(); ++k)
         given.emplace_back(sig.inputs[k].name, load_tensor_pb((data / cat("input_", k, ".pb")).string()));
     }
+    // Node tests feed shape parameters (Reshape's shape, Resize's scales, axes, pads...) as graph inputs.
+    // A DLA build needs them constant: the importer binds the inputs that shape inference needs (the
+    // graph is specialized on their values, as `dlakit run` does); data tensors stay runtime inputs.
     ImportOptions opt;
-    Graph g;
-    try {
-      g = import_onnx_file(model, opt);
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      if (msg.find("computed at run time") == std::string::npos &&
-          msg.find("must be a constant") == std::string::npos)
-        throw;
-      for (auto& [name, t] : given)
-        if (is_parameter(t)) opt.constant_inputs[name] = t;
-      g = import_onnx_file(model, opt);
-      r.detail = "parameters bound as constants";
-    }
+    for (auto& [name, t] : given) opt.runtime_values[name] = t;
+    const Graph g = import_onnx_file(model, opt);
     TensorMap inputs;
     for (auto& [name, t] : given)
-      if (!opt.constant_inputs.count(name)) inputs[name] = t;
+      if (!g.value(*g.find_value(name)).constant) inputs[name] = t;
+    if (inputs.size() < given.size()) r.detail = "parameters bound as constants";
     ReferenceEngine engine(g);
     TensorMap outputs = engine.run(inputs);
+    std::vector<std::pair<std::string, Tensor>> expected;
     for (size_t k = 0; k < g.outputs.size(); ++k) {
       fs::path p = data / cat("output_", k, ".pb");
       if (!fs::exists(p)) continue;
       const std::string& name = g.value(g.outputs[k]).name;
-      std::string diff = compare(outputs.at(name), load_tensor_pb(p.string()), name);
+      expected.emplace_back(name, load_tensor_pb(p.string()));
+      std::string diff = compare(outputs.at(name), expected.back().second, name);
       if (!diff.empty()) {
         r.status = "fail";
         r.detail = diff;
       }
+    }
+    if (r.status == "pass" && !via_cli.empty()) {
+      const fs::path tmp = fs::temp_directory_path() / cat("dlakit_conformance_", getpid()) / r.name;
+      r.cli = run_via_cli(via_cli, model, given, expected, tmp);
+      fs::remove_all(tmp);
     }
   } catch (const Error& e) {
     r.status = e.status() == Status::kUnsupported ? "skip" : "fail";
@@ -118,10 +154,12 @@ std::string one_line(std::string s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::cerr << "usage: dlakit_conformance DATA_ROOT SKIP_FILE REPORT.md\n";
+  const std::string cli_flag = "--via-cli=";
+  if (argc != 4 && !(argc == 5 && std::string(argv[4]).rfind(cli_flag, 0) == 0)) {
+    std::cerr << "usage: dlakit_conformance DATA_ROOT SKIP_FILE REPORT.md [--via-cli=DLAKIT]\n";
     return 2;
   }
+  const std::string via_cli = argc == 5 ? std::string(argv[4]).substr(cli_flag.size()) : "";
   const fs::path root = argv[1];
   std::map<std::string, std::string> allowed_skips;  // case -> reason (from the skip file)
   {
@@ -165,13 +203,20 @@ int main(int argc, char** argv) {
         for (auto& m : missing) ++out_of_scope[m];
         continue;
       }
-      results.push_back(run_case(c, suite));
+      results.push_back(run_case(c, suite, via_cli));
     }
   }
-  int pass = 0, fail = 0, skip = 0, unexpected = 0;
-  std::ostringstream fails;
+  int pass = 0, fail = 0, skip = 0, unexpected = 0, cli_pass = 0;
+  std::ostringstream fails, cli_fails;
   for (auto& r : results) {
     if (r.status == "pass") ++pass;
+    if (r.status == "pass" && !via_cli.empty()) {
+      cli_pass += r.cli.empty();
+      if (!r.cli.empty()) {
+        fails << "FAIL THROUGH THE CLI " << r.suite << "/" << r.name << ": " << one_line(r.cli) << "\n";
+        cli_fails << "| " << r.suite << " | " << r.name << " | " << one_line(r.cli) << " |\n";
+      }
+    }
     if (r.status == "fail") {
       ++fail;
       fails << "FAIL " << r.suite << "/" << r.name << ": " << one_line(r.detail) << "\n";
@@ -194,8 +239,15 @@ int main(int argc, char** argv) {
          "|expected|.\n\n"
       << "| | cases |\n|---|---|\n| pass | " << pass << " |\n| fail | " << fail
       << " |\n| skip (deliberate, reason below) | " << skip << " |\n| not run: an op outside the op list | "
-      << out_of_scope_cases << " |\n\n"
-      << "## Results\n\n| suite | case | result | reason |\n|---|---|---|---|\n";
+      << out_of_scope_cases << " |\n";
+  if (!via_cli.empty())
+    rep << "| passing cases that also pass through `dlakit run` (every input a .npy file) | " << cli_pass
+        << " of " << pass << " |\n";
+  rep << "\n";
+  if (!cli_fails.str().empty())
+    rep << "## Cases that fail through `dlakit run`\n\n| suite | case | what failed |\n|---|---|---|\n"
+        << cli_fails.str() << "\n";
+  rep << "## Results\n\n| suite | case | result | reason |\n|---|---|---|---|\n";
   for (auto& r : results) {
     std::string reason = r.status == "skip" && allowed_skips.count(r.name) && !allowed_skips[r.name].empty()
                              ? allowed_skips[r.name] + " (" + one_line(r.detail) + ")"
@@ -205,6 +257,8 @@ int main(int argc, char** argv) {
   rep << "\n## Cases not run, by the op outside the list\n\n| op | cases |\n|---|---|\n";
   for (auto& [op, n] : out_of_scope) rep << "| " << op << " | " << n << " |\n";
   std::cout << fails.str();
-  std::cout << pass << " passed, " << fail << " failed, " << skip << " skipped\n";
-  return fail || unexpected ? 1 : 0;
+  std::cout << pass << " passed, " << fail << " failed, " << skip << " skipped";
+  if (!via_cli.empty()) std::cout << "; through dlakit run: " << cli_pass << " of " << pass << " pass";
+  std::cout << "\n";
+  return fail || unexpected || (!via_cli.empty() && cli_pass != pass) ? 1 : 0;
 }

@@ -1,6 +1,7 @@
 // Real models checked against ONNX Runtime (npm onnxruntime-node, via scripts/ort_run.js): every model
-// imports and matches ORT within 1e-4 relative L2 on seeded random inputs; the OCR models also on real
-// photos and rendered text. Results go to $BUILD/model_comparison.md (committed as docs/model-comparison.md).
+// imports and matches ORT within 1e-4 relative L2 on seeded random inputs, as imported and after dlakit's
+// passes (the DLA rewrites included, per chip); the OCR models also on real photos and rendered text. Results
+// go to $BUILD/model_comparison.md (committed as docs/model-comparison.md).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "io/image.h"
 #include "io/npy.h"
 #include "onnx/importer.h"
+#include "passes/passes.h"
 
 namespace fs = std::filesystem;
 using namespace dlakit;
@@ -94,35 +96,43 @@ Tensor random_input(const TensorType& t, uint32_t seed) {
 // last-bit difference flips an element. They are checked by element agreement (>= 99.9%) instead.
 const std::set<std::string> kDiscreteOutputs = {"mlsd_tiny_320/scores"};
 
+// Checks g, and each graph in `rewritten` (the same model after dlakit's passes, labelled), against ORT
+// running the original model file on the same inputs.
 void check_against_ort(const std::string& model, const Graph& g, const TensorMap& inputs,
-                       const std::string& input_desc, const std::string& note = "") {
-  ReferenceEngine engine(g);
-  TensorMap ours = engine.run(inputs);
+                       const std::string& input_desc, const std::string& note = "",
+                       const std::vector<std::pair<std::string, Graph>>& rewritten = {}) {
   const fs::path tmp = fs::temp_directory_path() / ("dlakit_models_" + std::to_string(getpid())) / model;
   TensorMap ort = run_ort(kModels / (model + ".onnx"), inputs, tmp);
-  for (int id : g.outputs) {
-    const std::string& name = g.value(id).name;
-    ASSERT_TRUE(ort.count(name)) << "ORT has no output " << name;
-    Compared c = compare(ours.at(name), ort.at(name));
-    // Relative L2 is the check. Outputs that sit entirely in a sigmoid's tail (noise inputs to a detector)
-    // are tiny, and ORT's approximated logistic has ~1e-7 absolute error there; for them max |diff| <= 1e-6.
-    const bool rel_ok = c.rel_l2 <= 1e-4, abs_ok = c.max_abs <= 1e-6;
-    if (kDiscreteOutputs.count(model + "/" + name)) {
-      EXPECT_GE(c.agree, 0.999) << model << " output " << name << ": only " << c.agree * 100
-                                << "% of elements agree";
+  std::vector<std::pair<std::string, const Graph*>> graphs{{"", &g}};
+  for (auto& [label, rg] : rewritten) graphs.push_back({label, &rg});
+  for (auto& [label, graph] : graphs) {
+    const TensorMap ours = ReferenceEngine(*graph).run(inputs);
+    const std::string desc = label.empty() ? input_desc : input_desc + ", " + label;
+    for (int id : g.outputs) {
+      const std::string& name = g.value(id).name;
+      ASSERT_TRUE(ort.count(name)) << "ORT has no output " << name;
+      Compared c = compare(ours.at(name), ort.at(name));
+      // Relative L2 is the check. Outputs that sit entirely in a sigmoid's tail (noise inputs to a detector)
+      // are tiny, and ORT's approximated logistic has ~1e-7 absolute error there; for them max |diff| <=
+      // 1e-6.
+      const bool rel_ok = c.rel_l2 <= 1e-4, abs_ok = c.max_abs <= 1e-6;
+      if (kDiscreteOutputs.count(model + "/" + name)) {
+        EXPECT_GE(c.agree, 0.999) << model << " output " << name << " on " << desc << ": only "
+                                  << c.agree * 100 << "% of elements agree";
+        std::lock_guard<std::mutex> lk(g_rows_mu);
+        g_rows.push_back(
+            {model, desc, name, c.rel_l2, c.max_abs,
+             cat("peak mask after Equal: ", c.agree * 100, "% of elements agree (check: >= 99.9%)")});
+        continue;
+      }
+      EXPECT_TRUE(rel_ok || abs_ok) << model << " output " << name << " on " << desc << ": relative L2 "
+                                    << c.rel_l2 << ", max abs diff " << c.max_abs;
       std::lock_guard<std::mutex> lk(g_rows_mu);
-      g_rows.push_back(
-          {model, input_desc, name, c.rel_l2, c.max_abs,
-           cat("peak mask after Equal: ", c.agree * 100, "% of elements agree (check: >= 99.9%)")});
-      continue;
+      g_rows.push_back({model, desc, name, c.rel_l2, c.max_abs,
+                        note + (rel_ok ? ""
+                                       : std::string(note.empty() ? "" : "; ") +
+                                             "passes on max abs diff (saturated sigmoid output)")});
     }
-    EXPECT_TRUE(rel_ok || abs_ok) << model << " output " << name << " on " << input_desc << ": relative L2 "
-                                  << c.rel_l2 << ", max abs diff " << c.max_abs;
-    std::lock_guard<std::mutex> lk(g_rows_mu);
-    g_rows.push_back({model, input_desc, name, c.rel_l2, c.max_abs,
-                      note + (rel_ok ? ""
-                                     : std::string(note.empty() ? "" : "; ") +
-                                           "passes on max abs diff (saturated sigmoid output)")});
   }
   fs::remove_all(tmp);
 }
@@ -143,7 +153,16 @@ TEST_P(ModelVsOrt, RandomInputsMatchOnnxRuntime) {
   TensorMap inputs;
   uint32_t seed = 7;
   for (int id : g.inputs) inputs[g.value(id).name] = random_input(g.value(id).type, seed++);
-  check_against_ort(m.name, g, inputs, "random N(0,1)");
+  // The same model after dlakit's passes, DLA rewrites included, for each chip (they rewrite differently).
+  std::vector<std::pair<std::string, Graph>> rewritten;
+  for (const char* target : {"orin", "xavier"}) {
+    Graph r = g;
+    PassOptions o;
+    o.target = target;
+    run_passes(r, o);
+    rewritten.push_back({std::string("passes incl. adjust-for-dla for ") + target, std::move(r)});
+  }
+  check_against_ort(m.name, g, inputs, "random N(0,1)", "", rewritten);
 }
 
 INSTANTIATE_TEST_SUITE_P(

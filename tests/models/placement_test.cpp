@@ -15,6 +15,7 @@
 
 #include "../common/test_data.h"
 #include "engine/engine.h"
+#include "io/image.h"
 #include "loadable/loadable.h"
 #include "loadable/plan.h"
 #include "onnx/importer.h"
@@ -92,9 +93,11 @@ class RealModel : public ::testing::TestWithParam<ModelSpec> {
 };
 
 TEST_P(RealModel, PlacementMatchesGoldenReports) {
-  Graph g = load();
-  std::vector<Remark> remarks = run_passes(g);
   for (const char* target : {"orin", "xavier"}) {
+    Graph g = load();
+    PassOptions po;  // the DLA rewrites depend on the chip, as in `dlakit inspect --target`
+    po.target = target;
+    std::vector<Remark> remarks = run_passes(g, po);
     PlacementOptions o;
     o.target = target;
     Placement p = place(g, o);
@@ -286,7 +289,9 @@ TEST(HybridPlan, Int8PlanRunsWithInt8DlaSegments) {
   const fs::path f = kSource / ".cache" / "models" / "squeezenet1_1.onnx";
   Graph g = import_onnx_file(f.string(), {});
   Graph opt = import_onnx_file(f.string(), {});
-  run_passes(opt);
+  PassOptions keep_gpu_pool;  // the 13x13 global pool left as imported runs on the GPU: a real hybrid
+  keep_gpu_pool.disabled = {"adjust-for-dla"};
+  run_passes(opt, keep_gpu_pool);
   PlacementOptions po;
   po.precision = dla::Precision::kINT8;
   const Placement p = place(opt, po);
@@ -303,6 +308,65 @@ TEST(HybridPlan, Int8PlanRunsWithInt8DlaSegments) {
     const double cos = cosine(got.at(out), t);
     std::printf("squeezenet1_1 INT8 plan: %d INT8 layers, cosine vs FP32 %.5f\n", int8_layers, cos);
     EXPECT_GE(cos, 0.995) << out;
+  }
+}
+
+// With the DLA rewrites (on by default) PP-OCRv4 det and the direction classifier are one DLA graph each:
+// built standalone as FP16 loadables and run through the runtime on real inputs, they match the FP32
+// reference engine on the original model within the FP16 bound the other loadable tests use (cosine
+// >= 0.999). Without the rewrites neither can be built standalone.
+TEST(StandaloneLoadable, OcrDetectorAndClassifierBuildWithTheRewritesAndMatchFp32) {
+  struct Case {
+    std::string model, shape, image;
+    Preprocess pre;
+  };
+  const Case cases[] = {
+      {"ppocr_det",
+       "x:1x3x640x640",
+       "scenetext01.jpg",
+       {640, 640, {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, 1.f / 255.f, false, false}},
+      {"ppocr_cls",
+       "x:1x3x48x192",
+       "text/line_000.png",
+       {192, 48, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, 1.f / 255.f, false, false}},
+  };
+  for (const Case& c : cases) {
+    ImportOptions io;
+    io.input_shapes = parse_input_shapes(c.shape);
+    const Graph original =
+        import_onnx_file((kSource / ".cache" / "models" / (c.model + ".onnx")).string(), io);
+    PlacementOptions standalone;
+    standalone.standalone = true;
+    Graph as_imported = original;
+    PassOptions no_rewrites;
+    no_rewrites.disabled = {"adjust-for-dla"};
+    run_passes(as_imported, no_rewrites);
+    EXPECT_THROW(place(as_imported, standalone), Error) << c.model << " is standalone without the rewrites";
+    Graph g = original;
+    run_passes(g);
+    ASSERT_NO_THROW(place(g, standalone)) << c.model;
+    LoadableOptions o;
+    o.inputs = rt::parse_io_formats("", g.inputs.size(), true);
+    o.outputs = rt::parse_io_formats("", g.outputs.size(), false);
+    const std::string bytes = write_loadable(g, o);
+    rt::Module m(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    const Tensor x = image_to_tensor(load_image((kSource / ".cache" / "images" / c.image).string()), c.pre);
+    std::vector<uint8_t> ib(m.inputs()[0].size), ob(m.outputs()[0].size);
+    rt::pack(x, m.inputs()[0], ib.data());
+    m.execute({ib.data()}, {ob.data()});
+    const Tensor got = rt::unpack(ob.data(), m.outputs()[0]);
+    const Tensor x16 = rt::unpack(ib.data(), m.inputs()[0]);  // the fp16-rounded input the DLA saw
+    const Tensor want = ReferenceEngine(original).run({{"x", x16}}).at(m.outputs()[0].name);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const double d = got.at_f64(i) - want.at_f64(i);
+      num += d * d;
+      den += want.at_f64(i) * want.at_f64(i);
+    }
+    const double cos = cosine(got, want);
+    std::printf("%s standalone FP16 loadable (%zu layers) vs FP32 on %s: cosine %.6f, relative L2 %.3g\n",
+                c.model.c_str(), g.nodes.size(), c.image.c_str(), cos, std::sqrt(num / den));
+    EXPECT_GE(cos, 0.999) << c.model;
   }
 }
 

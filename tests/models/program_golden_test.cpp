@@ -111,7 +111,11 @@ Built build(const ModelSpec& m, bool int8, const std::string& stored_cache) {
   ImportOptions o;
   o.input_shapes = parse_input_shapes(m.shapes);
   Graph g = import_onnx_file((kSource / ".cache" / "models" / (m.name + ".onnx")).string(), o);
-  run_passes(g);
+  // The records pin the executor on the segments they were made from, before the DLA rewrites (#12)
+  // changed where segments break: those stay off here (placement_test covers them).
+  PassOptions passes;
+  passes.disabled = {"adjust-for-dla"};
+  run_passes(g, passes);
   PlacementOptions po;
   po.precision = int8 ? dla::Precision::kINT8 : dla::Precision::kFP16;
   const Placement p = place(g, po);

@@ -6,6 +6,7 @@
 
 #include "onnx/importer.h"
 #include "placement/placement.h"
+#include "quant/numerics.h"
 #include "targets/dla/rules.h"
 
 using namespace dlakit;
@@ -320,4 +321,70 @@ TEST(SupportMatrix, DocsAreGeneratedFromTheTables) {
   EXPECT_EQ(ss.str(), dlakit::dla::support_matrix_markdown())
       << "docs/dla-support-matrix.md is stale: regenerate it with `build/dlakit support-matrix > "
          "docs/dla-support-matrix.md`";
+}
+
+namespace {
+
+std::string read_doc(const char* name) {
+  std::ifstream f(std::filesystem::path(DLAKIT_SOURCE_DIR) / "docs" / name);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST(RuleSources, EveryAssumedRuleIsListedInTheInspectDocs) {
+  const std::string doc = read_doc("inspect.md");
+  for (int i = 0; i < dlakit::dla::kNumRules; ++i) {
+    const dlakit::dla::RuleInfo& r = dlakit::dla::rule_info(dlakit::dla::Rule(i));
+    EXPECT_FALSE(std::string(r.source).empty()) << r.id;
+    if (r.confidence == dlakit::dla::Confidence::kAssumed)
+      EXPECT_NE(doc.find(std::string("`") + r.id + "`"), std::string::npos)
+          << "assumed rule " << r.id << " is not listed in docs/inspect.md";
+  }
+}
+
+TEST(RuleSources, TheGlobalPoolWindowRestsOnAnAssumptionEitherWay) {
+  using namespace dlakit;
+  Graph big = import_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,8,16,16] x) => (float y) {\n"
+      "y = GlobalAveragePool(x)\n}");
+  dla::Capability cap = dla::check_node(big, big.nodes[0], dla::orin_limits(), Precision::kFP16);
+  ASSERT_FALSE(cap.ok());
+  for (auto& r : cap.reasons) EXPECT_STREQ(dla::rule_info(r.rule).id, "pool.global");
+  EXPECT_TRUE(cap.unconfirmed.empty()) << "a refused layer rests on no admission";
+  Graph small = import_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,8,7,7] x) => (float y) {\n"
+      "y = GlobalAveragePool(x)\n}");
+  cap = dla::check_node(small, small.nodes[0], dla::orin_limits(), Precision::kFP16);
+  ASSERT_TRUE(cap.ok());
+  ASSERT_EQ(cap.unconfirmed.size(), 1u);
+  EXPECT_STREQ(dla::rule_info(cap.unconfirmed[0]).id, "pool.global");
+  Graph pool = import_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,8,7,7] x) => (float y) {\n"
+      "y = AveragePool<kernel_shape=[7,7], strides=[7,7]>(x)\n}");
+  cap = dla::check_node(pool, pool.nodes[0], dla::orin_limits(), Precision::kFP16);
+  EXPECT_TRUE(cap.ok() && cap.unconfirmed.empty()) << "a windowed pool is documented Pooling";
+}
+
+TEST(Int8Table, RulesAndTheNumericsPlannerReadTheSameList) {
+  using namespace dlakit;
+  // Split runs as Slice layers, FP16 in an INT8 build: the note, the matrix cell and the numerics agree.
+  Graph g = import_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,8,4,4] x) => (float y) {\n"
+      "a, b = Split<axis=1>(x)\nc = Relu(b)\ny = Add(a, c)\n}");
+  const dla::Capability cap = dla::check_node(g, g.nodes[0], dla::orin_limits(), Precision::kINT8);
+  ASSERT_EQ(cap.notes.size(), 1u);
+  EXPECT_NE(cap.notes[0].find("Split runs in FP16"), std::string::npos) << cap.notes[0];
+  EXPECT_NE(dla::support_matrix_markdown().find("| Split | Slice | yes | FP16 | yes | FP16 |"),
+            std::string::npos);
+  PlacementOptions o;
+  o.standalone = true;
+  o.precision = Precision::kINT8;
+  quant::ScaleTable scales;
+  for (const Value& v : g.values) scales.set_scale(v.name, 0.05f);
+  const quant::NumericsPlan plan = quant::plan_numerics(g, place(g, o), &scales);
+  EXPECT_EQ(plan.nodes[0].mode, quant::Mode::kFP16) << "Split";
+  EXPECT_EQ(plan.nodes[1].mode, quant::Mode::kINT8) << "Relu";
 }

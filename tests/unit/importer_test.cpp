@@ -146,3 +146,25 @@ TEST(Engine, WrongInputsAreClearErrors) {
   EXPECT_THROW(e.run({{"x", Tensor(DType::kF32, {2, 3})}, {"extra", Tensor()}}), Error);
   EXPECT_NO_THROW(e.run({{"x", Tensor(DType::kF32, {2, 3})}}));  // still works after the errors
 }
+
+TEST(Importer, RuntimeValuesOfShapeInputsSpecializeTheGraph) {
+  const std::string b = model_bytes(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,6] x, int64[2] shape, float[1] scale) => (float y) {
+      r = Reshape(x, shape)
+      y = Mul(r, scale)
+    })");
+  EXPECT_NE(error_of(b).find("computed at run time"), std::string::npos) << error_of(b);
+  ImportOptions o;
+  o.runtime_values = {{"x", Tensor(DType::kF32, {2, 6})},
+                      {"shape", Tensor::from_i64({2}, {3, 4})},
+                      {"scale", Tensor::from_f32({1}, {2.f})}};
+  const Graph g = import_onnx_bytes(b.data(), b.size(), o);
+  // Only the input a shape argument needs is bound; the data inputs stay runtime inputs.
+  ASSERT_EQ(g.inputs.size(), 2u);
+  EXPECT_EQ(g.value(g.inputs[0]).name, "x");
+  EXPECT_EQ(g.value(g.inputs[1]).name, "scale");
+  EXPECT_EQ(shape_str(g.value(g.outputs[0]).type.shape), "3x4");
+  o.runtime_values.erase("shape");  // the value it needs is missing: the same error as without values
+  EXPECT_NE(error_of(b, o).find("computed at run time"), std::string::npos) << error_of(b, o);
+}

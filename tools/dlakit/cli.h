@@ -28,6 +28,7 @@ struct PlacementFlags {
   PlacementFlags();
   std::string target = "orin", layer_devices, layer_precisions, op_devices, op_precisions, overrides_file;
   bool standalone = false, fallback = false, int8 = false, fp16 = false, no_passes = false;
+  bool no_adjust_for_dla = false, adjust_for_dla = false;
   int dla_core = 0;
   std::vector<std::string> disabled_passes;
   void add(CLI::App& app);

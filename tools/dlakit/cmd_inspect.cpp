@@ -35,10 +35,16 @@ void PlacementFlags::add(CLI::App& app) {
                  "--apply` writes); flags given on the command line win");
   app.add_option("--opDeviceTypes", op_devices, "Per-op-type device: Conv:GPU,Softmax:DLA");
   app.add_option("--opPrecisions", op_precisions, "Per-op-type precision: Sigmoid:fp16");
+  std::string names;
+  for (const std::string& n : pass_names()) names += (names.empty() ? "" : ", ") + n;
   app.add_option("--disable-pass", disabled_passes,
-                 "Skip a graph pass (remove-identity, fold-constants, fold-batchnorm, fold-pad, decompose, "
-                 "fuse-activation, dead-code)");
+                 "Skip a graph pass or one of adjust-for-dla's rewrites (repeatable): " + names);
   app.add_flag("--no-passes", no_passes, "Skip every graph pass");
+  app.add_flag("--no-adjust-for-dla", no_adjust_for_dla,
+               "Keep the layers as imported: no DLA rewrites (same as --disable-pass adjust-for-dla)");
+  app.add_flag("--adjustForDLA", adjust_for_dla,
+               "trtexec's opt-in flag, accepted: dlakit applies its exact DLA rewrites by default and lists "
+               "each under remarks");
 }
 
 PlacementOptions PlacementFlags::options() const {
@@ -74,8 +80,16 @@ PlacementOptions PlacementFlags::options() const {
 }
 
 std::vector<Remark> PlacementFlags::optimize(Graph& g) const {
+  if (no_adjust_for_dla && adjust_for_dla)
+    fail(Status::kInvalidArgument, "--adjustForDLA and --no-adjust-for-dla contradict each other");
   if (no_passes) return {};
-  return run_passes(g, disabled_passes);
+  const PlacementOptions o = options();
+  PassOptions po;
+  po.target = o.target;
+  po.precision = o.precision;
+  po.disabled = disabled_passes;
+  if (no_adjust_for_dla) po.disabled.push_back("adjust-for-dla");
+  return run_passes(g, po);
 }
 
 PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& pf) {

@@ -272,7 +272,8 @@ void run_cmd(const RunFlags& f) {
   }
   ImportOptions opt = f.model.import_options();
   const OnnxSignature sig = read_onnx_signature(f.model.model);
-  if (sig.inputs.empty()) fail(Status::kInvalidArgument, f.model.model, " has no runtime inputs");
+  if (sig.inputs.empty() && !f.image.empty())  // a model of constants still runs; it takes no image
+    fail(Status::kInvalidArgument, f.model.model, " has no runtime inputs to take --image");
   Preprocess pre;
   Image img;
   if (!f.image.empty()) {
@@ -310,7 +311,20 @@ void run_cmd(const RunFlags& f) {
         if (io.name == spec.substr(0, eq)) opt.input_shapes[io.name] = t.shape();
     }
   }
+  opt.runtime_values = feeds;  // an input that feeds a shape argument specializes the graph
   const Graph g = import_onnx_file(f.model.model, opt);
+  std::vector<std::string> input_lines;
+  for (auto it = feeds.begin(); it != feeds.end();) {
+    if (g.find_value(it->first) && g.value(*g.find_value(it->first)).constant) {
+      input_lines.push_back(
+          cat(it->first, " ", type_str(it->second.type()),
+              " bound as a constant: a shape argument needs it (the graph is specialized on "
+              "its value)"));
+      it = feeds.erase(it);
+    } else {
+      ++it;
+    }
+  }
   if (!f.image.empty()) feeds[g.value(g.inputs[0]).name] = image_to_tensor(img, pre);
   uint32_t seed = 1;
   for (int id : g.inputs) {
@@ -333,7 +347,6 @@ void run_cmd(const RunFlags& f) {
   }
   std::vector<std::pair<std::string, Tensor>> outs;
   for (int id : g.outputs) outs.push_back({g.value(id).name, outputs.at(g.value(id).name)});
-  std::vector<std::string> input_lines;
   for (int id : g.inputs) input_lines.push_back(cat(g.value(id).name, " ", type_str(g.value(id).type)));
   report(f, f.model.model, img, input_lines, outs, times, "reference engine, CPU");
   if (f.profile) print_profile(g, engine);

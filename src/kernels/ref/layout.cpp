@@ -65,8 +65,8 @@ std::vector<TensorType> infer_identity(const InferContext& c) {
   c.require_inputs(1, c.node().op == OpKind::Dropout ? 3 : 1);
   std::vector<TensorType> out{c.type(0)};
   if (c.node().op == OpKind::Dropout) {
-    if (const Tensor* t = c.constant(2); t && t->at_i64(0) != 0) c.unsupported("training_mode=true");
-    if (c.has(2) && !c.constant(2)) c.unsupported("training_mode must be a constant");
+    if (c.has(2) && c.require_constant(2, "training_mode").at_i64(0) != 0)
+      c.unsupported("training_mode=true");
     if (c.node().outputs.size() > 1) out.push_back({DType::kBool, c.shape(0)});
   }
   return out;

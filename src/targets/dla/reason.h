@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "targets/dla/rule_sources.h"
+
 namespace dlakit::dla {
 
 #define DLAKIT_REASON_CODES(X)                                                           \
@@ -28,6 +30,7 @@ const char* reason_code_name(ReasonCode c);
 const char* reason_code_text(ReasonCode c);
 
 struct Reason {
+  Rule rule;  // the rule it breaks: its source and confidence (rule_sources.h)
   ReasonCode code;
   std::string field;   // what was checked: "kernel_shape[0]", "input[1].shape", "mode"
   std::string actual;  // the value found
@@ -39,9 +42,11 @@ struct Capability {
   std::string dla_layer;           // the DLA layer this node maps to ("Convolution", "Scale", ...) or ""
   std::vector<Reason> reasons;     // empty: supported
   std::vector<std::string> notes;  // supported, but worth knowing (e.g. INT8 sigmoid runs in FP16)
+  std::vector<Rule> unconfirmed;   // assumed rules that let the layer onto the DLA
   bool ok() const { return reasons.empty(); }
-  void add(ReasonCode c, std::string field, std::string actual, std::string limit, std::string fix) {
-    reasons.push_back({c, std::move(field), std::move(actual), std::move(limit), std::move(fix)});
+  void add(Rule rule, ReasonCode c, std::string field, std::string actual, std::string limit,
+           std::string fix) {
+    reasons.push_back({rule, c, std::move(field), std::move(actual), std::move(limit), std::move(fix)});
   }
 };
 

@@ -2,6 +2,8 @@
 // the value, the limit and a fix; the caller (placement) decides what to do with them.
 #include "targets/dla/rules.h"
 
+#include "targets/dla/precision.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -29,13 +31,19 @@ struct Ctx {
   bool has(int i) const { return int(n.inputs.size()) > i && n.inputs[size_t(i)] >= 0; }
   bool is_const(int i) const { return has(i) && in(i).constant.has_value(); }
   const Shape& out_shape(int i = 0) const { return g.value(n.outputs[size_t(i)]).type.shape; }
-  void add(ReasonCode c, std::string field, std::string actual, std::string limit, std::string fix) const {
-    cap.add(c, std::move(field), std::move(actual), std::move(limit), std::move(fix));
+  void add(Rule rule, ReasonCode c, std::string field, std::string actual, std::string limit,
+           std::string fix) const {
+    cap.add(rule, c, std::move(field), std::move(actual), std::move(limit), std::move(fix));
+  }
+  // The layer passes, but by a rule dlakit assumed.
+  void admitted_by(Rule rule) const {
+    if (rule_info(rule).confidence == Confidence::kAssumed) cap.unconfirmed.push_back(rule);
   }
 };
 
-void check_range(const Ctx& c, const std::string& field, long v, const Range& r, const std::string& fix) {
-  if (!r.contains(v)) c.add(ReasonCode::AttrOutOfRange, field, S(v), r.str(), fix);
+void check_range(const Ctx& c, Rule rule, const std::string& field, long v, const Range& r,
+                 const std::string& fix) {
+  if (!r.contains(v)) c.add(rule, ReasonCode::AttrOutOfRange, field, S(v), r.str(), fix);
 }
 
 // ---- rules every DLA layer shares: tensor types, rank, batch and dimension limits
@@ -43,21 +51,22 @@ void check_tensors(const Ctx& c) {
   auto check = [&](const Value& v, const std::string& what) {
     const DType t = v.type.dtype;
     if (t != DType::kF32 && t != DType::kF16 && t != DType::kI8 && t != DType::kU8)
-      c.add(ReasonCode::DTypeNotSupported, what + ".dtype", dtype_name(t), "f32/f16 (run as fp16) or int8",
+      c.add(Rule::TensorDtype, ReasonCode::DTypeNotSupported, what + ".dtype", dtype_name(t),
+            "f32/f16 (run as fp16) or int8",
             "DLA tensors are fp16 or int8; keep integer/bool logic (shapes, indices, masks) out of the DLA "
             "graph");
     const Shape& s = v.type.shape;
     if (s.size() > 4)
-      c.add(ReasonCode::ShapeOutOfRange, what + ".rank", S(long(s.size())) + " " + S(s), "<= 4 (N,C,H,W)",
-            "reshape to 4-D (fold extra dims into N or C) before this layer");
+      c.add(Rule::TensorRank, ReasonCode::ShapeOutOfRange, what + ".rank", S(long(s.size())) + " " + S(s),
+            "<= 4 (N,C,H,W)", "reshape to 4-D (fold extra dims into N or C) before this layer");
     long long batch = 1;
     for (size_t i = 0; i + 3 < s.size(); ++i) batch *= s[i];
     if (batch > c.lim.max_batch)
-      c.add(ReasonCode::ShapeOutOfRange, what + ".batch", S(batch), "<= " + S(c.lim.max_batch),
-            "run a smaller batch");
+      c.add(Rule::TensorBatch, ReasonCode::ShapeOutOfRange, what + ".batch", S(batch),
+            "<= " + S(c.lim.max_batch), "run a smaller batch");
     for (size_t i = s.size() > 3 ? s.size() - 3 : 0; i < s.size(); ++i)
       if (s[i] > c.lim.max_dim)
-        c.add(ReasonCode::ShapeOutOfRange, what + ".shape[" + S(long(i)) + "]", S(s[i]),
+        c.add(Rule::TensorDim, ReasonCode::ShapeOutOfRange, what + ".shape[" + S(long(i)) + "]", S(s[i]),
               "<= " + S(c.lim.max_dim), "tile the tensor: DLA dimensions are at most " + S(c.lim.max_dim));
   };
   for (size_t i = 0; i < c.n.inputs.size(); ++i)
@@ -72,7 +81,8 @@ void check_tensors(const Ctx& c) {
 
 bool is_4d(const Ctx& c, int i, const char* layer) {
   if (c.shape(i).size() == 4) return true;
-  c.add(ReasonCode::ShapeOutOfRange, "input[" + S(i) + "].rank",
+  const Rule rule = Rule::Spatial2d;
+  c.add(rule, ReasonCode::ShapeOutOfRange, "input[" + S(i) + "].rank",
         S(long(c.shape(i).size())) + " " + S(c.shape(i)), "4 (2 spatial dims)",
         std::string(layer) + " on the DLA is 2-D only: reshape 1-D/3-D data to 4-D");
   return false;
@@ -83,37 +93,37 @@ void rule_conv(const Ctx& c) {
   if (!is_4d(c, 0, "Convolution")) return;
   const Node& n = c.n;
   if (!c.is_const(1))
-    c.add(ReasonCode::NotConstant, "input[1] (weights)", "computed at run time", "build-time constant",
-          "export the weights as initializers");
+    c.add(Rule::ConvWeights, ReasonCode::NotConstant, "input[1] (weights)", "computed at run time",
+          "build-time constant", "export the weights as initializers");
   const Shape& w = c.shape(1);
   const long kh = long(w[2]), kw = long(w[3]);
   const auto strides = n.attr_ints("strides", {1, 1}), dil = n.attr_ints("dilations", {1, 1});
   const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
   const long group = long(n.attr_int("group", 1));
   const std::string fix_k = "split the kernel into smaller convolutions, or run this layer on the GPU";
-  check_range(c, "kernel_shape[0]", kh, c.lim.conv_kernel, fix_k);
-  check_range(c, "kernel_shape[1]", kw, c.lim.conv_kernel, fix_k);
+  check_range(c, Rule::ConvKernel, "kernel_shape[0]", kh, c.lim.conv_kernel, fix_k);
+  check_range(c, Rule::ConvKernel, "kernel_shape[1]", kw, c.lim.conv_kernel, fix_k);
   for (int i = 0; i < 2; ++i) {
-    check_range(c, "strides[" + S(i) + "]", long(strides[size_t(i)]), c.lim.conv_stride,
+    check_range(c, Rule::ConvStride, "strides[" + S(i) + "]", long(strides[size_t(i)]), c.lim.conv_stride,
                 "use stride <= 8 (follow with pooling)");
-    check_range(c, "dilations[" + S(i) + "]", long(dil[size_t(i)]), c.lim.conv_dilation,
+    check_range(c, Rule::ConvDilation, "dilations[" + S(i) + "]", long(dil[size_t(i)]), c.lim.conv_dilation,
                 "use dilation <= 32");
   }
   const char* names[] = {"pads[0] (top)", "pads[1] (left)", "pads[2] (bottom)", "pads[3] (right)"};
   for (int i = 0; i < 4; ++i) {
     const long pad = long(pads[size_t(i)]), k = i % 2 == 0 ? kh : kw;
-    check_range(c, names[i], pad, c.lim.conv_pad,
+    check_range(c, Rule::ConvPad, names[i], pad, c.lim.conv_pad,
                 "pad the input with a separate layer, or use a smaller padding");
     if (pad >= k)
-      c.add(ReasonCode::AttrOutOfRange, names[i], S(pad), "< kernel size " + S(k),
+      c.add(Rule::ConvPad, ReasonCode::AttrOutOfRange, names[i], S(pad), "< kernel size " + S(k),
             "DLA padding must be smaller than the kernel: pad the input explicitly instead");
   }
-  check_range(c, "output channels", long(w[0]), c.lim.conv_out_channels,
+  check_range(c, Rule::ConvOutChannels, "output channels", long(w[0]), c.lim.conv_out_channels,
               "split the output channels over several convolutions");
-  check_range(c, "group", group, c.lim.conv_groups, "split the grouped convolution");
+  check_range(c, Rule::ConvGroups, "group", group, c.lim.conv_groups, "split the grouped convolution");
   if (c.p == Precision::kINT8 && group > 1 && group != c.shape(0)[1] &&
       ((c.shape(0)[1] / group) % 4 || (w[0] / group) % 4))
-    c.add(ReasonCode::ModeNotSupported, "channels per group",
+    c.add(Rule::ConvInt8Groups, ReasonCode::ModeNotSupported, "channels per group",
           S(c.shape(0)[1] / group) + " in, " + S(w[0] / group) + " out", "multiples of 4 in INT8",
           "use FP16 for this layer (--layerPrecisions) or pad the channels");
   // CBUF admission (DLA_constraints §1.2): weight banks for one kernel + data banks for one slice <= 16.
@@ -125,7 +135,7 @@ void rule_conv(const Ctx& c) {
   const long dkh = (kh - 1) * long(dil[0]) + 1;
   const long data_banks = (entries * dkh + c.lim.cbuf_bank_entries - 1) / c.lim.cbuf_bank_entries;
   if (wt_banks + data_banks > c.lim.cbuf_banks)
-    c.add(ReasonCode::BufferExceeded, "CBUF banks (weights + data)",
+    c.add(Rule::ConvBuffer, ReasonCode::BufferExceeded, "CBUF banks (weights + data)",
           S(wt_banks) + " + " + S(data_banks) + " = " + S(wt_banks + data_banks), "<= " + S(c.lim.cbuf_banks),
           "reduce the input width (" + S(win) + ") or input channels (" + S(cin) +
               "), e.g. tile the image, or use INT8");
@@ -134,14 +144,17 @@ void rule_conv(const Ctx& c) {
 void rule_fc(const Ctx& c) {
   const Node& n = c.n;
   if (!c.is_const(1))
-    c.add(ReasonCode::NotConstant, "input[1] (weights)", "computed at run time", "build-time constant",
+    c.add(Rule::FcWeights, ReasonCode::NotConstant, "input[1] (weights)", "computed at run time",
+          "build-time constant",
           "the DLA multiplies activations by constant weights only; run activation x activation products on "
           "the GPU");
   if (n.op == OpKind::Gemm && n.attr_int("transA", 0))
-    c.add(ReasonCode::ModeNotSupported, "transA", "1", "0", "transpose the input with a separate layer");
+    c.add(Rule::FcTransA, ReasonCode::ModeNotSupported, "transA", "1", "0",
+          "transpose the input with a separate layer");
   const Shape& out = c.out_shape();
   if (!out.empty())
-    check_range(c, "output channels", long(out.back()), c.lim.conv_out_channels, "split the layer's outputs");
+    check_range(c, Rule::FcOutChannels, "output channels", long(out.back()), c.lim.conv_out_channels,
+                "split the layer's outputs");
 }
 
 // ---- Deconvolution
@@ -150,8 +163,8 @@ void rule_deconv(const Ctx& c) {
   const Node& n = c.n;
   const Shape& w = c.shape(1);
   if (!c.is_const(1))
-    c.add(ReasonCode::NotConstant, "input[1] (weights)", "computed at run time", "build-time constant",
-          "export the weights as initializers");
+    c.add(Rule::ConvWeights, ReasonCode::NotConstant, "input[1] (weights)", "computed at run time",
+          "build-time constant", "export the weights as initializers");
   auto kernel_ok = [&](long a, long b) {
     auto longk = [&](long v) {
       return std::count(c.lim.deconv_long_kernels.begin(), c.lim.deconv_long_kernels.end(), v) > 0;
@@ -161,39 +174,43 @@ void rule_deconv(const Ctx& c) {
   };
   const long kh = long(w[2]), kw = long(w[3]);
   if (!kernel_ok(kh, kw))
-    c.add(ReasonCode::AttrOutOfRange, "kernel_shape", S(kh) + "x" + S(kw),
+    c.add(Rule::DeconvLimits, ReasonCode::AttrOutOfRange, "kernel_shape", S(kh) + "x" + S(kw),
           "1..32 each, or 1x{64,96,128} / {64,96,128}x1", "use a smaller kernel");
   const auto st = n.attr_ints("strides", {1, 1});
   if (!kernel_ok(long(st[0]), long(st[1])))
-    c.add(ReasonCode::AttrOutOfRange, "strides", S(st[0]) + "x" + S(st[1]),
+    c.add(Rule::DeconvLimits, ReasonCode::AttrOutOfRange, "strides", S(st[0]) + "x" + S(st[1]),
           "1..32 each, or 1x{64,96,128} / {64,96,128}x1", "use a smaller stride");
   for (long p : n.attr_ints("pads", {0, 0, 0, 0}))
     if (p != 0) {
-      c.add(ReasonCode::AttrOutOfRange, "pads", S(p), "0",
+      c.add(Rule::DeconvLimits, ReasonCode::AttrOutOfRange, "pads", S(p), "0",
             "crop the output with a Slice after the deconvolution");
       break;
     }
   for (long p : n.attr_ints("output_padding", {0, 0}))
     if (p != 0) {
-      c.add(ReasonCode::AttrOutOfRange, "output_padding", S(p), "0", "pad the output with a separate layer");
+      c.add(Rule::DeconvOutputPadding, ReasonCode::AttrOutOfRange, "output_padding", S(p), "0",
+            "pad the output with a separate layer");
       break;
     }
   if (n.attr_int("group", 1) != 1)
-    c.add(ReasonCode::AttrOutOfRange, "group", S(n.attr_int("group", 1)), "1",
+    c.add(Rule::DeconvLimits, ReasonCode::AttrOutOfRange, "group", S(n.attr_int("group", 1)), "1",
           "split the grouped deconvolution");
   for (long d : n.attr_ints("dilations", {1, 1}))
     if (d != 1) {
-      c.add(ReasonCode::AttrOutOfRange, "dilations", S(d), "1", "run this layer on the GPU");
+      c.add(Rule::DeconvLimits, ReasonCode::AttrOutOfRange, "dilations", S(d), "1",
+            "run this layer on the GPU");
       break;
     }
-  check_range(c, "input channels", long(w[0]), c.lim.deconv_channels, "split the layer");
-  check_range(c, "output channels", long(c.out_shape()[1]), c.lim.deconv_channels, "split the layer");
+  check_range(c, Rule::DeconvLimits, "input channels", long(w[0]), c.lim.deconv_channels, "split the layer");
+  check_range(c, Rule::DeconvLimits, "output channels", long(c.out_shape()[1]), c.lim.deconv_channels,
+              "split the layer");
 }
 
 // ---- Pooling
-void check_window(const Ctx& c, long kh, long kw, const std::string& what, const std::string& fix) {
-  check_range(c, what + "[0]", kh, c.lim.pool_window, fix);
-  check_range(c, what + "[1]", kw, c.lim.pool_window, fix);
+void check_window(const Ctx& c, Rule rule, long kh, long kw, const std::string& what,
+                  const std::string& fix) {
+  check_range(c, rule, what + "[0]", kh, c.lim.pool_window, fix);
+  check_range(c, rule, what + "[1]", kw, c.lim.pool_window, fix);
 }
 
 void rule_pool(const Ctx& c) {
@@ -201,29 +218,30 @@ void rule_pool(const Ctx& c) {
   const Node& n = c.n;
   const auto k = n.attr_ints("kernel_shape");
   if (k.size() == 2)
-    check_window(c, long(k[0]), long(k[1]), "kernel_shape",
+    check_window(c, Rule::PoolWindow, long(k[0]), long(k[1]), "kernel_shape",
                  "pool in stages: two windows whose product covers this one");
   for (size_t i = 0; i < 2 && i < n.attr_ints("strides", {1, 1}).size(); ++i)
-    check_range(c, "strides[" + S(long(i)) + "]", long(n.attr_ints("strides", {1, 1})[i]), c.lim.pool_stride,
-                "use a smaller stride");
+    check_range(c, Rule::PoolStride, "strides[" + S(long(i)) + "]", long(n.attr_ints("strides", {1, 1})[i]),
+                c.lim.pool_stride, "use a smaller stride");
   const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
   for (size_t i = 0; i < pads.size(); ++i)
-    check_range(c, "pads[" + S(long(i)) + "]", long(pads[i]), c.lim.pool_pad,
+    check_range(c, Rule::PoolPad, "pads[" + S(long(i)) + "]", long(pads[i]), c.lim.pool_pad,
                 "pad the input with a separate layer");
   for (long d : n.attr_ints("dilations", {1, 1}))
     if (d != 1) {
-      c.add(ReasonCode::ModeNotSupported, "dilations", S(d), "1", "run this pooling on the GPU");
+      c.add(Rule::PoolOnnxOnly, ReasonCode::ModeNotSupported, "dilations", S(d), "1",
+            "run this pooling on the GPU");
       break;
     }
   if (n.outputs.size() > 1 && n.outputs[1] >= 0)
-    c.add(ReasonCode::ModeNotSupported, "outputs[1] (Indices)", "requested", "not produced by DLA pooling",
-          "drop the Indices output");
+    c.add(Rule::PoolOnnxOnly, ReasonCode::ModeNotSupported, "outputs[1] (Indices)", "requested",
+          "not produced by DLA pooling", "drop the Indices output");
   bool padded = false;
   for (long p : pads) padded = padded || p > 0;
   if (n.op == OpKind::AveragePool && padded && !c.lim.avgpool_exclusive_padding &&
       !n.attr_int("count_include_pad", 0))
-    c.add(ReasonCode::ModeNotSupported, "count_include_pad", "0", "1 on " + c.lim.chip,
-          "set count_include_pad=1 or run on Orin");
+    c.add(Rule::PoolXavierPadding, ReasonCode::ModeNotSupported, "count_include_pad", "0",
+          "1 on " + c.lim.chip, "set count_include_pad=1 or run on Orin");
   if (c.p == Precision::kINT8)
     c.cap.notes.push_back("INT8 pooling needs equal input and output dynamic ranges");
 }
@@ -231,9 +249,10 @@ void rule_pool(const Ctx& c) {
 void rule_global_pool(const Ctx& c) {
   if (!is_4d(c, 0, "Pooling")) return;
   const Shape& s = c.shape(0);
-  check_window(
-      c, long(s[2]), long(s[3]), "window (input H,W)",
-      "pool in stages (AveragePool with kernel = stride <= 8, then GlobalAveragePool), or run on the GPU");
+  check_window(c, Rule::PoolGlobal, long(s[2]), long(s[3]), "window (input H,W)",
+               "pool in stages (pools with kernel = stride <= 8; the adjust-for-dla pass does it unless "
+               "disabled), or run on the GPU");
+  c.admitted_by(Rule::PoolGlobal);
 }
 
 // ---- Activations
@@ -242,29 +261,27 @@ void rule_activation(const Ctx& c) {
   if (n.op == OpKind::Clip) {
     const auto bounds = clip_bounds(c.g, n);
     if (!bounds) {
-      c.add(ReasonCode::NotConstant, "min/max", "computed at run time", "constant",
+      c.add(Rule::ActivationClip, ReasonCode::NotConstant, "min/max", "computed at run time", "constant",
             "make the clip bounds constants");
       return;
     }
     const double lo = bounds->first, hi = bounds->second;
     if (lo != 0.0)
-      c.add(ReasonCode::ModeNotSupported, "min", F(lo), "0 (clipped ReLU)",
+      c.add(Rule::ActivationClip, ReasonCode::ModeNotSupported, "min", F(lo), "0 (clipped ReLU)",
             "the DLA clips as ReLU(x) capped at max: use min = 0");
     if (!(hi >= double(c.lim.clip_max.lo) && hi <= double(c.lim.clip_max.hi)))
-      c.add(ReasonCode::AttrOutOfRange, "max", F(hi), c.lim.clip_max.str(),
+      c.add(Rule::ActivationClip, ReasonCode::AttrOutOfRange, "max", F(hi), c.lim.clip_max.str(),
             "use a clip maximum between 1 and 127");
   }
-  if (c.p == Precision::kINT8 && (n.op == OpKind::Sigmoid || n.op == OpKind::Tanh))
-    c.cap.notes.push_back("INT8 " + std::string(op_name(n.op)) + " runs in FP16 on the DLA");
 }
 
 void rule_prelu(const Ctx& c) {
   if (!c.is_const(1))
-    c.add(ReasonCode::NotConstant, "input[1] (slope)", "computed at run time", "build-time constant",
-          "make the slope a constant");
+    c.add(Rule::PreluSlope, ReasonCode::NotConstant, "input[1] (slope)", "computed at run time",
+          "build-time constant", "make the slope a constant");
   else if (c.shape(1).size() != c.shape(0).size())
-    c.add(ReasonCode::ShapeOutOfRange, "slope rank", S(long(c.shape(1).size())) + " " + S(c.shape(1)),
-          S(long(c.shape(0).size())) + " (same as input)",
+    c.add(Rule::PreluSlope, ReasonCode::ShapeOutOfRange, "slope rank",
+          S(long(c.shape(1).size())) + " " + S(c.shape(1)), S(long(c.shape(0).size())) + " (same as input)",
           "reshape the slope to the input's rank, e.g. [1,C,1,1]");
 }
 
@@ -286,13 +303,13 @@ void rule_eltwise(const Ctx& c) {
   const Node& n = c.n;
   const std::string op = n.op == OpKind::Sum ? "Add" : op_name(n.op);
   if (n.inputs.size() != 2) {
-    c.add(ReasonCode::ModeNotSupported, "inputs", S(long(n.inputs.size())), "2",
+    c.add(Rule::EltwiseInputs, ReasonCode::ModeNotSupported, "inputs", S(long(n.inputs.size())), "2",
           "chain two-input Add layers");
     return;
   }
   if (std::find(c.lim.eltwise_ops.begin(), c.lim.eltwise_ops.end(), op) == c.lim.eltwise_ops.end()) {
     c.add(
-        ReasonCode::ChipNotSupported, "op", op,
+        Rule::EltwiseOps, ReasonCode::ChipNotSupported, "op", op,
         "ElementWise on " + c.lim.chip + ": " +
             [&] {
               std::string s;
@@ -308,8 +325,8 @@ void rule_eltwise(const Ctx& c) {
       c1) {  // a constant operand: Scale (per-tensor, per-channel or element-wise) or a constant ElementWise
     const Shape& k = c.shape(c1 ? 1 : 0);
     if (broadcast_kind(k, out) == Bcast::kOther)
-      c.add(ReasonCode::BroadcastNotSupported, "constant operand shape", S(k) + " vs " + S(out),
-            "scalar, [C,1,1] or the full shape",
+      c.add(Rule::EltwiseBroadcast, ReasonCode::BroadcastNotSupported, "constant operand shape",
+            S(k) + " vs " + S(out), "scalar, [C,1,1] or the full shape",
             "reshape the constant to per-channel [1,C,1,1] or expand it to the full shape");
     if (c.p == Precision::kINT8 && (op == "Max" || op == "Min"))
       c.cap.notes.push_back("INT8 ElementWise needs equal input dynamic ranges (dlakit uses the larger)");
@@ -318,8 +335,9 @@ void rule_eltwise(const Ctx& c) {
   const Shape &a = c.shape(0), &b = c.shape(1);
   const Bcast k = numel(a) <= numel(b) ? broadcast_kind(a, b) : broadcast_kind(b, a);
   // [U] decision: the DLA supports same-shape operands and a channel-wise [N,C,1,1] operand (SE blocks).
+  if (k == Bcast::kChannel) c.admitted_by(Rule::EltwiseBroadcast);
   if (k != Bcast::kSame && k != Bcast::kChannel)
-    c.add(ReasonCode::BroadcastNotSupported, "operand shapes", S(a) + " and " + S(b),
+    c.add(Rule::EltwiseBroadcast, ReasonCode::BroadcastNotSupported, "operand shapes", S(a) + " and " + S(b),
           "equal, or one of them [N,C,1,1]",
           "expand the smaller operand to the full shape before this layer");
   if (c.p == Precision::kINT8)
@@ -331,8 +349,8 @@ void rule_scale(const Ctx& c) {
   if (!is_4d(c, 0, "Scale")) return;
   for (int i = 1; i < 5; ++i)
     if (!c.is_const(i)) {
-      c.add(ReasonCode::NotConstant, "input[" + S(i) + "]", "computed at run time", "constant",
-            "export BN parameters as initializers");
+      c.add(Rule::ScaleConstant, ReasonCode::NotConstant, "input[" + S(i) + "]", "computed at run time",
+            "constant", "export BN parameters as initializers");
       break;
     }
 }
@@ -340,8 +358,8 @@ void rule_scale(const Ctx& c) {
 void rule_lrn(const Ctx& c) {
   const long size = long(c.n.attr_int("size", 0));
   if (std::find(c.lim.lrn_windows.begin(), c.lim.lrn_windows.end(), size) == c.lim.lrn_windows.end())
-    c.add(ReasonCode::AttrOutOfRange, "size", S(size), "3, 5, 7 or 9", "use an LRN window of 3, 5, 7 or 9");
-  if (c.p == Precision::kINT8) c.cap.notes.push_back("INT8 LRN runs in FP16 on the DLA");
+    c.add(Rule::LrnWindow, ReasonCode::AttrOutOfRange, "size", S(size), "3, 5, 7 or 9",
+          "use an LRN window of 3, 5, 7 or 9");
 }
 
 void rule_concat(const Ctx& c) {
@@ -350,11 +368,12 @@ void rule_concat(const Ctx& c) {
   long axis = long(c.n.attr_int("axis", 1));
   if (axis < 0) axis += rank;
   if (rank < 3 || axis != rank - 3)
-    c.add(ReasonCode::AxisNotSupported, "axis", S(axis) + " of rank " + S(rank),
+    c.add(Rule::ConcatChannels, ReasonCode::AxisNotSupported, "axis", S(axis) + " of rank " + S(rank),
           "the channel axis (" + S(std::max(rank - 3, 0L)) + ")",
           "DLA concatenates channels only: transpose so the axis is C, or run on the GPU");
   if (c.n.inputs.size() < 2)
-    c.add(ReasonCode::ModeNotSupported, "inputs", "1", ">= 2", "replace a 1-input Concat by Identity");
+    c.add(Rule::ConcatChannels, ReasonCode::ModeNotSupported, "inputs", "1", ">= 2",
+          "replace a 1-input Concat by Identity");
   if (c.p == Precision::kINT8)
     c.cap.notes.push_back("INT8 Concatenation needs equal dynamic ranges on every input and the output");
 }
@@ -369,7 +388,7 @@ void rule_resize(const Ctx& c) {
       legacy ? "asymmetric" : n.attr_str("coordinate_transformation_mode", "half_pixel");
   const std::string nearest = legacy ? "floor" : n.attr_str("nearest_mode", "round_prefer_floor");
   if (in[0] != out[0] || in[1] != out[1])
-    c.add(ReasonCode::ModeNotSupported, "scales[0..1]",
+    c.add(Rule::ResizeLimits, ReasonCode::ModeNotSupported, "scales[0..1]",
           F(double(out[0]) / double(in[0])) + ", " + F(double(out[1]) / double(in[1])), "1, 1",
           "resize only H and W");
   const bool linear = mode == "linear" || mode == "bilinear";
@@ -377,7 +396,7 @@ void rule_resize(const Ctx& c) {
     const double s = double(out[size_t(i)]) / double(in[size_t(i)]);
     const Range& r = linear ? c.lim.resize_linear_scale : c.lim.resize_nearest_scale;
     if (s != std::floor(s) || !r.contains(long(s)))
-      c.add(ReasonCode::AttrOutOfRange, "scale[" + S(i) + "]", F(s),
+      c.add(Rule::ResizeLimits, ReasonCode::AttrOutOfRange, "scale[" + S(i) + "]", F(s),
             "an integer in " + r.str() + (linear ? " (bilinear)" : " (nearest)"),
             "upsample by an integer factor; downsample with pooling instead");
   }
@@ -386,51 +405,51 @@ void rule_resize(const Ctx& c) {
                     ((coord == "half_pixel" || coord == "pytorch_half_pixel") &&
                      (nearest == "round_prefer_floor" || nearest == "round_prefer_ceil"));
     if (!ok)
-      c.add(ReasonCode::ModeNotSupported, "coordinate_transformation_mode/nearest_mode",
+      c.add(Rule::ResizeLimits, ReasonCode::ModeNotSupported, "coordinate_transformation_mode/nearest_mode",
             coord + "/" + nearest,
             "asymmetric/floor, half_pixel/round_prefer_floor or half_pixel/round_prefer_ceil",
             "export with one of the supported combinations (e.g. PyTorch mode='nearest' gives "
             "asymmetric/floor)");
   } else if (linear) {
     if (coord != "half_pixel" && coord != "pytorch_half_pixel")
-      c.add(ReasonCode::ModeNotSupported, "coordinate_transformation_mode", coord, "half_pixel",
-            "export bilinear resize with align_corners=False (half_pixel)");
+      c.add(Rule::ResizeLimits, ReasonCode::ModeNotSupported, "coordinate_transformation_mode", coord,
+            "half_pixel", "export bilinear resize with align_corners=False (half_pixel)");
   } else {
-    c.add(ReasonCode::ModeNotSupported, "mode", mode, "nearest or linear", "use nearest or bilinear resize");
+    c.add(Rule::ResizeLimits, ReasonCode::ModeNotSupported, "mode", mode, "nearest or linear",
+          "use nearest or bilinear resize");
   }
 }
 
 void rule_slice(const Ctx& c, bool is_split) {
   const Shape& s = c.shape(0);
   if (s.size() != 4)
-    c.add(ReasonCode::ShapeOutOfRange, "input[0].rank", S(long(s.size())) + " " + S(s), "4",
-          "the DLA slices 4-D tensors only: reshape to 4-D first");
+    c.add(Rule::SliceLimits, ReasonCode::ShapeOutOfRange, "input[0].rank", S(long(s.size())) + " " + S(s),
+          "4", "the DLA slices 4-D tensors only: reshape to 4-D first");
   const Shape& out = c.out_shape();
   if (!s.empty() && !out.empty() && out[0] != s[0])
-    c.add(ReasonCode::AxisNotSupported, "axes", "slices the batch dimension", "C, H or W only",
-          "slice after the DLA graph");
+    c.add(Rule::SliceLimits, ReasonCode::AxisNotSupported, "axes", "slices the batch dimension",
+          "C, H or W only", "slice after the DLA graph");
   if (!is_split) {
     if (c.n.opset >= 10) {
       for (int i = 1; i < int(c.n.inputs.size()); ++i)
         if (c.has(i) && !c.is_const(i))
-          c.add(ReasonCode::NotConstant, "input[" + S(i) + "]", "computed at run time",
+          c.add(Rule::SliceLimits, ReasonCode::NotConstant, "input[" + S(i) + "]", "computed at run time",
                 "constant starts/ends/axes/steps", "pin input shapes so the slice bounds fold to constants");
       if (c.is_const(4))
         for (int64_t st : c.in(4).constant->to_i64())
           if (st != 1) {
-            c.add(ReasonCode::AttrOutOfRange, "steps", S(st), "1",
+            c.add(Rule::SliceLimits, ReasonCode::AttrOutOfRange, "steps", S(st), "1",
                   "use stride-1 slices (subsample with a strided 1x1 conv)");
             break;
           }
     }
   }
-  if (c.p == Precision::kINT8) c.cap.notes.push_back("Slice runs in FP16 on the DLA");
 }
 
 void rule_softmax(const Ctx& c) {
   if (!c.lim.has_softmax) {
-    c.add(ReasonCode::ChipNotSupported, "op", "Softmax", "SoftMax exists on DLA 2.0 (Orin) only",
-          "run Softmax on the GPU or target orin");
+    c.add(Rule::SoftmaxChip, ReasonCode::ChipNotSupported, "op", "Softmax",
+          "SoftMax exists on DLA 2.0 (Orin) only", "run Softmax on the GPU or target orin");
     return;
   }
   const Shape& s = c.shape(0);
@@ -442,7 +461,8 @@ void rule_softmax(const Ctx& c) {
     for (long i = axis; i < rank; ++i) len *= long(s[size_t(i)]);
     for (long i = axis + 1; i < rank; ++i) others *= long(s[size_t(i)]);
     if (others > 1)
-      c.add(ReasonCode::AxisNotSupported, "axis (opset < 13: flattened from axis)", S(axis), "a single axis",
+      c.add(Rule::SoftmaxAxis, ReasonCode::AxisNotSupported, "axis (opset < 13: flattened from axis)",
+            S(axis), "a single axis",
             "export with opset >= 13 or reshape so the softmax axis is last with size 1 elsewhere");
   } else {
     len = long(s[size_t(axis)]);
@@ -450,36 +470,36 @@ void rule_softmax(const Ctx& c) {
       if (i != axis) others *= long(s[size_t(i)]);
   }
   if (rank - axis > 3 || axis == 0)
-    c.add(ReasonCode::AxisNotSupported, "axis", S(axis), "C or a spatial axis",
+    c.add(Rule::SoftmaxAxis, ReasonCode::AxisNotSupported, "axis", S(axis), "C or a spatial axis",
           "move the softmax axis to C, H or W");
   if (others == 1) {
     if (len > c.lim.softmax_accurate_axis)
-      c.add(ReasonCode::ShapeOutOfRange, "axis length", S(len), "<= " + S(c.lim.softmax_accurate_axis),
-            "split the axis");
+      c.add(Rule::SoftmaxAxis, ReasonCode::ShapeOutOfRange, "axis length", S(len),
+            "<= " + S(c.lim.softmax_accurate_axis), "split the axis");
   } else if (len > c.lim.softmax_approx_axis) {
-    c.add(ReasonCode::ShapeOutOfRange, "axis length", S(len),
+    c.add(Rule::SoftmaxAxis, ReasonCode::ShapeOutOfRange, "axis length", S(len),
           "<= " + S(c.lim.softmax_approx_axis) + " (approximate mode)",
           "make the other non-batch dims 1 (accurate mode allows 8192) or split the axis");
   } else {
     c.cap.notes.push_back(
         "SoftMax runs in approximate mode (other non-batch dims are not 1): error grows with axis length");
   }
-  if (c.p == Precision::kINT8) c.cap.notes.push_back("SoftMax runs in FP16 on the DLA");
 }
 
 void rule_shuffle(const Ctx& c) {
   const Shape &in = c.shape(0), &out = c.out_shape();
   if (in.size() != 4)
-    c.add(ReasonCode::ShapeOutOfRange, "input[0].rank", S(long(in.size())) + " " + S(in), "4",
-          "the DLA shuffles 4-D tensors only: keep tensors 4-D ([N,C,H,W]) through reshapes");
+    c.add(Rule::ShuffleLimits, ReasonCode::ShapeOutOfRange, "input[0].rank", S(long(in.size())) + " " + S(in),
+          "4", "the DLA shuffles 4-D tensors only: keep tensors 4-D ([N,C,H,W]) through reshapes");
   if (c.n.op == OpKind::Transpose) {
     auto perm = c.n.attr_ints("perm", {});
     if (!perm.empty() && perm[0] != 0)
-      c.add(ReasonCode::AxisNotSupported, "perm[0]", S(perm[0]), "0 (the batch dim stays first)",
-            "transpose after the DLA graph");
+      c.add(Rule::ShuffleLimits, ReasonCode::AxisNotSupported, "perm[0]", S(perm[0]),
+            "0 (the batch dim stays first)", "transpose after the DLA graph");
   } else if (!in.empty() && !out.empty() && in[0] != out[0]) {
-    c.add(ReasonCode::AxisNotSupported, "output[0].shape[0]", S(out[0]) + " (input " + S(in[0]) + ")",
-          "unchanged batch dim", "keep the batch dimension out of the reshape");
+    c.add(Rule::ShuffleLimits, ReasonCode::AxisNotSupported, "output[0].shape[0]",
+          S(out[0]) + " (input " + S(in[0]) + ")", "unchanged batch dim",
+          "keep the batch dimension out of the reshape");
   }
   if (c.n.op == OpKind::Reshape || c.n.op == OpKind::Flatten) {
     auto adjacent = [&](OpKind k) {
@@ -491,7 +511,8 @@ void rule_shuffle(const Ctx& c) {
       return false;
     };
     if (adjacent(OpKind::Slice) || adjacent(OpKind::Concat))
-      c.add(ReasonCode::ModeNotSupported, "neighbours", "a Reshape directly connected to a Slice or Concat",
+      c.add(Rule::ShuffleNeighbours, ReasonCode::ModeNotSupported, "neighbours",
+            "a Reshape directly connected to a Slice or Concat",
             "not supported by the DLA (observed TensorRT error)",
             "put another layer between them or move the reshape");
   }
@@ -499,39 +520,40 @@ void rule_shuffle(const Ctx& c) {
 
 void rule_reduce(const Ctx& c) {
   // [U] dlakit's decision: Reduce over C/H/W of a 4-D tensor with keepdims=1.
+  c.admitted_by(Rule::ReduceLimits);
   const Shape& s = c.shape(0);
   if (s.size() != 4) {
-    c.add(ReasonCode::ShapeOutOfRange, "input[0].rank", S(long(s.size())), "4", "reduce 4-D tensors");
+    c.add(Rule::ReduceLimits, ReasonCode::ShapeOutOfRange, "input[0].rank", S(long(s.size())), "4",
+          "reduce 4-D tensors");
     return;
   }
   auto axes = c.n.attr_ints("axes", {});
   if (c.n.op == OpKind::ReduceSum && c.n.opset >= 13 && c.is_const(1)) axes = c.in(1).constant->to_i64();
   for (int64_t a : axes)
     if (a == 0 || a == -4)
-      c.add(ReasonCode::AxisNotSupported, "axes", "0 (batch)", "1..3",
+      c.add(Rule::ReduceLimits, ReasonCode::AxisNotSupported, "axes", "0 (batch)", "1..3",
             "do not reduce over the batch on the DLA");
   if (axes.empty())
-    c.add(ReasonCode::AxisNotSupported, "axes", "all (default)", "1..3",
+    c.add(Rule::ReduceLimits, ReasonCode::AxisNotSupported, "axes", "all (default)", "1..3",
           "list the axes explicitly (not the batch)");
   if (!c.n.attr_int("keepdims", 1))
-    c.add(ReasonCode::ModeNotSupported, "keepdims", "0", "1", "reshape after the reduction");
+    c.add(Rule::ReduceLimits, ReasonCode::ModeNotSupported, "keepdims", "0", "1",
+          "reshape after the reduction");
 }
 
 void rule_comparison(const Ctx& c) {
-  if (c.p != Precision::kINT8)
-    c.add(ReasonCode::PrecisionNotSupported, "precision", "fp16", "int8 (Comparison is INT8-only)",
-          "build with --int8 and set this layer and the Cast after it to DLA/int8");
   bool ok = true;
   for (const Node& m : c.g.nodes)
     for (int i : m.inputs)
       if (i == c.n.outputs[0] && m.op != OpKind::Cast && m.op != OpKind::Identity) ok = false;
   for (int o : c.g.outputs) ok = ok && o != c.n.outputs[0];
   if (!ok)
-    c.add(ReasonCode::ModeNotSupported, "consumers", "not only a Cast",
+    c.add(Rule::ComparisonInt8, ReasonCode::ModeNotSupported, "consumers", "not only a Cast",
           "one Cast to FP16/INT8 immediately after",
           "cast the comparison result right away, and do not make it a network output");
   else  // the bool result would leave the DLA graph: a DLA program stores fp16/int8 feature data only
-    c.add(ReasonCode::OpNotSupported, "consumers", "a Cast, which has no DLA layer in dlakit",
+    c.add(Rule::ComparisonCast, ReasonCode::OpNotSupported, "consumers",
+          "a Cast, which has no DLA layer in dlakit",
           "a Cast on the DLA (TensorRT 8.6+ runs Comparison + Cast there; dlakit does not emulate Cast)",
           "run the comparison and its Cast on the GPU");
 }
@@ -571,7 +593,7 @@ void rule_unsupported(const Ctx& c) {
     default:
       fix = "run this layer on the GPU";
   }
-  c.add(ReasonCode::OpNotSupported, "op", op_name(c.n.op), "a DLA layer", fix);
+  c.add(Rule::OpLayer, ReasonCode::OpNotSupported, "op", op_name(c.n.op), "a DLA layer", fix);
 }
 
 }  // namespace
@@ -653,6 +675,13 @@ Capability check_node(const Graph& g, const Node& n, const DlaLimits& lim, Preci
   cap.dla_layer = it->second.layer;
   check_tensors(c);
   if (it->second.rule) it->second.rule(c);
+  // Precision, from the one INT8 table.
+  if (int8_mode(n.op) == Int8Mode::kInt8Only && p != Precision::kINT8)
+    c.add(Rule::ComparisonInt8, ReasonCode::PrecisionNotSupported, "precision", "fp16",
+          "int8 (" + std::string(it->second.layer) + " is INT8-only)",
+          "build with --int8 and set this layer and the Cast after it to DLA/int8");
+  if (p == Precision::kINT8 && !int8_note(n.op).empty()) cap.notes.push_back(int8_note(n.op));
+  if (!cap.ok()) cap.unconfirmed.clear();  // only a layer the rules let on rests on its assumptions
   return cap;
 }
 
