@@ -6,7 +6,6 @@
 #include "base/error.h"
 #include "cli.h"
 #include "placement/placement.h"
-#include "quant/qdq.h"
 #include "targets/dla/matrix.h"
 
 namespace dlakit::cli {
@@ -50,46 +49,16 @@ PlacementOptions PlacementFlags::options() const {
   o.layer_devices = parse_device_overrides(layer_devices);
   o.op_devices = parse_device_overrides(op_devices);
   o.layer_precisions = parse_precision_overrides(layer_precisions);
-  if (!overrides_file.empty()) {  // after the command line's: first match wins
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_file(overrides_file));
-    } catch (const nlohmann::json::exception& e) {
-      fail(Status::kParseError, overrides_file, ": not valid JSON (", e.what(), ")");
-    }
-    auto str = [&](const char* key) {
-      if (!j.contains(key)) return std::string();
-      if (!j[key].is_string()) fail(Status::kParseError, overrides_file, ": '", key, "' must be a string");
-      return j[key].get<std::string>();
-    };
-    for (auto& x : parse_device_overrides(str("layerDeviceTypes"))) o.layer_devices.push_back(x);
-    for (auto& x : parse_precision_overrides(str("layerPrecisions"))) o.layer_precisions.push_back(x);
-  }
+  if (!overrides_file.empty()) workflow::add_overrides_file(overrides_file, o);  // after the flags'
   o.op_precisions = parse_precision_overrides(op_precisions);
   return o;
 }
 
-std::vector<Remark> PlacementFlags::optimize(Graph& g) const {
-  if (no_passes) return {};
-  return run_passes(g, disabled_passes);
-}
+workflow::PassOptions PlacementFlags::passes() const { return {!no_passes, disabled_passes}; }
 
 PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& pf) {
-  Graph g = import_onnx_file(m.model, m.import_options());
-  const bool qdq = quant::has_qdq(g);
-  quant::ScaleTable scales;
-  if (qdq) scales = quant::fold_qdq(g);  // the DLA takes scales, not Q/DQ nodes
-  std::vector<Remark> remarks = pf.optimize(g);
-  Placement p = place(g, pf.options());
-  p.model = m.model;
-  p.remarks = std::move(remarks);
-  if (qdq)
-    p.remarks.insert(
-        p.remarks.begin(),
-        {"fold-qdq", "", true,
-         "folded the Q/DQ nodes into " + std::to_string(scales.scales.size()) + " activation ranges and " +
-             std::to_string(scales.weight_scales.size()) + " weight scales"});
-  return {std::move(g), std::move(p), std::move(scales), qdq};
+  return workflow::place_model(import_onnx_file(m.model, m.import_options()), m.model, pf.options(),
+                               pf.passes());
 }
 
 namespace {

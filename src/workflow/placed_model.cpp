@@ -1,0 +1,46 @@
+#include "workflow/placed_model.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/file.h"
+#include "quant/qdq.h"
+
+namespace dlakit::workflow {
+
+PlacedModel place_model(Graph g, const std::string& model, const PlacementOptions& options,
+                        const PassOptions& passes) {
+  const bool qdq = quant::has_qdq(g);
+  quant::ScaleTable scales;
+  if (qdq) scales = quant::fold_qdq(g);  // the DLA takes scales, not Q/DQ nodes
+  std::vector<Remark> remarks;
+  if (passes.run) remarks = run_passes(g, passes.disabled);
+  Placement p = place(g, options);
+  p.model = model;
+  p.remarks = std::move(remarks);
+  if (qdq)
+    p.remarks.insert(
+        p.remarks.begin(),
+        {"fold-qdq", "", true,
+         "folded the Q/DQ nodes into " + std::to_string(scales.scales.size()) + " activation ranges and " +
+             std::to_string(scales.weight_scales.size()) + " weight scales"});
+  return {std::move(g), std::move(p), std::move(scales), qdq};
+}
+
+void add_overrides_file(const std::string& path, PlacementOptions& options) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    fail(Status::kParseError, path, ": not valid JSON (", e.what(), ")");
+  }
+  auto str = [&](const char* key) {
+    if (!j.contains(key)) return std::string();
+    if (!j[key].is_string()) fail(Status::kParseError, path, ": '", key, "' must be a string");
+    return j[key].get<std::string>();
+  };
+  for (auto& x : parse_device_overrides(str("layerDeviceTypes"))) options.layer_devices.push_back(x);
+  for (auto& x : parse_precision_overrides(str("layerPrecisions"))) options.layer_precisions.push_back(x);
+}
+
+}  // namespace dlakit::workflow
