@@ -10,6 +10,7 @@ PKGS=(
   nodejs
   python3-numpy python3-pil python3-torch python3-torchvision
   fonts-dejavu-core fonts-wqy-microhei
+  chromium
 )
 missing=()
 # npm ships inside the nodejs package on these machines; only install the Debian npm when absent.

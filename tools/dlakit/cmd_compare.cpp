@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "cli.h"
-#include "compare_report.h"
 #include "quant/compare.h"
+#include "report/compare_html.h"
 #include "workflow/compare.h"
 
 namespace dlakit::cli {
@@ -25,7 +25,7 @@ struct CompareFlags {
   double fix_target = 0;
 };
 
-std::string fmt(double v, const char* f = "%.3g") { return format_metric(v, f); }
+std::string fmt(double v, const char* f = "%.3g") { return report::format_metric(v, f); }
 
 void print_outputs(const quant::CompareResult& r, const char* label) {
   for (const auto& e : r.outputs)
@@ -80,8 +80,8 @@ void run_compare(const CompareFlags& f) {
   }
   if (!f.html.empty()) {
     std::ofstream out(f.html);
-    out << compare_html("dlakit compare: " + f.model.model + " (" + what + " vs FP32)", before,
-                        after ? &*after : nullptr, f.fix ? &fix : nullptr);
+    out << report::compare_html("dlakit compare: " + f.model.model + " (" + what + " vs FP32)", before,
+                                after ? &*after : nullptr, f.fix ? &fix : nullptr);
     if (!out) fail(Status::kIoError, "cannot write '", f.html, "'");
   }
   if (f.json) {

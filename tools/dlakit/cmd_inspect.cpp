@@ -1,11 +1,13 @@
 // dlakit inspect MODEL: per-layer DLA capability with reasons and fixes, segments, summary.
 // Exit status: 0 when a standalone (single DLA graph) build is possible, 3 when it is not, 1 on errors.
+#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "base/error.h"
 #include "cli.h"
 #include "placement/placement.h"
+#include "report/inspect_html.h"
 #include "targets/dla/matrix.h"
 
 namespace dlakit::cli {
@@ -67,17 +69,23 @@ struct InspectFlags {
   ModelFlags model;
   PlacementFlags placement;
   bool json = false;
-  std::string explain;
+  std::string explain, html;
 };
 
 void run_inspect(const InspectFlags& f) {
   const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
+  if (!f.html.empty()) {
+    std::ofstream out(f.html);
+    out << report::inspect_html(g, p);
+    if (!out) fail(Status::kIoError, "cannot write '", f.html, "'");
+  }
   if (!f.explain.empty()) {
     std::cout << explain_node(g, p, f.explain);
   } else if (f.json) {
     std::cout << placement_json(g, p).dump(2) << "\n";
   } else {
     std::cout << "model: " << f.model.model << "\n" << placement_text(g, p);
+    if (!f.html.empty()) std::cout << "report: " << f.html << "\n";
   }
   exit_code = p.standalone_possible ? 0 : 3;
 }
@@ -94,6 +102,10 @@ void register_inspect(CLI::App& app) {
   f->model.add(*sub);
   f->placement.add(*sub);
   sub->add_flag("--json", f->json, "Print JSON (schema: docs/inspect.md)");
+  sub->add_option(
+      "--html", f->html,
+      "Also write a self-contained HTML report: the network as coloured layers (DLA/GPU segments, "
+      "transitions, rewrites), every reason and fix on click");
   sub->add_option("--explain", f->explain,
                   "Explain one layer in full: inputs, DLA layer, every reason, pass remarks");
   sub->callback([f] { run_inspect(*f); });
