@@ -27,6 +27,20 @@ PlacedModel place_model(Graph g, const std::string& model, const PlacementOption
   return {std::move(g), std::move(p), std::move(scales), qdq};
 }
 
+PlacementOptions placement_options(const PlacementRequest& r) {
+  PlacementOptions o;
+  o.target = r.target;
+  o.standalone = r.standalone;
+  o.precision = r.int8 ? dla::Precision::kINT8 : dla::Precision::kFP16;
+  o.dla_core = r.dla_core;
+  o.layer_devices = parse_device_overrides(r.layer_devices);
+  o.op_devices = parse_device_overrides(r.op_devices);
+  o.layer_precisions = parse_precision_overrides(r.layer_precisions);
+  if (!r.overrides_file.empty()) add_overrides_file(r.overrides_file, o);  // first match wins
+  o.op_precisions = parse_precision_overrides(r.op_precisions);
+  return o;
+}
+
 void add_overrides_file(const std::string& path, PlacementOptions& options) {
   nlohmann::json j;
   try {

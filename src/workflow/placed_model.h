@@ -23,6 +23,16 @@ struct PlacedModel {
   bool has_qdq = false;
 };
 
+// Placement options as the CLI's flags and the Python module's keywords give them: trtexec strings.
+struct PlacementRequest {
+  std::string target = "orin";
+  bool standalone = false, int8 = false;
+  int dla_core = 0;
+  std::string layer_devices, layer_precisions, op_devices, op_precisions;  // "name:GPU,conv*:DLA" ...
+  std::string overrides_file;  // JSON from `compare --fix --apply`; after the layer strings (they win)
+};
+PlacementOptions placement_options(const PlacementRequest& r);
+
 // `model` names the model in reports (its path). Throws like place() (standalone: every offender).
 PlacedModel place_model(Graph g, const std::string& model, const PlacementOptions& options,
                         const PassOptions& passes);

@@ -43,17 +43,17 @@ PlacementOptions PlacementFlags::options() const {
     fail(Status::kInvalidArgument,
          "--standalone and --fallback contradict each other (trtexec forbids it too)");
   if (int8 && fp16) fail(Status::kInvalidArgument, "choose one of --int8 and --fp16");
-  PlacementOptions o;
-  o.target = target;
-  o.standalone = standalone;
-  o.precision = int8 ? dla::Precision::kINT8 : dla::Precision::kFP16;
-  o.dla_core = dla_core;
-  o.layer_devices = parse_device_overrides(layer_devices);
-  o.op_devices = parse_device_overrides(op_devices);
-  o.layer_precisions = parse_precision_overrides(layer_precisions);
-  if (!overrides_file.empty()) workflow::add_overrides_file(overrides_file, o);  // after the flags'
-  o.op_precisions = parse_precision_overrides(op_precisions);
-  return o;
+  workflow::PlacementRequest r;
+  r.target = target;
+  r.standalone = standalone;
+  r.int8 = int8;
+  r.dla_core = dla_core;
+  r.layer_devices = layer_devices;
+  r.layer_precisions = layer_precisions;
+  r.op_devices = op_devices;
+  r.op_precisions = op_precisions;
+  r.overrides_file = overrides_file;
+  return workflow::placement_options(r);
 }
 
 workflow::PassOptions PlacementFlags::passes() const { return {!no_passes, disabled_passes}; }
