@@ -6,7 +6,9 @@ JOBS       ?= 2
 FUZZ_SECONDS ?= ci
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all setup fetch build test test-fast test-asan fuzz demo bench format clean
+PREFIX     ?= /usr/local
+
+.PHONY: all setup fetch build test test-fast test-asan fuzz demo bench format clean install package package-check
 
 all: build
 
@@ -45,6 +47,17 @@ demo: build fetch ## PP-OCRv4 text detection on a real photo: heat map PNG and t
 
 bench: build fetch ## reference engine vs ONNX Runtime, same run; writes docs/benchmarks.md
 	bash bench/run.sh $(BUILD)
+
+install: build    ## the CLI, libdlakit + headers, CMake package, pkg-config file, Python module, lib/dlakit/libcudla.so.1 into $(PREFIX)
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+package: build    ## a .deb of all of it (CPack), in $(BUILD)/
+	cd $(BUILD) && cpack -G DEB
+
+package-check: package fetch   ## apt-installs the .deb (root), checks its CLI, C++ package and Python module under /usr, removes it
+	apt-get install -y ./$(BUILD)/dlakit_*.deb
+	rc=0; bash tests/package/package_test.sh --system /usr . /usr/bin/python3 || rc=$$?; \
+	  apt-get remove -y dlakit; exit $$rc
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h' '*.inc')
