@@ -4,6 +4,8 @@
 // and descriptors whose layout does not fit their buffer.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "base/error.h"
 #include "common/test_data.h"
 #include "cudla_client/library.h"
@@ -17,7 +19,16 @@ using namespace dlakit;
 
 namespace {
 
-const std::string kModel = std::string(DLAKIT_SOURCE_DIR) + "/.cache/models/blazeface_128.onnx";
+// The build's paths, or the environment's (the GPU machine runs a copy:
+// tests/device/prepare_cudla_client_run.sh).
+std::string from_env(const char* name, const char* built_in) {
+  const char* v = std::getenv(name);
+  return v ? v : built_in;
+}
+const std::string kModel =
+    from_env("DLAKIT_SOURCE_DIR", DLAKIT_SOURCE_DIR) + "/.cache/models/blazeface_128.onnx";
+const std::string kLibrary = from_env("DLAKIT_CUDLA_LIBRARY", CUDLA_LIBRARY);
+const std::string kPartial = from_env("DLAKIT_PARTIAL_LIBRARY", PARTIAL_LIBRARY);
 
 workflow::PlacedModel placed_blazeface() {
   PlacementOptions o;
@@ -29,7 +40,7 @@ workflow::PlacedModel placed_blazeface() {
 void expect_same_outputs(const std::string& engine, int core) {
   rt::RunnerOptions builtin, client;
   builtin.dla_core = client.dla_core = core;
-  client.backend = std::string("cudla:") + CUDLA_LIBRARY;
+  client.backend = "cudla:" + kLibrary;
   auto a = rt::EngineRunner::open(engine, builtin);
   auto b = rt::EngineRunner::open(engine, client);
   ASSERT_EQ(a->inputs().size(), b->inputs().size());
@@ -69,7 +80,7 @@ std::string error_of(F&& f) {
 }  // namespace
 
 TEST(CudlaClient, OpensDlakitsLibrary) {
-  auto lib = cudla_client::Library::open(CUDLA_LIBRARY);
+  auto lib = cudla_client::Library::open(kLibrary);
   EXPECT_EQ(lib->version(), 1005000u);
   EXPECT_EQ(lib->device_count(), 2u);
 }
@@ -107,7 +118,7 @@ TEST(CudlaClient, ForeignAndPartialLibrariesNameWhatTheyLack) {
   const std::string foreign = error_of([] { cudla_client::Library::open("libm.so.6"); });
   EXPECT_NE(foreign.find("is not a cuDLA library: it lacks 16 of the 16 cuDLA functions"), std::string::npos)
       << foreign;
-  const std::string partial = error_of([] { cudla_client::Library::open(PARTIAL_LIBRARY); });
+  const std::string partial = error_of([] { cudla_client::Library::open(kPartial); });
   EXPECT_NE(partial.find("it lacks 13 of the 16 cuDLA functions (cudlaMemRegister,"), std::string::npos)
       << partial;
   EXPECT_EQ(partial.find("cudlaGetVersion"), std::string::npos) << partial;
@@ -119,7 +130,7 @@ TEST(CudlaClient, RejectsPlansAndBadLoadables) {
   workflow::PlacedModel pm = workflow::place_model(std::move(g), kModel, fallback, {});
   const std::string plan = workflow::build_engine(pm, {}).bytes;
   rt::RunnerOptions o;
-  o.backend = std::string("cudla:") + CUDLA_LIBRARY;
+  o.backend = "cudla:" + kLibrary;
   EXPECT_NE(error_of([&] { rt::EngineRunner::open(plan, o); }).find("a hybrid plan"), std::string::npos);
   const std::string garbage(4096, '\x5a');
   const std::string bad = error_of([&] { rt::EngineRunner::open(garbage, o); });
