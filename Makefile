@@ -6,7 +6,9 @@ JOBS       ?= 2
 FUZZ_SECONDS ?= ci
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all setup fetch build test test-fast test-asan fuzz demo bench format clean
+PREFIX     ?= /usr/local
+
+.PHONY: all setup fetch build test test-fast test-asan fuzz demo bench format clean install package package-check
 
 all: build
 
@@ -30,7 +32,7 @@ test-fast: build fetch   ## unit tests, ONNX conformance and the real-model comp
 
 test-asan: setup fetch   ## the unit and conformance tests again under AddressSanitizer + UBSan
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLAKIT_SANITIZE=ON -DDLAKIT_BENCH=OFF
-	cmake --build $(ASAN_BUILD) -j $(JOBS) --target dlakit_unit_tests dlakit_conformance dlakit_capi_tests cudla_hybrid_steps
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target dlakit_unit_tests dlakit_conformance dlakit_capi_tests cudla_hybrid_steps dlakit_cudla_client_tests
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L "unit|conformance"
 
 fuzz: setup       ## libFuzzer on the ONNX importer, .npy, loadable and calibration-cache readers (FUZZ_SECONDS=ci: deterministic smoke run; =N: N s each)
@@ -45,6 +47,17 @@ demo: build fetch ## PP-OCRv4 text detection on a real photo: heat map PNG and t
 
 bench: build fetch ## reference engine vs ONNX Runtime, same run; writes docs/benchmarks.md
 	bash bench/run.sh $(BUILD)
+
+install: build    ## the CLI, libdlakit + headers, CMake package, pkg-config file, Python module, lib/dlakit/libcudla.so.1 into $(PREFIX)
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+package: build    ## a .deb of all of it (CPack), in $(BUILD)/
+	cd $(BUILD) && cpack -G DEB
+
+package-check: package fetch   ## apt-installs the .deb (root), checks its CLI, C++ package and Python module under /usr, removes it
+	apt-get install -y ./$(BUILD)/dlakit_*.deb
+	rc=0; bash tests/package/package_test.sh --system /usr . /usr/bin/python3 || rc=$$?; \
+	  apt-get remove -y dlakit; exit $$rc
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h' '*.inc')

@@ -9,7 +9,9 @@ PKGS=(
   clang clang-format libclang-rt-14-dev
   nodejs
   python3-numpy python3-pil python3-torch python3-torchvision
+  python3-dev pybind11-dev python3-pytest
   fonts-dejavu-core fonts-wqy-microhei
+  chromium
 )
 missing=()
 # npm ships inside the nodejs package on these machines; only install the Debian npm when absent.

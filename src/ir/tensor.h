@@ -27,6 +27,8 @@ class Tensor {
   int rank() const { return int(type_.shape.size()); }
   int64_t dim(int i) const { return type_.shape[size_t(i)]; }
   bool empty() const { return !data_; }
+  // No other Tensor shares this storage, so it can be handed over (to a numpy array, without a copy).
+  bool sole_owner() const { return data_.use_count() == 1; }
 
   void* raw() { return data_.get(); }
   const void* raw() const { return data_.get(); }

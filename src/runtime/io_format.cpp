@@ -159,6 +159,48 @@ TensorDesc make_desc(const std::string& name, const Shape& shape, const IoSpec& 
   return d;
 }
 
+TensorDesc adopt_cudla_desc(TensorDesc d) {
+  const bool half = d.data_type == kTypeHalf, int8 = d.data_type == kTypeInt8;
+  if (!half && !int8)
+    fail(Status::kUnsupported, "tensor '", d.name, "': cuDLA data type ", int(d.data_type),
+         " (DLA I/O is fp16 = 2 or int8 = 4)");
+  d.dtype = half ? DType::kF16 : DType::kI8;
+  if (d.data_format == kFmtNCHW)
+    d.format = IoFormat::kDlaLinear;
+  else if (d.data_format == kFmtNCxHWx)
+    d.format = half ? IoFormat::kChw16 : IoFormat::kChw32;
+  else if (d.data_format == kFmtNHWC && d.data_category == kCatImage)
+    d.format = IoFormat::kDlaHwc4;
+  else
+    fail(Status::kUnsupported, "tensor '", d.name, "': cuDLA data format ", int(d.data_format), ", category ",
+         int(d.data_category), " is not one dlakit can pack (NCHW, NCxHWx, or NHWC images)");
+  const uint64_t es = half ? 2 : 1, lanes = d.format == IoFormat::kChw16                 ? 16
+                                            : d.format == IoFormat::kChw32               ? 32
+                                            : d.format == IoFormat::kDlaHwc4 && d.c != 1 ? 4
+                                                                                         : 1;
+  const uint64_t planes = d.format == IoFormat::kDlaLinear ? d.c
+                          : d.format == IoFormat::kDlaHwc4 ? 1
+                                                           : (d.c + lanes - 1) / lanes;
+  auto bad = [&](const char* why) {
+    fail(Status::kUnsupported, "tensor '", d.name, "' (", io_format_name(d.format), ", n", d.n, " c", d.c,
+         " h", d.h, " w", d.w, ", strides ", d.stride[0], "/", d.stride[1], "/", d.stride[2], "/",
+         d.stride[3], ", ", d.size, " bytes): ", why);
+  };
+  if (d.n == 0 || d.c == 0 || d.h == 0 || d.w == 0 || d.n * d.c * d.h * d.w > (uint64_t(1) << 32))
+    bad("dimensions out of range");
+  if (d.format == IoFormat::kDlaHwc4 && d.c > 4) bad("dla_hwc4 holds at most 4 channels");
+  // Each stride covers the extent below it, and the last image ends inside the buffer: no overlap, and
+  // every offset pack/unpack compute is below `size`.
+  if (d.stride[0] != es || uint64_t(d.stride[1]) < d.w * lanes * es ||
+      uint64_t(d.stride[2]) < (d.format == IoFormat::kDlaHwc4 ? 0 : uint64_t(d.stride[1]) * d.h) ||
+      uint64_t(d.stride[3]) <
+          (d.format == IoFormat::kDlaHwc4 ? uint64_t(d.stride[1]) * d.h : uint64_t(d.stride[2]) * planes) ||
+      d.n * uint64_t(d.stride[3]) > d.size)
+    bad("the strides do not lay the tensor out inside the buffer");
+  d.network_shape = {int64_t(d.n), int64_t(d.c), int64_t(d.h), int64_t(d.w)};
+  return d;
+}
+
 void pack(const Tensor& x, const TensorDesc& d, void* buffer) {
   DLAKIT_CHECK(x.dtype() == DType::kF32 && x.shape() == d.network_shape, Status::kInvalidArgument,
                "pack: tensor ", type_str(x.type()), " does not match descriptor '", d.name, "' (f32[",

@@ -40,6 +40,13 @@ struct TensorDesc {
 // Descriptor of a network tensor in a format; `line_align` is 64 bytes on Orin, 32 on Xavier.
 TensorDesc make_desc(const std::string& name, const Shape& shape, const IoSpec& spec, int line_align);
 
+// A descriptor another library reported through cuDLA (only the cudlaModuleTensorDescriptor fields set):
+// fills format and dtype from the data format and type codes (the inverse of make_desc; that TensorRT
+// uses the same codes is an assumption [U], cudla-api.md §6.1), network_shape = [n, c, h, w], and checks
+// that the strides lay the tensor out inside `size` bytes without overlap, so pack/unpack stay in bounds.
+// Throws kUnsupported for a format dlakit cannot pack, naming the tensor and its codes.
+TensorDesc adopt_cudla_desc(TensorDesc d);
+
 // NCHW float32 (the network's shape) -> descriptor buffer; padding zeroed. fp16: rounded to nearest even;
 // int8: q = clamp(round(x / scale), -128, 127), ties away from zero (the DLA's rounding).
 void pack(const Tensor& nchw, const TensorDesc& d, void* buffer);

@@ -10,6 +10,7 @@
 #include "onnx/importer.h"
 #include "placement/placement.h"
 #include "quant/calib_cache.h"
+#include "workflow/placed_model.h"
 
 namespace dlakit::cli {
 
@@ -33,16 +34,12 @@ struct PlacementFlags {
   std::vector<std::string> disabled_passes;
   void add(CLI::App& app);
   PlacementOptions options() const;
-  std::vector<Remark> optimize(Graph& g) const;
+  workflow::PassOptions passes() const;
 };
 
-// Imports the model, runs the passes and places it: what inspect and split (and later build) start from.
-struct PlacedModel {
-  Graph graph;
-  Placement placement;
-  quant::ScaleTable qdq;  // scales of a Q/DQ model (its Q/DQ nodes are folded away at load)
-  bool has_qdq = false;
-};
+// Imports the model, runs the passes and places it: what inspect, split, calibrate, compare and build
+// start from (workflow::place_model, which the Python module calls too).
+using workflow::PlacedModel;
 PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& p);
 
 // "0.485,0.456,0.406" -> 3 floats; "640x480" -> {640, 480}. Errors name the flag.

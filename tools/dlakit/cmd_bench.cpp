@@ -19,6 +19,7 @@
 #include "latency/params.h"
 #include "passes/passes.h"
 #include "quant/numerics.h"
+#include "workflow/engine_runner.h"
 #include "runtime/runtime.h"
 
 namespace dlakit::cli {
@@ -237,6 +238,82 @@ void run_bench_gpu_model(const BenchFlags& f) {
   std::printf("note: %s\n", j["note"].get<std::string>().c_str());
 }
 
+// --backend=cudla[:PATH]: the loadable through a cuDLA library (dlopen, the cuDLA C API only): on a
+// Jetson, NVIDIA's libcudla.so.1 and the real DLA. One device handle per core and stream, each on its own
+// thread, as with dlakit's runtime; H2D = pack + copy in, compute = submit + wait, D2H = copy out + unpack.
+void run_bench_cudla(const BenchFlags& f, const std::string& blob, const std::vector<int>& cores) {
+  if (f.dump_profile || !f.export_profile.empty())
+    fail(Status::kUnsupported,
+         "--dumpProfile/--exportProfile need dlakit's runtime (--backend=cpu or cuda): dlakit's cuDLA client "
+         "does not read cuDLA's layer statistics");
+  quant::ScaleTable io_scales;
+  rt::RunnerOptions o;
+  o.backend = f.backend;
+  if (!f.calib.empty()) {
+    io_scales = quant::read_calib_cache(f.calib);
+    o.io_scales = &io_scales;
+  }
+  std::vector<std::unique_ptr<rt::EngineRunner>> engines;
+  for (int c : cores)
+    for (int s = 0; s < f.streams; ++s) {
+      o.dla_core = c;
+      engines.push_back(rt::EngineRunner::open(blob, o));
+    }
+  std::vector<Shape> shapes;
+  for (const auto& in : engines[0]->inputs()) shapes.push_back(in.shape);
+  const std::vector<Tensor> noise = seeded_noise(shapes);
+  TensorMap feeds;
+  for (size_t i = 0; i < noise.size(); ++i) feeds[engines[0]->inputs()[i].name] = noise[i];
+  Timings times;
+  auto one = [&](rt::EngineRunner& e, bool record) {
+    auto t0 = Clock::now();
+    e.set_inputs(feeds);
+    const double a = ms_since(t0);
+    auto t1 = Clock::now();
+    e.execute();
+    const double b = ms_since(t1);
+    auto t2 = Clock::now();
+    (void)e.outputs();
+    const double c = ms_since(t2);
+    if (record) times.add(a, b, c);
+  };
+  const auto w0 = Clock::now();
+  while (ms_since(w0) < f.warmup_ms) one(*engines[0], false);
+  std::atomic<int> done_iters{0};
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < engines.size(); ++k)
+    threads.emplace_back([&, k] {  // the first handle's loop is the one whose latencies are reported
+      for (int n = 0; n < f.iterations || ms_since(start) < f.duration_s * 1000.0; ++n, ++done_iters)
+        one(*engines[k], k == 0);
+    });
+  for (auto& t : threads) t.join();
+  const double wall_s = ms_since(start) / 1000.0;
+  const Stats L = stats(times.total), C = stats(times.compute), H = stats(times.h2d), D = stats(times.d2h);
+  const std::string where = engines[0]->where();
+  nlohmann::json j;
+  j["engine"] = f.engine;
+  j["cores"] = cores;
+  j["backend"] = "cudla: " + where;
+  j["streams_per_core"] = f.streams;
+  j["latency_ms"] = latency_json(L);
+  j["split_ms_mean"] = {{"h2d_pack", H.mean}, {"compute", C.mean}, {"d2h_unpack", D.mean}};
+  j["throughput_qps"] = double(done_iters) / wall_s;
+  j["iterations"] = done_iters.load();
+  j["note"] =
+      "through the cuDLA C API: with NVIDIA's libcudla.so.1 compute is the DLA task on the hardware; with "
+      "dlakit's, emulator timings";
+  if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(times.total).dump() << "\n";
+  if (f.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("engine: %s via %s, core(s) %s, %d stream(s) per core\n", f.engine.c_str(), where.c_str(),
+              f.cores.c_str(), f.streams);
+  print_latency(L, H, C, D, "H2D/pack", "D2H/unpack", done_iters.load(), wall_s, " (all cores)");
+  std::printf("note: %s\n", j["note"].get<std::string>().c_str());
+}
+
 void run_bench(BenchFlags f) {
   if (!f.config.empty()) {
     if (f.config == "gpu-fp16" || f.config == "gpu-int8") return run_bench_gpu_model(f);
@@ -251,8 +328,10 @@ void run_bench(BenchFlags f) {
   if (f.engine.empty())
     fail(Status::kInvalidArgument,
          "--loadEngine=FILE.dla is required (or --config=gpu-fp16|gpu-int8 --onnx=M)");
-  if (f.backend != "cpu" && f.backend != "cuda")
-    fail(Status::kInvalidArgument, "--backend must be cpu or cuda");
+  std::string cudla_library;
+  const bool cudla = rt::parse_cudla_backend(f.backend, &cudla_library);
+  if (f.backend != "cpu" && f.backend != "cuda" && !cudla)
+    fail(Status::kInvalidArgument, "--backend must be cpu, cuda, cudla or cudla:PATH");
   const bool cuda = f.backend == "cuda";
   std::string why;
   if (cuda && !gpu::available(&why)) fail(Status::kUnsupported, "--backend=cuda: ", why);
@@ -267,6 +346,7 @@ void run_bench(BenchFlags f) {
     fail(Status::kInvalidArgument, "--useDLACore must be 0, 1 or all");
   if (f.streams < 1 || f.streams > 16)
     fail(Status::kInvalidArgument, "--streams must be 1..16 (16 handles per core)");
+  if (cudla) return run_bench_cudla(f, blob, cores);
   // One device handle (and module) per core and stream, as a cuDLA application would have.
   std::vector<std::unique_ptr<rt::Device>> devs;
   std::vector<std::unique_ptr<Buffers>> bufs;
@@ -383,15 +463,20 @@ void register_bench(CLI::App& app) {
   sub->add_option("--loadEngine", f->engine, "The DLA loadable (.dla) from dlakit build")
       ->check(CLI::ExistingFile);
   sub->add_option("--backend", f->backend,
-                  "cpu (the emulated DLA on the CPU; default) or cuda (CUDA device buffers, tasks on a CUDA "
-                  "stream, the emulated DLA on CUDA; DLAKIT_DLA_BACKEND=cpu keeps the CPU emulator there)");
+                  "cpu (the emulated DLA on the CPU; default), cuda (CUDA device buffers, tasks on a CUDA "
+                  "stream, the emulated DLA on CUDA; DLAKIT_DLA_BACKEND=cpu keeps the CPU emulator there), "
+                  "cudla (the system's libcudla.so.1 through the cuDLA C API: on a Jetson, the real DLA) or "
+                  "cudla:PATH (a given libcudla.so.1)");
   sub->add_option("--config", f->config,
                   "One of the four configurations people compare: gpu-fp16 and gpu-int8 (--onnx, --calib; "
                   "the model on the GPU, CUDA backend), dla-int8 (an INT8 --loadEngine on one core), "
                   "dla-int8-2cores (on both cores at once)");
   sub->add_option("--onnx", f->onnx, "The ONNX model for --config=gpu-fp16|gpu-int8")
       ->check(CLI::ExistingFile);
-  sub->add_option("--calib", f->calib, "Calibration cache for --config=gpu-int8")->check(CLI::ExistingFile);
+  sub->add_option("--calib", f->calib,
+                  "Calibration cache for --config=gpu-int8, or for --backend=cudla on a loadable dlakit did "
+                  "not build (its int8 I/O scales)")
+      ->check(CLI::ExistingFile);
   sub->add_option("--input-shape", f->input_shape, "Pin dynamic input dims of --onnx: name:1x3x224x224");
   sub->add_option("--warmUp", f->warmup_ms, "Warm-up time in ms (trtexec's meaning; default 200)");
   sub->add_option("--iterations", f->iterations, "At least this many timed iterations (default 10)");

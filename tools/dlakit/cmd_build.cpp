@@ -6,10 +6,11 @@
 #include "cli.h"
 #include "loadable/loadable.h"
 #include "loadable/plan.h"
+#include "loadable/plan_executor.h"
 #include "program/format.h"
 #include "program/print.h"
-#include "loadable/plan_executor.h"
 #include "targets/dla/limits.h"
+#include "workflow/build.h"
 
 namespace dlakit::cli {
 namespace {
@@ -20,69 +21,47 @@ struct BuildFlags {
   std::string save, input_formats, output_formats, calib, mem_pool;
 };
 
-// The INT8 scales: the Q/DQ model's, then the calibration cache's (which wins).
-quant::ScaleTable int8_scales(const BuildFlags& f, const quant::ScaleTable& qdq_scales) {
-  quant::ScaleTable scales = qdq_scales;
-  if (!f.calib.empty())
-    for (auto& [n, s] : quant::read_calib_cache(f.calib).scales) scales.set_scale(n, s);
-  if (scales.scales.empty())
-    fail(Status::kInvalidArgument,
-         "--int8 needs --calib CACHE (from `dlakit calibrate` or TensorRT) or a "
-         "Q/DQ model");
-  return scales;
-}
-
-void build_plan(const BuildFlags& f) {
-  const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
-  quant::ScaleTable scales;
-  if (f.placement.int8) scales = int8_scales(f, qdq_scales);
-  int int8_layers = 0;
-  const std::string bytes = write_plan(g, p, f.placement.int8 ? &scales : nullptr, &int8_layers,
-                                       compiler::parse_mem_pool_sizes(f.mem_pool));
-  std::ofstream out(f.save, std::ios::binary);
+void write_engine(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), std::streamsize(bytes.size()));
-  if (!out) fail(Status::kIoError, "cannot write '", f.save, "'");
-  rt::PlanExecutor check(reinterpret_cast<const uint8_t*>(bytes.data()),
-                         bytes.size());  // verify what we wrote
-  std::cout << "built hybrid plan " << f.save << ": " << bytes.size() << " bytes, " << check.dla_segments()
-            << " DLA loadable(s) + " << check.gpu_segments() << " GPU segment(s), " << p.transitions
-            << " DLA<->GPU transition(s)\n"
-            << "  " << p.recommendation << "\n";
-  if (f.placement.int8)
-    std::cout << "  INT8: " << int8_layers
-              << " DLA layer(s) in INT8 (the others FP16); GPU segments run FP32\n";
+  if (!out) fail(Status::kIoError, "cannot write '", path, "'");
 }
 
 void run_build(BuildFlags& f) {
   if (f.placement.fallback && f.placement.standalone)
     fail(Status::kInvalidArgument,
          "--allowGPUFallback and --buildDLAStandalone contradict each other (trtexec forbids it too)");
-  if (f.placement.fallback) return build_plan(f);
-  f.placement.standalone = true;  // a loadable is one DLA graph: trtexec --buildDLAStandalone semantics
-  const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
-  quant::ScaleTable scales;
-  quant::NumericsPlan plan;
-  if (f.placement.int8) {
-    scales = int8_scales(f, qdq_scales);
-    plan = quant::plan_numerics(g, p, &scales);
-  }
-  LoadableOptions o;
+  // Without --allowGPUFallback a loadable is one DLA graph: trtexec --buildDLAStandalone semantics.
+  if (!f.placement.fallback) f.placement.standalone = true;
+  const PlacedModel pm = load_and_place(f.model, f.placement);
+  const Placement& p = pm.placement;
+  quant::ScaleTable calib;
+  const bool use_calib = f.placement.int8 && !f.calib.empty();  // --calib without --int8 is ignored
+  if (use_calib) calib = quant::read_calib_cache(f.calib);
+  workflow::BuildOptions o;
   o.int8 = f.placement.int8;
-  o.plan = f.placement.int8 ? &plan : nullptr;
-  o.target = f.placement.target;
-  o.dla_core = f.placement.dla_core;
-  o.inputs = rt::parse_io_formats(f.input_formats, g.inputs.size(), true);
-  o.outputs = rt::parse_io_formats(f.output_formats, g.outputs.size(), false);
-  o.pools = compiler::parse_mem_pool_sizes(f.mem_pool);
-  const std::string bytes = write_loadable(g, o);
-  std::ofstream out(f.save, std::ios::binary);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  if (!out) fail(Status::kIoError, "cannot write '", f.save, "'");
-  const prog::Program l = prog::deserialize(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                                            f.save);  // verify what we wrote
-  std::cout << "built " << f.save << ": " << bytes.size() << " bytes\n  " << prog::summary(l);
+  o.calib = use_calib ? &calib : nullptr;
+  o.input_formats = f.input_formats;
+  o.output_formats = f.output_formats;
+  o.mem_pool_sizes = f.mem_pool;
+  const workflow::BuiltEngine e = workflow::build_engine(pm, o);
+  write_engine(f.save, e.bytes);
+  const auto* data = reinterpret_cast<const uint8_t*>(e.bytes.data());
+  if (e.is_plan) {
+    rt::PlanExecutor check(data, e.bytes.size());  // verify what we wrote
+    std::cout << "built hybrid plan " << f.save << ": " << e.bytes.size() << " bytes, "
+              << check.dla_segments() << " DLA loadable(s) + " << check.gpu_segments() << " GPU segment(s), "
+              << p.transitions << " DLA<->GPU transition(s)\n"
+              << "  " << p.recommendation << "\n";
+    if (f.placement.int8)
+      std::cout << "  INT8: " << e.int8_layers
+                << " DLA layer(s) in INT8 (the others FP16); GPU segments run FP32\n";
+    return;
+  }
+  const prog::Program l = prog::deserialize(data, e.bytes.size(), f.save);  // verify what we wrote
+  std::cout << "built " << f.save << ": " << e.bytes.size() << " bytes\n  " << prog::summary(l);
   if (l.int8)
-    std::cout << "  INT8: " << plan.int8_nodes << " layers in INT8, " << plan.fp16_nodes
+    std::cout << "  INT8: " << e.numerics.int8_nodes << " layers in INT8, " << e.numerics.fp16_nodes
               << " in FP16 (`dlakit info " << f.save << " --dump program` shows each layer's numerics)\n";
 }
 

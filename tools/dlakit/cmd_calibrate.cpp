@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "cli.h"
-#include "onnx/exporter.h"
-#include "quant/calibrate.h"
-#include "quant/qdq.h"
 #include "numerics/quantize.h"
+#include "onnx/exporter.h"
+#include "quant/qdq.h"
+#include "workflow/calibrate.h"
 
 namespace dlakit::cli {
 namespace {
@@ -56,39 +56,34 @@ void print_table(const quant::ScaleTable& t, const quant::ScaleTable& maxes, con
 void run_calibrate(const CalibrateFlags& f) {
   f.model.apply_threads();
   const PlacedModel pm = load_and_place(f.model, f.placement);
-  if (pm.has_qdq)
-    fail(Status::kInvalidArgument, f.model.model,
-         " is a Q/DQ model: its scales come from the model; use `dlakit qdq-to-cache` instead");
+  workflow::require_calibratable(pm);  // before reading the data
   const std::vector<TensorMap> samples = f.data.load(pm.graph);
-  quant::HistogramCollector c(pm.graph);
+  workflow::CalibrateOptions o;
+  o.algos = workflow::parse_calib_algos(f.algo);
+  o.percentile = f.percentile;
+  o.trt_version = f.trt_version;
+  size_t next = 0;
   auto bar = progress_bar("calibrating");
-  for (size_t i = 0; i < samples.size(); ++i) {
-    c.add(samples[i]);
-    if (bar) bar(int(i) + 1, int(samples.size()));
-  }
-  quant::CalibOptions mm;
-  mm.algo = quant::CalibAlgo::kMinMax;
-  const quant::ScaleTable maxes = c.compute(mm);
-  std::vector<quant::CalibAlgo> algos;
-  if (f.algo == "all")
-    algos = {quant::CalibAlgo::kEntropy2, quant::CalibAlgo::kMinMax, quant::CalibAlgo::kPercentile,
-             quant::CalibAlgo::kMse};
-  else
-    algos = {quant::parse_calib_algo(f.algo)};
-  for (quant::CalibAlgo a : algos) {
-    quant::CalibOptions o;
-    o.algo = a;
-    o.percentile = f.percentile;
-    quant::ScaleTable t = c.compute(o);
-    t.trt_version = f.trt_version;
+  const workflow::Calibration c = workflow::calibrate(
+      pm,
+      [&](TensorMap& s) {
+        if (next == samples.size()) return false;
+        s = samples[next++];
+        return true;
+      },
+      o,
+      [&](int seen) {
+        if (bar) bar(seen, int(samples.size()));
+      });
+  for (size_t i = 0; i < o.algos.size(); ++i) {
     std::string path = f.cache;
-    if (algos.size() > 1) {
+    if (o.algos.size() > 1) {
       const size_t dot = path.rfind('.');
-      path = (dot == std::string::npos ? path : path.substr(0, dot)) + "." + quant::calib_algo_name(a) +
-             (dot == std::string::npos ? "" : path.substr(dot));
+      path = (dot == std::string::npos ? path : path.substr(0, dot)) + "." +
+             quant::calib_algo_name(o.algos[i]) + (dot == std::string::npos ? "" : path.substr(dot));
     }
-    quant::write_calib_cache(path, t);
-    print_table(t, maxes, path, c.samples(), f.json);
+    quant::write_calib_cache(path, c.tables[i]);
+    print_table(c.tables[i], c.maxes, path, c.samples, f.json);
   }
 }
 

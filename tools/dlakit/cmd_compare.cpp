@@ -8,8 +8,9 @@
 #include <optional>
 
 #include "cli.h"
-#include "compare_report.h"
 #include "quant/compare.h"
+#include "report/compare_html.h"
+#include "workflow/compare.h"
 
 namespace dlakit::cli {
 namespace {
@@ -24,35 +25,7 @@ struct CompareFlags {
   double fix_target = 0;
 };
 
-std::string fmt(double v, const char* f = "%.3g") { return format_metric(v, f); }
-
-nlohmann::json to_json(const quant::CompareResult& r) {
-  nlohmann::json j;
-  j["samples"] = r.samples;
-  j["median_step"] = r.median_step;
-  j["median_own_rel_l2"] = r.median_own;
-  auto row = [](const quant::LayerError& e) {
-    auto finite = [](double v) { return std::isinf(v) ? nlohmann::json(nullptr) : nlohmann::json(v); };
-    return nlohmann::json{{"layer", e.node},
-                          {"op", e.op},
-                          {"tensor", e.tensor},
-                          {"mode", e.mode},
-                          {"cosine", e.err.cosine},
-                          {"rel_l2", finite(e.err.rel_l2)},
-                          {"max_abs", e.err.max_abs},
-                          {"sqnr_db", finite(e.err.sqnr_db)},
-                          {"own_rel_l2", finite(e.own.rel_l2)},
-                          {"own_cosine", e.own.cosine},
-                          {"step", e.step},
-                          {"flagged", e.flagged},
-                          {"note", e.note}};
-  };
-  j["outputs"] = nlohmann::json::array();
-  for (auto& e : r.outputs) j["outputs"].push_back(row(e));
-  j["layers"] = nlohmann::json::array();
-  for (auto& e : r.layers) j["layers"].push_back(row(e));
-  return j;
-}
+std::string fmt(double v, const char* f = "%.3g") { return report::format_metric(v, f); }
 
 void print_outputs(const quant::CompareResult& r, const char* label) {
   for (const auto& e : r.outputs)
@@ -81,22 +54,19 @@ void run_compare(const CompareFlags& f) {
   if (f.placement.int8 == f.placement.fp16)
     fail(Status::kInvalidArgument, "choose what to compare against FP32: --int8 (with --calib) or --fp16");
   const PlacedModel pm = load_and_place(f.model, f.placement);
-  quant::ScaleTable scales = pm.qdq;
-  if (!f.calib.empty()) {
-    const quant::ScaleTable c = quant::read_calib_cache(f.calib);
-    for (auto& [n, s] : c.scales) scales.set_scale(n, s);
-  }
-  if (f.placement.int8 && scales.scales.empty())
-    fail(Status::kInvalidArgument,
-         "--int8 needs ranges: --calib CACHE (from `dlakit calibrate` or "
-         "TensorRT), or a Q/DQ model");
-  quant::NumericsOptions no;
-  no.gpu_int8 = f.gpu_int8;
+  quant::ScaleTable calib;
+  if (!f.calib.empty()) calib = quant::read_calib_cache(f.calib);
+  workflow::CompareOptions o;
+  o.int8 = f.placement.int8;
+  o.calib = f.calib.empty() ? nullptr : &calib;
+  o.gpu_int8 = f.gpu_int8;
+  o.fix = f.fix;
+  o.fix_rounds = f.fix_rounds;
+  o.fix_target = f.fix_target;
+  workflow::compare_scales(pm, o);  // fails before the data is read when INT8 has no ranges
   const std::vector<TensorMap> samples = f.data.load(pm.graph);
   const std::string what = f.placement.int8 ? "INT8" : "FP16";
-  // --fix: compare, move flagged layers to FP16 / the GPU, re-place, re-measure (up to --fix-rounds).
-  const quant::AutoFix a = quant::auto_fix(pm.graph, f.placement.options(), &scales, no, samples,
-                                           f.fix ? f.fix_rounds : 0, progress_bar("comparing"), f.fix_target);
+  const quant::AutoFix a = workflow::compare(pm, samples, o, progress_bar("comparing"));
   const quant::NumericsPlan& plan = a.plan;
   const quant::CompareResult& before = a.before;
   const quant::Fix& fix = a.applied;
@@ -110,24 +80,12 @@ void run_compare(const CompareFlags& f) {
   }
   if (!f.html.empty()) {
     std::ofstream out(f.html);
-    out << compare_html("dlakit compare: " + f.model.model + " (" + what + " vs FP32)", before,
-                        after ? &*after : nullptr, f.fix ? &fix : nullptr);
+    out << report::compare_html("dlakit compare: " + f.model.model + " (" + what + " vs FP32)", before,
+                                after ? &*after : nullptr, f.fix ? &fix : nullptr);
     if (!out) fail(Status::kIoError, "cannot write '", f.html, "'");
   }
   if (f.json) {
-    nlohmann::json j;
-    j["model"] = f.model.model;
-    j["precision"] = what;
-    j["fix_rounds"] = a.rounds;
-    j["fix_undone"] = a.undone;
-    j["int8_layers"] = plan.int8_nodes;
-    j["fp16_layers"] = plan.fp16_nodes;
-    j["fp32_layers"] = plan.fp32_nodes;
-    j["before"] = to_json(before);
-    if (f.fix)
-      j["fix"] = {{"layerPrecisions", fix.layer_precisions}, {"layerDeviceTypes", fix.layer_devices}};
-    if (after) j["after"] = to_json(*after);
-    std::cout << j.dump(2) << "\n";
+    std::cout << workflow::compare_json(f.model.model, o, a).dump(2) << "\n";
     return;
   }
   std::cout << "dlakit compare: " << f.model.model << ", emulated DLA " << what << " vs FP32 reference, "

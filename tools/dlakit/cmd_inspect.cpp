@@ -1,5 +1,6 @@
 // dlakit inspect MODEL: per-layer DLA capability with reasons and fixes, segments, summary.
 // Exit status: 0 when a standalone (single DLA graph) build is possible, 3 when it is not, 1 on errors.
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "latency/predict.h"
 #include "placement/placement.h"
 #include "quant/qdq.h"
+#include "report/inspect_html.h"
 #include "runtime/io_format.h"
 #include "targets/dla/matrix.h"
 
@@ -52,62 +54,32 @@ PlacementOptions PlacementFlags::options() const {
     fail(Status::kInvalidArgument,
          "--standalone and --fallback contradict each other (trtexec forbids it too)");
   if (int8 && fp16) fail(Status::kInvalidArgument, "choose one of --int8 and --fp16");
-  PlacementOptions o;
-  o.target = target;
-  o.standalone = standalone;
-  o.precision = int8 ? dla::Precision::kINT8 : dla::Precision::kFP16;
-  o.dla_core = dla_core;
-  o.layer_devices = parse_device_overrides(layer_devices);
-  o.op_devices = parse_device_overrides(op_devices);
-  o.layer_precisions = parse_precision_overrides(layer_precisions);
-  if (!overrides_file.empty()) {  // after the command line's: first match wins
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_file(overrides_file));
-    } catch (const nlohmann::json::exception& e) {
-      fail(Status::kParseError, overrides_file, ": not valid JSON (", e.what(), ")");
-    }
-    auto str = [&](const char* key) {
-      if (!j.contains(key)) return std::string();
-      if (!j[key].is_string()) fail(Status::kParseError, overrides_file, ": '", key, "' must be a string");
-      return j[key].get<std::string>();
-    };
-    for (auto& x : parse_device_overrides(str("layerDeviceTypes"))) o.layer_devices.push_back(x);
-    for (auto& x : parse_precision_overrides(str("layerPrecisions"))) o.layer_precisions.push_back(x);
-  }
-  o.op_precisions = parse_precision_overrides(op_precisions);
+  workflow::PlacementRequest r;
+  r.target = target;
+  r.standalone = standalone;
+  r.int8 = int8;
+  r.dla_core = dla_core;
+  r.layer_devices = layer_devices;
+  r.layer_precisions = layer_precisions;
+  r.op_devices = op_devices;
+  r.op_precisions = op_precisions;
+  r.overrides_file = overrides_file;
+  return workflow::placement_options(r);
+}
+
+workflow::PassOptions PlacementFlags::passes() const {
+  if (no_adjust_for_dla && adjust_for_dla)
+    fail(Status::kInvalidArgument, "--adjustForDLA and --no-adjust-for-dla contradict each other");
+  workflow::PassOptions o;
+  o.run = !no_passes;
+  o.disabled = disabled_passes;
+  if (no_adjust_for_dla) o.disabled.push_back("adjust-for-dla");
   return o;
 }
 
-std::vector<Remark> PlacementFlags::optimize(Graph& g) const {
-  if (no_adjust_for_dla && adjust_for_dla)
-    fail(Status::kInvalidArgument, "--adjustForDLA and --no-adjust-for-dla contradict each other");
-  if (no_passes) return {};
-  const PlacementOptions o = options();
-  PassOptions po;
-  po.target = o.target;
-  po.precision = o.precision;
-  po.disabled = disabled_passes;
-  if (no_adjust_for_dla) po.disabled.push_back("adjust-for-dla");
-  return run_passes(g, po);
-}
-
 PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& pf) {
-  Graph g = import_onnx_file(m.model, m.import_options());
-  const bool qdq = quant::has_qdq(g);
-  quant::ScaleTable scales;
-  if (qdq) scales = quant::fold_qdq(g);  // the DLA takes scales, not Q/DQ nodes
-  std::vector<Remark> remarks = pf.optimize(g);
-  Placement p = place(g, pf.options());
-  p.model = m.model;
-  p.remarks = std::move(remarks);
-  if (qdq)
-    p.remarks.insert(
-        p.remarks.begin(),
-        {"fold-qdq", "", true,
-         "folded the Q/DQ nodes into " + std::to_string(scales.scales.size()) + " activation ranges and " +
-             std::to_string(scales.weight_scales.size()) + " weight scales"});
-  return {std::move(g), std::move(p), std::move(scales), qdq};
+  return workflow::place_model(import_onnx_file(m.model, m.import_options()), m.model, pf.options(),
+                               pf.passes());
 }
 
 namespace {
@@ -116,7 +88,7 @@ struct InspectFlags {
   ModelFlags model;
   PlacementFlags placement;
   bool json = false;
-  std::string explain, power_mode, input_formats, output_formats;
+  std::string explain, power_mode, input_formats, output_formats, html;
 };
 
 // trtexec's --inputIOFormats/--outputIOFormats as the latency model reads them: fp32 (trtexec's default
@@ -160,6 +132,11 @@ void run_inspect(const InspectFlags& f) {
   const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
   std::optional<latency::LatencyReport> lat;
   if (!f.power_mode.empty()) lat = latency::predict_latency(g, p, latency_options(f));
+  if (!f.html.empty()) {
+    std::ofstream out(f.html);
+    out << report::inspect_html(g, p);
+    if (!out) fail(Status::kIoError, "cannot write '", f.html, "'");
+  }
   if (!f.explain.empty()) {
     std::cout << explain_node(g, p, f.explain);
     if (lat) {
@@ -183,6 +160,7 @@ void run_inspect(const InspectFlags& f) {
   } else {
     std::cout << "model: " << f.model.model << "\n" << placement_text(g, p);
     if (lat) std::cout << latency::latency_text(g, p, *lat);
+    if (!f.html.empty()) std::cout << "report: " << f.html << "\n";
   }
   exit_code = p.standalone_possible ? 0 : 3;
 }
@@ -199,6 +177,10 @@ void register_inspect(CLI::App& app) {
   f->model.add(*sub);
   f->placement.add(*sub);
   sub->add_flag("--json", f->json, "Print JSON (schema: docs/inspect.md)");
+  sub->add_option(
+      "--html", f->html,
+      "Also write a self-contained HTML report: the network as coloured layers (DLA/GPU segments, "
+      "transitions, rewrites), every reason and fix on click");
   sub->add_option("--explain", f->explain,
                   "Explain one layer in full: inputs, DLA layer, every reason, pass remarks");
   sub->add_option("--power-mode", f->power_mode,

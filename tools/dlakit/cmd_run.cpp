@@ -14,9 +14,7 @@
 #include "engine/engine.h"
 #include "io/image.h"
 #include "io/npy.h"
-#include "loadable/plan.h"
-#include "loadable/plan_executor.h"
-#include "runtime/runtime.h"
+#include "workflow/engine_runner.h"
 
 namespace dlakit::cli {
 namespace {
@@ -29,6 +27,7 @@ struct RunFlags {
   bool bgr = false, nhwc = false, json = false, random_inputs = false, profile = false;
   int top_k = 5, iterations = 1, warmup = 0, dla_core = 0;
   std::string engine;  // --loadEngine: run a DLA loadable through the runtime instead of an ONNX model
+  std::string backend = "cpu", calib;
 };
 
 Tensor random_tensor(const TensorType& t, uint32_t seed) {
@@ -174,79 +173,45 @@ void print_profile(const Graph& g, const ReferenceEngine& engine) {
   }
 }
 
-// Runs a DLA loadable through the C++ runtime (emulated DLA): inputs packed per descriptor, outputs unpacked.
+// Runs a DLA loadable or a hybrid plan on the chosen backend (rt::EngineRunner): inputs from --input,
+// --image (the first input) or seeded noise, laid out per the engine; only the engine's work is timed.
 std::string run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img,
                          std::vector<std::pair<std::string, Tensor>>& outputs,
                          std::vector<std::string>& input_lines, std::vector<double>& times) {
-  const std::string blob = read_file(f.engine);
-  if (is_plan(reinterpret_cast<const uint8_t*>(blob.data()),
-              blob.size())) {  // a hybrid plan: DLA + GPU segments
-    rt::PlanExecutor plan(reinterpret_cast<const uint8_t*>(blob.data()), blob.size(), f.dla_core);
-    TensorMap feeds;
-    uint32_t seed = 1;
-    for (size_t i = 0; i < plan.input_names().size(); ++i) {
-      const std::string& name = plan.input_names()[i];
-      Tensor x;
-      for (const auto& spec : f.inputs)
-        if (spec.substr(0, spec.find('=')) == name) x = read_npy(spec.substr(spec.find('=') + 1));
-      if (x.empty() && img && i == 0) x = image_to_tensor(*img, pre);
-      if (x.empty() && f.random_inputs) x = random_tensor({DType::kF32, plan.input_shape(name)}, seed++);
-      if (x.empty())
-        fail(Status::kInvalidArgument, "no data for plan input '", name, "': give --input ", name,
-             "=file.npy, --image, or --random-inputs");
-      input_lines.push_back(cat(name, " ", type_str(x.type()), " (hybrid plan: ", plan.dla_segments(),
-                                " DLA + ", plan.gpu_segments(), " GPU segments)"));
-      feeds[name] = x;
-    }
-    TensorMap res;
-    for (int i = 0; i < f.warmup; ++i) plan.run(feeds);
-    for (int i = 0; i < std::max(1, f.iterations); ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      res = plan.run(feeds);
-      times.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    for (auto& n : plan.output_names()) outputs.push_back({n, res.at(n)});
-    return std::string("hybrid plan: emulated DLA ") + (plan.int8() ? "INT8" : "FP16") + " + GPU FP32" +
-           (plan.gpu_on_cuda() ? " (CUDA)" : " (reference engine)");
+  quant::ScaleTable io_scales;
+  rt::RunnerOptions o;
+  o.dla_core = f.dla_core;
+  o.backend = f.backend;
+  if (!f.calib.empty()) {
+    io_scales = quant::read_calib_cache(f.calib);
+    o.io_scales = &io_scales;
   }
-  rt::Device dev(f.dla_core);
-  dev.load(reinterpret_cast<const uint8_t*>(blob.data()), blob.size());
-  const rt::Module& m = dev.module();
-  std::vector<void*> bufs;
-  rt::Task task;
-  auto alloc = [&](const rt::TensorDesc& d) {
-    bufs.push_back(std::aligned_alloc(64, (d.size + 63) / 64 * 64));
-    return dev.register_memory(bufs.back(), d.size);
-  };
+  const std::unique_ptr<rt::EngineRunner> engine = rt::EngineRunner::open(read_file(f.engine), o);
+  TensorMap feeds;
   uint32_t seed = 1;
-  for (size_t i = 0; i < m.inputs().size(); ++i) {
-    const rt::TensorDesc& d = m.inputs()[i];
+  for (size_t i = 0; i < engine->inputs().size(); ++i) {
+    const rt::EngineInput& in = engine->inputs()[i];
     Tensor x;
     for (const auto& spec : f.inputs)
-      if (spec.substr(0, spec.find('=')) == d.name) x = read_npy(spec.substr(spec.find('=') + 1));
+      if (spec.substr(0, spec.find('=')) == in.name) x = read_npy(spec.substr(spec.find('=') + 1));
     if (x.empty() && img && i == 0) x = image_to_tensor(*img, pre);
-    if (x.empty() && f.random_inputs) x = random_tensor({DType::kF32, d.network_shape}, seed++);
+    if (x.empty() && f.random_inputs) x = random_tensor({DType::kF32, in.shape}, seed++);
     if (x.empty())
-      fail(Status::kInvalidArgument, "no data for input '", d.name, "' (f32[", shape_str(d.network_shape),
-           "]): give --input ", d.name, "=file.npy, --image, or --random-inputs");
-    task.inputs.push_back(alloc(d));
-    rt::pack(x, d, bufs.back());
-    input_lines.push_back(cat(d.name, " f32[", shape_str(d.network_shape), "] as fp16 ",
-                              rt::io_format_name(d.format), " (", d.size, " bytes)"));
+      fail(Status::kInvalidArgument, "no data for input '", in.name, "' (f32[", shape_str(in.shape),
+           "]): give --input ", in.name, "=file.npy, --image, or --random-inputs");
+    input_lines.push_back(cat(in.name, " ", type_str(x.type()), " -> ", in.layout));
+    feeds[in.name] = x;
   }
-  for (const auto& d : m.outputs()) task.outputs.push_back(alloc(d));
-  for (int i = 0; i < f.warmup; ++i) dev.submit(task, nullptr);
+  engine->set_inputs(feeds);
+  for (int i = 0; i < f.warmup; ++i) engine->execute();
   for (int i = 0; i < std::max(1, f.iterations); ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    dev.submit(task, nullptr);
+    engine->execute();
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  const size_t nin = m.inputs().size();
-  for (size_t i = 0; i < m.outputs().size(); ++i)
-    outputs.push_back({m.outputs()[i].name, rt::unpack(bufs[nin + i], m.outputs()[i])});
-  for (void* p : bufs) std::free(p);
-  return m.program().int8 ? "emulated DLA, INT8" : "emulated DLA, FP16";
+  const TensorMap res = engine->outputs();
+  for (const auto& n : engine->output_names()) outputs.push_back({n, res.at(n)});
+  return engine->where();
 }
 
 void run_cmd(const RunFlags& f) {
@@ -255,6 +220,10 @@ void run_cmd(const RunFlags& f) {
     fail(Status::kInvalidArgument, "give an ONNX model or --loadEngine=model.dla");
   if (!f.engine.empty() && !f.model.model.empty())
     fail(Status::kInvalidArgument, "give an ONNX model or --loadEngine, not both");
+  if (f.engine.empty() && (f.backend != "cpu" || !f.calib.empty()))
+    fail(Status::kInvalidArgument,
+         "--backend and --calib apply to --loadEngine; an ONNX model runs on the "
+         "reference engine");
   if (!f.engine.empty()) {
     Preprocess pre;
     Image img;
@@ -382,6 +351,15 @@ void register_run(CLI::App& app) {
                   "Run a DLA loadable (from dlakit build) through the runtime on the emulated DLA")
       ->check(CLI::ExistingFile);
   sub->add_option("--useDLACore", f->dla_core, "DLA core for --loadEngine (0 or 1)")->check(CLI::Range(0, 1));
+  sub->add_option("--backend", f->backend,
+                  "For --loadEngine: cpu (dlakit's runtime, the emulated DLA; default), cudla (the system's "
+                  "libcudla.so.1 through the cuDLA C API: NVIDIA's on a Jetson runs the real DLA) or "
+                  "cudla:PATH (a given libcudla.so.1, e.g. dlakit's emulated one)");
+  sub->add_option(
+         "--calib", f->calib,
+         "With --backend=cudla on a loadable dlakit did not build (trtexec's): the calibration cache "
+         "giving its int8 I/O tensors' scales")
+      ->check(CLI::ExistingFile);
   sub->callback([f] { run_cmd(*f); });
 }
 

@@ -1,10 +1,13 @@
-#include "compare_report.h"
+#include "report/compare_html.h"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
-namespace dlakit::cli {
+#include "report/html_page.h"
+#include "workflow/compare.h"
+
+namespace dlakit::report {
 
 std::string format_metric(double v, const char* fmt) {
   if (std::isinf(v)) return "inf";
@@ -15,22 +18,7 @@ std::string format_metric(double v, const char* fmt) {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '&')
-      o += "&amp;";
-    else if (c == '"')
-      o += "&quot;";
-    else
-      o += c;
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return escape_html(s); }
 
 std::string num(double v, const char* fmt = "%.3g") { return format_metric(v, fmt); }
 
@@ -74,17 +62,11 @@ std::string error_chart(const quant::CompareResult& before, const quant::Compare
   return s.str();
 }
 
-}  // namespace
-
-std::string compare_html(const std::string& title, const quant::CompareResult& before,
-                         const quant::CompareResult* after, const quant::Fix* fix) {
+// The chart and the tables under the network picture.
+std::string compare_sections(const quant::CompareResult& before, const quant::CompareResult* after,
+                             const quant::Fix* fix) {
   std::ostringstream h;
-  h << "<!doctype html><html><head><meta charset='utf-8'><title>" << esc(title) << "</title><style>"
-    << "body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:12px}"
-    << "td,th{border:1px solid #ccc;padding:2px "
-       "6px;text-align:right}td:first-child,td:nth-child(2){text-align:"
-    << "left}tr.flag{background:#fde2e0}</style></head><body><h1>" << esc(title) << "</h1>"
-    << "<p>" << before.samples << " samples; median error step " << num(before.median_step)
+  h << "<p>" << before.samples << " samples; median error step " << num(before.median_step)
     << "; median own error " << num(before.median_own)
     << ". A layer is flagged when its own error (emulated alone on the FP32 reference's inputs) is at "
     << "least 10x the median and 0.01.</p>"
@@ -93,8 +75,9 @@ std::string compare_html(const std::string& title, const quant::CompareResult& b
     << "<th>run</th><th>cosine</th><th>rel L2</th><th>max abs</th><th>SQNR dB</th></tr>";
   auto out_rows = [&](const quant::CompareResult& r, const char* run) {
     for (const auto& e : r.outputs)
-      h << "<tr><td>" << esc(e.tensor) << "</td><td>" << run << "</td><td>" << num(e.err.cosine, "%.6f")
-        << "</td><td>" << num(e.err.rel_l2) << "</td><td>" << num(e.err.max_abs) << "</td><td>"
+      h << "<tr><td>" << esc(e.tensor) << "</td><td>" << run << "</td><td class='num'>"
+        << num(e.err.cosine, "%.6f") << "</td><td class='num'>" << num(e.err.rel_l2)
+        << "</td><td class='num'>" << num(e.err.max_abs) << "</td><td class='num'>"
         << num(e.err.sqnr_db, "%.1f") << "</td></tr>";
   };
   out_rows(before, "before");
@@ -110,13 +93,63 @@ std::string compare_html(const std::string& title, const quant::CompareResult& b
   }
   h << "<h2>Layers</h2><table><tr><th>layer</th><th>op</th><th>mode</th><th>cosine</th><th>rel L2</th>"
     << "<th>own rel L2</th><th>step</th><th>max abs</th><th>SQNR dB</th><th>note</th></tr>";
-  for (const auto& e : before.layers)
-    h << "<tr" << (e.flagged ? " class='flag'" : "") << "><td>" << esc(e.node) << "</td><td>" << esc(e.op)
-      << "</td><td>" << e.mode << "</td><td>" << num(e.err.cosine, "%.6f") << "</td><td>" << num(e.err.rel_l2)
-      << "</td><td>" << num(e.own.rel_l2) << "</td><td>" << num(e.step) << "</td><td>" << num(e.err.max_abs)
-      << "</td><td>" << num(e.err.sqnr_db, "%.1f") << "</td><td>" << esc(e.note) << "</td></tr>";
-  h << "</table></body></html>\n";
+  for (size_t i = 0; i < before.layers.size(); ++i) {
+    const quant::LayerError& e = before.layers[i];
+    h << "<tr class='click" << (e.flagged ? " flag" : "")
+      << "' onclick=\"location.hash='layer='+encodeURIComponent("
+      << esc(nlohmann::json(e.node).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+      << ")\"><td>" << esc(e.node) << "</td><td>" << esc(e.op) << "</td><td>" << e.mode
+      << "</td><td class='num'>" << num(e.err.cosine, "%.6f") << "</td><td class='num'>" << num(e.err.rel_l2)
+      << "</td><td class='num'>" << num(e.own.rel_l2) << "</td><td class='num'>" << num(e.step)
+      << "</td><td class='num'>" << num(e.err.max_abs) << "</td><td class='num'>"
+      << num(e.err.sqnr_db, "%.1f") << "</td><td>" << esc(e.note) << "</td></tr>";
+  }
+  h << "</table>";
   return h.str();
 }
 
-}  // namespace dlakit::cli
+}  // namespace
+
+std::string compare_html(const std::string& title, const quant::CompareResult& before,
+                         const quant::CompareResult* after, const quant::Fix* fix) {
+  nlohmann::json layers = workflow::compare_result_json(before)["layers"];
+  if (after && after->layers.size() == before.layers.size()) {
+    const nlohmann::json fixed = workflow::compare_result_json(*after)["layers"];
+    for (size_t i = 0; i < layers.size(); ++i) {
+      layers[i]["after_fix_rel_l2"] = fixed[i]["rel_l2"];
+      layers[i]["after_fix_mode"] = fixed[i]["mode"];
+    }
+  }
+  int flagged = 0;
+  for (const auto& e : before.layers) flagged += e.flagged;
+  double cosine = 0;
+  for (const auto& e : before.outputs) cosine += e.err.cosine / double(before.outputs.size());
+  nlohmann::json page;
+  page["title"] = title;
+  page["facts"] = nlohmann::json::array({{"samples", before.samples},
+                                         {"layers", before.layers.size()},
+                                         {"mean output cosine", num(cosine, "%.6f")},
+                                         {"median own rel L2", num(before.median_own)},
+                                         {"flagged", flagged}});
+  if (after) {
+    double after_cosine = 0;
+    for (const auto& e : after->outputs) after_cosine += e.err.cosine / double(after->outputs.size());
+    page["facts"].push_back({"after --fix: mean output cosine", num(after_cosine, "%.6f")});
+  }
+  page["verdict"] = {
+      {"good", flagged == 0},
+      {"text", flagged == 0 ? "no layer's own error stands out"
+                            : std::to_string(flagged) + " layer(s) flagged: their own error stands out"}};
+  if (fix && !fix->empty())
+    page["recommendation"] =
+        "fix: " + (fix->layer_precisions.empty() ? "" : "--layerPrecisions=" + fix->layer_precisions + " ") +
+        (fix->layer_devices.empty() ? "" : "--layerDeviceTypes=" + fix->layer_devices);
+  page["layers"] = layers;
+  page["name_key"] = "layer";
+  page["categorical"] = {"mode", "op", "after_fix_mode"};
+  page["colour_default"] = "own_rel_l2";
+  page["numeric_skip"] = nlohmann::json::array();
+  return html_page(page, compare_sections(before, after, fix));
+}
+
+}  // namespace dlakit::report
