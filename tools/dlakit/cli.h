@@ -41,6 +41,7 @@ struct PlacedModel {
   Placement placement;
   quant::ScaleTable qdq;  // scales of a Q/DQ model (its Q/DQ nodes are folded away at load)
   bool has_qdq = false;
+  Graph imported;  // the model before the passes (Q/DQ folded): what a TensorRT cache's names refer to
 };
 PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& p);
 
@@ -56,8 +57,9 @@ struct DataFlags {
   float scale = 1.0f / 255.0f;
   bool bgr = false, nhwc = false;
   int max_samples = 0;
-  void add(CLI::App& app);
+  void add(CLI::App& app, bool required = true);
   std::vector<TensorMap> load(const Graph& g) const;
+  std::string as_flags() const;  // the same data on another command line: "--data D --mean ..."
 };
 
 // A progress bar on stderr when it is a terminal ("calibrating [#####.....] 12/64"); silent otherwise.

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "int8_flags.h"
 #include "loadable/loadable.h"
 #include "loadable/plan.h"
 #include "runtime/plan_executor.h"
@@ -15,25 +16,45 @@ namespace {
 struct BuildFlags {
   ModelFlags model;
   PlacementFlags placement;
+  DataFlags data;  // optional: calibrate on it (without --calib) and measure INT8 against FP32 on it
+  CalibFlags calib_flags;
+  MetricFlags metric;
   std::string save, input_formats, output_formats, calib, mem_pool;
 };
 
-// The INT8 scales: the Q/DQ model's, then the calibration cache's (which wins).
-quant::ScaleTable int8_scales(const BuildFlags& f, const quant::ScaleTable& qdq_scales) {
-  quant::ScaleTable scales = qdq_scales;
-  if (!f.calib.empty())
-    for (auto& [n, s] : quant::read_calib_cache(f.calib).scales) scales.set_scale(n, s);
-  if (scales.scales.empty())
+// The INT8 scales: the Q/DQ model's, then the calibration cache's (fitted to the network), or a
+// calibration on --data. With --data, INT8 is measured against FP32 on it and a collapse is a warning.
+quant::ScaleTable build_scales(const BuildFlags& f, const PlacedModel& pm) {
+  quant::ScaleTable scales = int8_scales(pm, f.calib);
+  if (scales.scales.empty() && f.data.data.empty())
     fail(Status::kInvalidArgument,
-         "--int8 needs --calib CACHE (from `dlakit calibrate` or TensorRT) or a "
-         "Q/DQ model");
+         "--int8 needs ranges: --calib CACHE (from `dlakit calibrate` or TensorRT), --data to calibrate on, "
+         "or a Q/DQ model");
+  if (f.data.data.empty()) return scales;
+  const std::vector<TensorMap> samples = f.data.load(pm.graph);
+  const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, false);
+  const quant::Score* known = nullptr;
+  Calibration c;
+  if (scales.scales.empty()) {
+    c = calibrate_samples(pm.graph, pm.placement, samples, f.calib_flags, metric);
+    scales = c.table;
+    known = &c.score;
+    std::cout << "calibrated on " << c.samples << " samples of --data with " << c.chosen << "\n";
+    print_candidates(c, metric.kind);
+  }
+  const quant::Int8Check check = quant::check_int8(
+      pm.graph, quant::plan_numerics(pm.graph, pm.placement, &scales), samples, metric, known);
+  std::cout << "  " << quant::describe(check) << "\n" << std::flush;
+  warn_if_collapsed(check, fix_command(f.model, f.data, f.metric, metric, f.calib));
   return scales;
 }
 
 void build_plan(const BuildFlags& f) {
-  const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
+  const PlacedModel pm = load_and_place(f.model, f.placement);
+  const Graph& g = pm.graph;
+  const Placement& p = pm.placement;
   quant::ScaleTable scales;
-  if (f.placement.int8) scales = int8_scales(f, qdq_scales);
+  if (f.placement.int8) scales = build_scales(f, pm);
   int int8_layers = 0;
   const std::string bytes = write_plan(g, p, f.placement.int8 ? &scales : nullptr, &int8_layers);
   std::ofstream out(f.save, std::ios::binary);
@@ -56,11 +77,13 @@ void run_build(BuildFlags& f) {
          "--allowGPUFallback and --buildDLAStandalone contradict each other (trtexec forbids it too)");
   if (f.placement.fallback) return build_plan(f);
   f.placement.standalone = true;  // a loadable is one DLA graph: trtexec --buildDLAStandalone semantics
-  const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
+  const PlacedModel pm = load_and_place(f.model, f.placement);
+  const Graph& g = pm.graph;
+  const Placement& p = pm.placement;
   quant::ScaleTable scales;
   quant::NumericsPlan plan;
   if (f.placement.int8) {
-    scales = int8_scales(f, qdq_scales);
+    scales = build_scales(f, pm);
     plan = quant::plan_numerics(g, p, &scales);
   }
   LoadableOptions o;
@@ -111,8 +134,12 @@ void register_build(CLI::App& app) {
                   "type:format per output, e.g. fp16:chw16 (default), fp16:dla_linear, int8:chw32, "
                   "int8:dla_linear");
   sub->add_option("--calib", f->calib,
-                  "INT8 calibration cache (TensorRT format, from `dlakit calibrate` or trtexec); a Q/DQ "
-                  "model brings its own scales");
+                  "INT8 calibration cache (TensorRT format, from `dlakit calibrate` or trtexec); names that "
+                  "dlakit's passes fold away are ignored, as TensorRT's fusions ignore them; a Q/DQ model "
+                  "brings its own scales");
+  f->data.add(*sub, false);
+  f->calib_flags.add(*sub, false);
+  f->metric.add(*sub);
   sub->add_option("--memPoolSize", f->mem_pool,
                   "e.g. dlaSRAM:1 (accepted for trtexec compatibility; the emulator has no pools)");
   sub->callback([f] { run_build(*f); });

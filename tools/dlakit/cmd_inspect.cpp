@@ -79,6 +79,7 @@ PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& pf) {
   const bool qdq = quant::has_qdq(g);
   quant::ScaleTable scales;
   if (qdq) scales = quant::fold_qdq(g);  // the DLA takes scales, not Q/DQ nodes
+  Graph imported = g;                    // shares the constants
   std::vector<Remark> remarks = pf.optimize(g);
   Placement p = place(g, pf.options());
   p.model = m.model;
@@ -89,7 +90,7 @@ PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& pf) {
         {"fold-qdq", "", true,
          "folded the Q/DQ nodes into " + std::to_string(scales.scales.size()) + " activation ranges and " +
              std::to_string(scales.weight_scales.size()) + " weight scales"});
-  return {std::move(g), std::move(p), std::move(scales), qdq};
+  return {std::move(g), std::move(p), std::move(scales), qdq, std::move(imported)};
 }
 
 namespace {
@@ -102,7 +103,7 @@ struct InspectFlags {
 };
 
 void run_inspect(const InspectFlags& f) {
-  const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
+  const auto [g, p, qdq_scales, is_qdq, imported] = load_and_place(f.model, f.placement);
   if (!f.explain.empty()) {
     std::cout << explain_node(g, p, f.explain);
   } else if (f.json) {
