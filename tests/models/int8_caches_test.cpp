@@ -160,9 +160,9 @@ Graph chain(const std::vector<std::string>& names) {
     for (int64_t k = 0; k < w.numel(); ++k) w.data<float>()[k] = u(rng);
     Node n;
     n.op = OpKind::Conv;
-    n.name = "conv" + std::to_string(i);
+    n.name = std::string("conv").append(std::to_string(i));
     n.opset = 13;
-    n.inputs = {x, g.add_constant("w" + std::to_string(i), w)};
+    n.inputs = {x, g.add_constant(std::string("w").append(std::to_string(i)), w)};
     x = g.add_value(names[i], {DType::kF32, {1, 4, 4, 4}});
     n.outputs = {x};
     g.nodes.push_back(n);
