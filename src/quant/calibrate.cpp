@@ -19,14 +19,14 @@ HistogramCollector::HistogramCollector(const Graph& g) : g_(g), engine_(g), hist
   });
 }
 
-void HistogramCollector::add(const TensorMap& inputs) {
+TensorMap HistogramCollector::add(const TensorMap& inputs) {
   for (int v : g_.inputs) {
     auto it = inputs.find(g_.value(v).name);
     if (it != inputs.end() && it->second.dtype() == DType::kF32)
       hist_[size_t(v)].add(it->second.data<float>(), it->second.numel());
   }
-  engine_.run(inputs);
   ++samples_;
+  return engine_.run(inputs);
 }
 
 ScaleTable HistogramCollector::compute(const CalibOptions& o) const {

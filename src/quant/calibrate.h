@@ -12,7 +12,7 @@ namespace dlakit::quant {
 class HistogramCollector {
  public:
   explicit HistogramCollector(const Graph& g);
-  void add(const TensorMap& inputs);  // runs the graph once
+  TensorMap add(const TensorMap& inputs);  // runs the graph once; returns its outputs (the FP32 reference)
   int samples() const { return samples_; }
   // Ranges in graph order (inputs, then node outputs); tensors that never held a value are left out.
   ScaleTable compute(const CalibOptions& o) const;

@@ -38,7 +38,7 @@ struct Acc {
 
 CompareResult compare_numerics(const Graph& g, const NumericsPlan& plan,
                                const std::vector<TensorMap>& samples,
-                               const std::function<void(int, int)>& progress) {
+                               const std::function<void(int, int)>& progress, const MetricSpec& metric) {
   std::vector<Acc> acc(g.values.size()), own(g.values.size());
   std::map<int, Tensor> ref_out;
   // The reference pass also emulates each layer on the reference's own inputs (its own error).
@@ -68,13 +68,17 @@ CompareResult compare_numerics(const Graph& g, const NumericsPlan& plan,
     }
   });
   CompareResult r;
+  MetricAccumulator task(metric), cosine(MetricSpec{});
   for (size_t s = 0; s < samples.size(); ++s) {
-    ref.run(samples[s]);
-    emu.run(samples[s]);
+    const TensorMap want = ref.run(samples[s]);
+    const TensorMap got = emu.run(samples[s]);
+    task.add(want, got);
+    cosine.add(want, got);
     ref_out.clear();
     if (progress) progress(int(s) + 1, int(samples.size()));
   }
   r.samples = int(samples.size());
+  r.score = {task.value(), cosine.value()};
   std::vector<double> value_err(g.values.size(), 0.0);  // graph inputs carry no error
   std::vector<double> positive;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -179,60 +183,48 @@ Fix propose_fix(const CompareResult& r) {
   return moves_for(r, chosen, "flagged");
 }
 
-Fix propose_top(const CompareResult& r, int count) {
-  std::vector<const LayerError*> v;
-  for (const LayerError& e : r.layers)
-    if (e.mode == "int8" && std::isfinite(e.own.rel_l2)) v.push_back(&e);
-  std::stable_sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->own.rel_l2 > b->own.rel_l2; });
-  if (int(v.size()) > count) v.resize(size_t(std::max(count, 0)));
-  return moves_for(r, v, "largest own error");
+Fix propose_layers(const CompareResult& r, const std::vector<std::string>& layers, const char* why) {
+  std::vector<const LayerError*> chosen;
+  for (const std::string& name : layers)
+    for (const LayerError& e : r.layers)
+      if (e.node == name) chosen.push_back(&e);
+  return moves_for(r, chosen, why);
 }
 
-double mean_output_cosine(const CompareResult& r) {
-  double c = 0;
-  for (const auto& e : r.outputs) c += e.err.cosine;
-  return r.outputs.empty() ? 1.0 : c / double(r.outputs.size());
+PlacementOptions with_fix(const PlacementOptions& base, const Fix& f) {
+  PlacementOptions o = base;
+  const auto dev = parse_device_overrides(f.layer_devices);
+  const auto pre = parse_precision_overrides(f.layer_precisions);
+  o.layer_devices.insert(o.layer_devices.begin(), dev.begin(), dev.end());
+  o.layer_precisions.insert(o.layer_precisions.begin(), pre.begin(), pre.end());
+  return o;
 }
 
 AutoFix auto_fix(const Graph& g, const PlacementOptions& base, const ScaleTable* scales,
                  const NumericsOptions& no, const std::vector<TensorMap>& samples, int max_rounds,
-                 const std::function<void(int, int)>& progress, double target_cosine) {
+                 const std::function<void(int, int)>& progress, const MetricSpec& metric) {
   AutoFix a;
   a.options = base;
   a.plan = plan_numerics(g, place(g, a.options), scales, no);
-  a.before = a.after = compare_numerics(g, a.plan, samples, progress);
+  a.before = a.after = compare_numerics(g, a.plan, samples, progress, metric);
   std::set<std::string> excluded;  // layers of undone rounds
   for (; a.rounds < max_rounds; ++a.rounds) {
     CompareResult candidates = a.after;
     for (LayerError& e : candidates.layers)
-      if (excluded.count(e.node)) {
-        e.flagged = false;
-        e.own.rel_l2 = std::numeric_limits<double>::quiet_NaN();  // never proposed again
-      }
-    Fix f = propose_fix(candidates);
-    const double now = mean_output_cosine(a.after);
-    if (f.empty() && target_cosine > 0 && now < target_cosine) {
-      int int8 = 0;
-      for (const LayerError& e : candidates.layers) int8 += e.mode == "int8";
-      f = propose_top(candidates, std::max(1, int8 / 20));
-    }
+      if (excluded.count(e.node)) e.flagged = false;  // never proposed again
+    const Fix f = propose_fix(candidates);
     if (f.empty()) break;
-    PlacementOptions tried = a.options;
-    auto dev = parse_device_overrides(f.layer_devices);
-    auto pre = parse_precision_overrides(f.layer_precisions);
-    tried.layer_devices.insert(tried.layer_devices.begin(), dev.begin(), dev.end());
-    tried.layer_precisions.insert(tried.layer_precisions.begin(), pre.begin(), pre.end());
+    PlacementOptions tried = with_fix(a.options, f);
     NumericsPlan plan = plan_numerics(g, place(g, tried), scales, no);
-    CompareResult result = compare_numerics(g, plan, samples, progress);
-    const double next = mean_output_cosine(result);
-    if (next < now) {
-      for (const auto& o : dev) excluded.insert(o.first);
-      for (const auto& o : pre) excluded.insert(o.first);
-      char buf[160];
-      std::snprintf(buf, sizeof buf,
-                    "round %d undone: mean output cosine %.6f -> %.6f with %zu more override(s)",
-                    a.rounds + 1, now, next, dev.size() + pre.size());
-      a.undone.push_back(buf);
+    CompareResult result = compare_numerics(g, plan, samples, progress, metric);
+    if (better(metric.kind, a.after.score, result.score)) {
+      for (const auto& o : parse_device_overrides(f.layer_devices)) excluded.insert(o.first);
+      for (const auto& o : parse_precision_overrides(f.layer_precisions)) excluded.insert(o.first);
+      a.undone.push_back("round " + std::to_string(a.rounds + 1) +
+                         " undone: " + format_metric_value(metric.kind, a.after.score.metric) + " -> " +
+                         format_metric_value(metric.kind, result.score.metric) + " (output cosine " +
+                         std::to_string(a.after.score.cosine) + " -> " + std::to_string(result.score.cosine) +
+                         ") with " + std::to_string(f.lines.size()) + " more move(s)");
       continue;
     }
     auto join = [](std::string& to, const std::string& more) {

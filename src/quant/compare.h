@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "quant/metric.h"
 #include "quant/numerics.h"
 
 namespace dlakit::quant {
@@ -28,6 +29,7 @@ struct CompareResult {
   std::vector<LayerError> outputs;  // graph outputs
   double median_step = 0, median_own = 0;
   int samples = 0;
+  Score score;  // the task metric (compare_numerics' `metric`; cosine by default) and the output cosine
 };
 
 // Runs the FP32 reference and the emulation on every sample, end to end and layer by layer (each layer
@@ -35,7 +37,8 @@ struct CompareResult {
 // at least 10x the median over the DLA layers and at least 0.01, so well-behaved models flag nothing.
 CompareResult compare_numerics(const Graph& g, const NumericsPlan& plan,
                                const std::vector<TensorMap>& samples,
-                               const std::function<void(int, int)>& progress = {});
+                               const std::function<void(int, int)>& progress = {},
+                               const MetricSpec& metric = {});
 
 // Fixes for flagged layers, trtexec syntax: a DLA INT8 layer, the producers fused into its pipeline and
 // the INT8 layers reading its output -> "name:fp16" (--layerPrecisions), so the tensor whose error jumped
@@ -48,17 +51,16 @@ struct Fix {
   bool empty() const { return layer_precisions.empty() && layer_devices.empty(); }
 };
 Fix propose_fix(const CompareResult& r);
-// The same moves for the `count` INT8 layers with the largest own error (flagged or not): the search
-// step when flagging alone does not reach an accuracy target.
-Fix propose_top(const CompareResult& r, int count);
+// The same moves for the given layers (by node name), whatever their flags: one step of a search.
+Fix propose_layers(const CompareResult& r, const std::vector<std::string>& layers, const char* why);
+// Prepends a fix's overrides to placement options (first match wins).
+PlacementOptions with_fix(const PlacementOptions& base, const Fix& f);
 
 // compare -> fix -> re-place -> compare, until no layer is flagged or `max_rounds` rounds were tried.
-// With target_cosine > 0, rounds continue while the mean output cosine is below it, moving the 5% of
-// INT8 layers with the largest own error each round (a greedy sensitivity search). A round that lowers
-// the mean output cosine on the samples is undone, and its layers are not proposed again: a layer's own
-// error says where quantization noise enters, not that removing it helps the output (errors downstream
-// can grow when their inputs change). The overrides accumulate in front of the given ones (first match
-// wins).
+// A round that makes the metric worse on the samples (the output cosine breaking ties) is undone, and
+// its layers are not proposed again: a layer's own error says where quantization noise enters, not that
+// removing it helps the output (errors downstream can grow when their inputs change). The overrides
+// accumulate in front of the given ones (first match wins). To reach a target, use search_fix.
 struct AutoFix {
   CompareResult before, after;      // after == before when nothing was kept
   Fix applied;                      // every override kept, all rounds
@@ -69,7 +71,6 @@ struct AutoFix {
 };
 AutoFix auto_fix(const Graph& g, const PlacementOptions& base, const ScaleTable* scales,
                  const NumericsOptions& no, const std::vector<TensorMap>& samples, int max_rounds = 3,
-                 const std::function<void(int, int)>& progress = {}, double target_cosine = 0);
-double mean_output_cosine(const CompareResult& r);
+                 const std::function<void(int, int)>& progress = {}, const MetricSpec& metric = {});
 
 }  // namespace dlakit::quant

@@ -136,7 +136,48 @@ ScaleTable fold_qdq(Graph& g) {
   g.relink();
   g.remove_dead_nodes();
   g.verify();
+  propagate_unchanged_scales(g, t);
   return t;
+}
+
+int propagate_unchanged_scales(const Graph& g, ScaleTable& t) {
+  auto keeps_range = [](OpKind op) {
+    switch (op) {
+      case OpKind::MaxPool:
+      case OpKind::Flatten:
+      case OpKind::Relu:
+      case OpKind::Pad:
+      case OpKind::Transpose:
+      case OpKind::Reshape:
+      case OpKind::Squeeze:
+        return true;
+      default:
+        return false;
+    }
+  };
+  int added = 0;
+  auto copy = [&](int from, int to, float scale) {
+    if (from < 0 || to < 0 || !t.find_scale(g.value(from).name) || t.find_scale(g.value(to).name)) return;
+    t.set_scale(g.value(to).name, scale);
+    ++added;
+  };
+  for (const Node& n : g.nodes)
+    if (keeps_range(n.op) && !n.inputs.empty() && !n.outputs.empty() && n.inputs[0] >= 0 &&
+        t.find_scale(g.value(n.inputs[0]).name))
+      copy(n.inputs[0], n.outputs[0], *t.find_scale(g.value(n.inputs[0]).name));
+  for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
+    const Node& n = *it;
+    if (n.inputs.empty() || n.outputs.empty() || n.outputs[0] < 0) continue;
+    const float* out = t.find_scale(g.value(n.outputs[0]).name);
+    if (!out) continue;
+    if (keeps_range(n.op)) {
+      copy(n.outputs[0], n.inputs[0], *out);
+    } else if (n.op == OpKind::Sigmoid) {
+      const double a = double(*out) * 127.0;
+      if (a > 0.5 && a < 1) copy(n.outputs[0], n.inputs[0], float(std::log(a / (1 - a)) / 127.0));
+    }
+  }
+  return added;
 }
 
 }  // namespace dlakit::quant

@@ -12,8 +12,8 @@ quant::ScaleTable int8_scales(const quant::ScaleTable& qdq, const quant::ScaleTa
     for (auto& [n, s] : calib->scales) scales.set_scale(n, s);
   if (scales.scales.empty())
     fail(Status::kInvalidArgument,
-         "--int8 needs --calib CACHE (from `dlakit calibrate` or TensorRT) or a "
-         "Q/DQ model");
+         "--int8 needs ranges: --calib CACHE (from `dlakit calibrate` or TensorRT), --data to calibrate on, "
+         "or a Q/DQ model");
   return scales;
 }
 

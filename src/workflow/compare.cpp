@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "quant/fix_search.h"
 
 namespace dlakit::workflow {
 
@@ -22,9 +23,25 @@ quant::AutoFix compare(const PlacedModel& pm, const std::vector<TensorMap>& samp
   const quant::ScaleTable scales = compare_scales(pm, o);
   quant::NumericsOptions no;
   no.gpu_int8 = o.gpu_int8;
+  if (o.fix && o.fix_target > 0) {
+    // `dlakit compare --fix --fix-target`'s search (quant/fix_search.h) on the mean output cosine.
+    quant::SearchOptions so;
+    so.target = o.fix_target;
+    const quant::SearchResult s =
+        quant::search_fix(pm.graph, pm.placement.options, &scales, no, samples, so, {});
+    quant::AutoFix a;
+    a.before = s.before;
+    a.applied = s.applied;
+    a.options = s.options;
+    a.plan = s.plan;
+    a.rounds = 1;
+    a.after =
+        s.applied.empty() ? s.before : quant::compare_numerics(pm.graph, s.plan, samples, {}, so.metric);
+    return a;
+  }
   // --fix: compare, move flagged layers to FP16 / the GPU, re-place, re-measure (up to fix_rounds).
   return quant::auto_fix(pm.graph, pm.placement.options, &scales, no, samples, o.fix ? o.fix_rounds : 0,
-                         progress, o.fix_target);
+                         progress);
 }
 
 nlohmann::json compare_result_json(const quant::CompareResult& r) {

@@ -18,7 +18,7 @@ struct CompareOptions {
   bool gpu_int8 = false;                     // GPU-fallback layers run INT8 instead of FP32
   bool fix = false;                          // --fix: move flagged layers, re-place, re-measure
   int fix_rounds = 3;                        // at most this many --fix rounds
-  double fix_target = 0;                     // --fix-target mean output cosine (0: none)
+  double fix_target = 0;  // --fix-target: the search for a mean output cosine (0: --fix's rounds)
 };
 
 // The ranges an INT8 comparison uses (the Q/DQ model's, then the cache's); throws when INT8 has none.

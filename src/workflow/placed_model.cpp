@@ -13,6 +13,7 @@ PlacedModel place_model(Graph g, const std::string& model, const PlacementOption
   const bool qdq = quant::has_qdq(g);
   quant::ScaleTable scales;
   if (qdq) scales = quant::fold_qdq(g);  // the DLA takes scales, not Q/DQ nodes
+  Graph imported = g;                    // shares the constants
   std::vector<Remark> remarks;
   if (passes.run) {
     // adjust-for-dla keeps a rewrite only where the chosen chip's DLA runs its layers in the build's
@@ -32,7 +33,7 @@ PlacedModel place_model(Graph g, const std::string& model, const PlacementOption
         {"fold-qdq", "", true,
          "folded the Q/DQ nodes into " + std::to_string(scales.scales.size()) + " activation ranges and " +
              std::to_string(scales.weight_scales.size()) + " weight scales"});
-  return {std::move(g), std::move(p), std::move(scales), qdq};
+  return {std::move(g), std::move(p), std::move(scales), qdq, std::move(imported)};
 }
 
 PlacementOptions placement_options(const PlacementRequest& r) {

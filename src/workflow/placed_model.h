@@ -21,6 +21,7 @@ struct PlacedModel {
   Placement placement;
   quant::ScaleTable qdq;  // scales of a Q/DQ model (its Q/DQ nodes are folded away here)
   bool has_qdq = false;
+  Graph imported;  // the model before the passes (Q/DQ folded): what a TensorRT cache's names refer to
 };
 
 // Placement options as the CLI's flags and the Python module's keywords give them: trtexec strings.

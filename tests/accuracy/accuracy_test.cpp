@@ -1,17 +1,21 @@
-// Accuracy of the emulated DLA (INT8 with every calibrator, FP16) against FP32, on real models and real
-// or rendered data that the setup scripts produce (nothing hand-picked):
-//   PP-OCRv4 rec on 240 rendered lines (English + Chinese): INT8 CER at most 1.0 point above FP32's
-//   ppocr cls on the same lines upright and rotated 180 degrees: INT8 agrees with FP32 on >= 99%
-//   PP-OCRv4 det on opencv-doc scene-text photos and rendered pages: F1 of the p > 0.3 masks >= 0.95
-//   FP16: cosine >= 0.9999 against FP32 on every output of every model in .cache/models
-// Calibration uses separate data (48 other rendered lines; other pages and non-text photos).
-// Results: $BUILD/accuracy.md (committed as docs/accuracy.md).
+// Accuracy of the emulated DLA (INT8, FP16) against FP32 on real models and real or rendered data that
+// the setup scripts produce (nothing hand-picked), judged by each task's metric (issue #13):
+//   PP-OCRv4 rec on 240 rendered lines: character error rate (CER) against the labels
+//   ppocr cls on the same lines upright and rotated 180 degrees: agreement with FP32
+//   PP-OCRv4 det on opencv-doc scene-text photos and rendered pages: F1 of the p > 0.3 masks against FP32
+//   every other model in .cache/models: FP16 output cosine against FP32
+// Every INT8 configuration is what a dlakit command line produces, named in its row: the calibrators, the
+// default path (`calibrate` with no flags: --calib-algo auto, --metric auto), auto with the task's metric,
+// --bias-correction / --weight-rounding, and `compare --fix --metric M --fix-target T`. Everything they
+// decide is decided on the calibration data (48 other rendered lines; other pages and non-text photos);
+// the evaluation data is only measured. Results: $BUILD/accuracy.md (committed as docs/accuracy.md).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -20,9 +24,9 @@
 #include "onnx/importer.h"
 #include "passes/passes.h"
 #include "placement/placement.h"
-#include "quant/calibrate.h"
-#include "quant/compare.h"
-#include "quant/numerics.h"
+#include "quant/auto_calib.h"
+#include "quant/fix_search.h"
+#include "quant/weight_tuning.h"
 
 namespace fs = std::filesystem;
 using namespace dlakit;
@@ -33,12 +37,28 @@ namespace {
 const fs::path kSource = DLAKIT_SOURCE_DIR;
 const fs::path kModels = kSource / ".cache" / "models";
 const fs::path kImages = kSource / ".cache" / "images";
-// `dlakit compare --fix --fix-target 0.99`: the accuracy target dlakit's choice searches for.
-constexpr double kFixTarget = 0.99;
-const std::vector<CalibAlgo> kAlgos = {CalibAlgo::kEntropy2, CalibAlgo::kMinMax, CalibAlgo::kPercentile,
-                                       CalibAlgo::kMse};
 
-std::ostringstream g_md;  // the report, section by section
+std::ostringstream g_md;       // the report, section by section
+std::ostringstream g_targets;  // issue #13's targets: measured, met or not
+std::ostringstream g_fp16;     // FP16 cosine rows, collected from every test
+
+std::string pct(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f %%", 100 * v);
+  return b;
+}
+std::string fixed(double v, const char* f = "%.6f") {
+  char b[32];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// A target row. `guard` describes the regression guard the test asserts instead when the target is not met.
+void target_row(const std::string& what, const std::string& target, const std::string& measured, bool met,
+                const std::string& guard = "") {
+  g_targets << "| " << what << " | " << target << " | " << measured << " | "
+            << (met ? "yes" : "**no**" + (guard.empty() ? "" : "; guard: " + guard)) << " |\n";
+}
 
 // The model as `dlakit build` sees it: imported, optimised, placed (INT8 or FP16 default precision).
 struct Model {
@@ -58,95 +78,176 @@ Model load(const std::string& name, const std::string& shapes) {
   return m;
 }
 
-// The FP32 reference, the FP16 emulation and INT8 with each calibrator, over one set of samples.
-struct Runs {
-  std::vector<TensorMap> fp32, fp16;
-  std::vector<TensorMap> fp32_inner, fp16_inner;  // the `inner` tensors run_all was asked to keep
-  std::map<CalibAlgo, std::vector<TensorMap>> int8;
-  std::map<CalibAlgo, int> int8_layers;
-  int fp16_layers = 0;
-  // Decided on the calibration data only (never on the evaluation data): the calibrator whose INT8
-  // output is closest to FP32 there, then (1) `dlakit compare --fix` (flagged layers to FP16) and
-  // (2) `--fix --fix-target 0.99` (the greedy mixed-precision search, at most 6 rounds).
-  CalibAlgo best_algo = CalibAlgo::kEntropy2;
-  struct Config {
-    std::string label;
-    int int8_layers = 0, dla_layers = 0;
-    std::vector<TensorMap> outs;
-  };
-  std::vector<Config> fixed;
-};
-
-// Keeps the value named `inner` (e.g. the logits before a softmax) of every evaluation sample.
-void keep_inner(ReferenceEngine& e, const Graph& g, const std::string& inner, std::vector<TensorMap>& into) {
-  if (inner.empty()) return;
-  const auto id = g.find_value(inner);
-  ASSERT_TRUE(id.has_value()) << inner;
-  e.set_observer([&into, id, inner](const Node& n, const std::vector<Tensor>& outs) {
-    for (size_t k = 0; k < n.outputs.size(); ++k)
-      if (n.outputs[k] == *id) into.push_back({{inner, outs[k].clone()}});
-  });
+PlacementOptions int8_options() {
+  PlacementOptions p;
+  p.precision = dla::Precision::kINT8;
+  return p;
 }
 
-Runs run_all(const Model& m, const std::vector<TensorMap>& calib, const std::vector<TensorMap>& eval,
-             const std::string& inner = "") {
-  Runs r;
+// One INT8 (or FP16) configuration as a command line makes it.
+struct Config {
+  std::string label, calibrator;
+  std::string key;  // configurations with the same key compute the same thing (measured once)
+  Graph g;          // the model (tuned, for the weight edits)
+  Placement placement;
+  NumericsPlan plan;
+  int dla_layers = 0;
+  double mac_share = 0;
+  int ranges_missing = 0;  // DLA layers left FP16 for want of a range
+};
+
+Config make_config(const std::string& label, const std::string& calibrator, const std::string& key,
+                   const Graph& g, const Placement& p, const ScaleTable* t) {
+  Config c{label, calibrator, key, g, p, plan_numerics(g, p, t)};
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    if (p.layers[i].device != Device::kDLA || c.plan.nodes[i].mode == Mode::kFP32) continue;
+    ++c.dla_layers;
+    c.ranges_missing += c.plan.nodes[i].note.rfind("no dynamic range", 0) == 0;
+  }
+  c.mac_share = int8_mac_share(p, c.plan);
+  return c;
+}
+
+// What the INT8 commands decide on the calibration data for one model.
+struct Prepared {
+  std::vector<CalibCandidate> candidates;  // auto's candidates with their scores on the calibration data
+  std::vector<Score> task_scores;          // the same runs scored with the task's metric
+  MetricKind default_metric = MetricKind::kCosine;
+  std::string default_why;
+  size_t default_best = 0, task_best = 0;
+  std::vector<Config> configs;
+  std::vector<std::pair<std::string, Score>> tuned;  // the weight edits' scores on the calibration data
+  SearchResult search;
+  std::string search_label;
+};
+
+std::string line_of(const Score& s, MetricKind k) { return format_metric_value(k, s.metric); }
+
+Prepared prepare(const Model& m, const std::vector<TensorMap>& calib, const MetricSpec& task,
+                 const std::string& task_flags, double target) {
+  Prepared r;
   HistogramCollector hc(m.g);
-  for (const auto& s : calib) hc.add(s);
-  ReferenceEngine ref(m.g);
-  const NumericsPlan p16 = plan_numerics(m.g, m.fp16, nullptr);
-  r.fp16_layers = p16.fp16_nodes;
-  EmulatedEngine e16(m.g, p16);
-  keep_inner(ref, m.g, inner, r.fp32_inner);
-  keep_inner(e16.engine(), m.g, inner, r.fp16_inner);
-  for (const auto& s : eval) {
-    r.fp32.push_back(ref.run(s));
-    r.fp16.push_back(e16.run(s));
-  }
-  std::map<CalibAlgo, ScaleTable> tables;
-  double best = -2;
-  for (CalibAlgo a : kAlgos) {
-    CalibOptions co;
-    co.algo = a;
-    const ScaleTable t = tables[a] = hc.compute(co);
-    const NumericsPlan p8 = plan_numerics(m.g, m.int8, &t);
-    r.int8_layers[a] = p8.int8_nodes;
-    EmulatedEngine e8(m.g, p8);
-    for (const auto& s : eval) r.int8[a].push_back(e8.run(s));
-    const double c = mean_output_cosine(compare_numerics(m.g, p8, calib));
-    if (c > best) {
-      best = c;
-      r.best_algo = a;
+  std::vector<TensorMap> reference;
+  for (const auto& s : calib) reference.push_back(hc.add(s));
+  r.default_metric = auto_metric(reference[0], &r.default_why);
+  MetricSpec dflt;
+  dflt.kind = r.default_metric;
+  // `calibrate` (auto): every candidate's INT8 emulation against FP32 on the calibration data.
+  for (const CalibOptions& o : auto_candidates(CalibOptions{}.percentile)) {
+    CalibCandidate c;
+    c.name = candidate_name(o);
+    c.options = o;
+    c.table = hc.compute(o);
+    const NumericsPlan plan = plan_numerics(m.g, m.int8, &c.table);
+    c.int8_layers = plan.int8_nodes;
+    EmulatedEngine emu(m.g, plan);
+    MetricAccumulator a(dflt), b(task), cos(MetricSpec{});
+    for (size_t s = 0; s < calib.size(); ++s) {
+      const TensorMap out = emu.run(calib[s]);
+      a.add(reference[s], out);
+      b.add(reference[s], out);
+      cos.add(reference[s], out);
     }
+    c.score = {a.value(), cos.value()};
+    r.task_scores.push_back({b.value(), cos.value()});
+    r.candidates.push_back(c);
+    const size_t i = r.candidates.size() - 1;
+    if (better(dflt.kind, c.score, r.candidates[r.default_best].score)) r.default_best = i;
+    if (better(task.kind, r.task_scores[i], r.task_scores[r.task_best])) r.task_best = i;
   }
-  PlacementOptions po;
-  po.precision = dla::Precision::kINT8;
-  for (const double target : {0.0, kFixTarget}) {
-    const AutoFix fix = auto_fix(m.g, po, &tables[r.best_algo], {}, calib, target > 0 ? 6 : 3, {}, target);
-    Runs::Config c;
-    const std::string moved = fix.applied.layer_precisions;
-    const size_t n = moved.empty() ? 0 : size_t(std::count(moved.begin(), moved.end(), ',') + 1);
-    c.label = std::string("INT8, ") + calib_algo_name(r.best_algo) + " + compare --fix" +
-              (target > 0 ? " --fix-target 0.99" : "") + " (" + std::to_string(fix.rounds) + " round(s), " +
-              std::to_string(fix.undone.size()) + " undone, " + std::to_string(n) + " layer(s) to FP16)";
-    c.int8_layers = fix.plan.int8_nodes;
-    c.dla_layers = fix.plan.int8_nodes + fix.plan.fp16_nodes;
-    if (fix.applied.empty()) {  // nothing moved: the calibrator's own runs
-      c.outs = r.int8.at(r.best_algo);
-    } else {
-      EmulatedEngine er(m.g, fix.plan);
-      for (const auto& s : eval) c.outs.push_back(er.run(s));
-    }
-    r.fixed.push_back(std::move(c));
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const CalibCandidate& c = r.candidates[i];
+    if (c.options.algo == CalibAlgo::kPercentile && c.options.percentile != CalibOptions{}.percentile)
+      continue;
+    r.configs.push_back(
+        make_config("INT8, `calibrate --calib-algo " + std::string(calib_algo_name(c.options.algo)) + "`",
+                    c.name, c.name, m.g, m.int8, &c.table));
   }
+  const CalibCandidate& def = r.candidates[r.default_best];
+  r.configs.push_back(make_config("INT8, **default path**: `calibrate` (auto; --metric auto = " +
+                                      std::string(metric_name(r.default_metric)) + ")",
+                                  def.name, def.name, m.g, m.int8, &def.table));
+  const CalibCandidate& tb = r.candidates[r.task_best];
+  r.configs.push_back(
+      make_config("INT8, `calibrate " + task_flags + "` (auto)", tb.name, tb.name, m.g, m.int8, &tb.table));
+  // --bias-correction / --weight-rounding on top of the default path.
+  for (int mode = 1; mode <= 3; ++mode) {
+    TuneOptions to;
+    to.bias_correction = mode & 1;
+    to.weight_rounding = mode & 2;
+    Graph tuned = m.g;
+    tune_weights(tuned, plan_numerics(m.g, m.int8, &def.table), calib, to);
+    const std::string flags = std::string(to.bias_correction ? " --bias-correction" : "") +
+                              (to.weight_rounding ? " --weight-rounding" : "");
+    r.tuned.emplace_back(flags,
+                         score_plan(tuned, plan_numerics(tuned, m.int8, &def.table), calib, reference, dflt));
+    r.configs.push_back(
+        make_config("INT8, `calibrate" + flags + "`", def.name, def.name + flags, tuned, m.int8, &def.table));
+  }
+  // `compare --fix --metric M --fix-target T` on the default path's cache.
+  SearchOptions so;
+  so.metric = task;
+  so.target = target;
+  r.search = search_fix(m.g, int8_options(), &def.table, {}, calib, so);
+  r.search_label =
+      "INT8, default path + `compare --fix " + task_flags + " --fix-target " + fixed(target, "%g") + "`: " +
+      (r.search.reached ? std::to_string(r.search.curve[size_t(r.search.chosen)].moves) + " layer(s) to FP16"
+                        : std::string("target not reached on the calibration data"));
+  if (r.search.reached)
+    r.configs.push_back(
+        make_config(r.search_label, def.name, "search", m.g, place(m.g, r.search.options), &def.table));
   return r;
 }
 
-// Cosine over every element of every sample of one output.
-double cosine(const std::vector<TensorMap>& a, const std::vector<TensorMap>& b, const std::string& out) {
+// The auto calibrator's view of the calibration data, and the search's curve.
+void report_calibration(const Prepared& p, const MetricSpec& task, const std::string& what) {
+  g_md << "\n`calibrate` measures each calibrator's INT8 emulation against FP32 on the " << what
+       << " (--metric auto resolves to " << p.default_why
+       << "):\n\n| calibrator | INT8 layers | --metric auto (" << metric_name(p.default_metric)
+       << ") | the task's metric (" << metric_name(task.kind) << ")"
+       << " | output cosine |\n|---|---|---|---|---|\n";
+  for (size_t i = 0; i < p.candidates.size(); ++i) {
+    const CalibCandidate& c = p.candidates[i];
+    g_md << "| " << c.name << (i == p.default_best ? " (default path's choice)" : "")
+         << (i == p.task_best ? " (choice with the task's metric)" : "") << " | " << c.int8_layers << " | "
+         << line_of(c.score, p.default_metric) << " | " << line_of(p.task_scores[i], task.kind) << " | "
+         << fixed(c.score.cosine) << " |\n";
+  }
+  g_md << "\nThe weight edits on top of the default path's ranges, on the same calibration data: ";
+  for (size_t i = 0; i < p.tuned.size(); ++i)
+    g_md << (i ? "; " : "") << "`" << p.tuned[i].first.substr(1) << "` "
+         << line_of(p.tuned[i].second, p.default_metric) << " (output cosine "
+         << fixed(p.tuned[i].second.cosine) << ")";
+  g_md << " (without: " << line_of(p.candidates[p.default_best].score, p.default_metric) << ").\n";
+  const SearchResult& s = p.search;
+  const bool fp16_measured =
+      std::any_of(s.curve.begin(), s.curve.end(), [](const CurvePoint& c) { return c.moves < 0; });
+  g_md << "\nThe `compare --fix` search on the calibration data (" << s.evaluations
+       << " plans scored): all INT8 " << line_of(s.all_int8, task.kind) << ", all FP16 "
+       << (fp16_measured ? line_of(s.all_fp16, task.kind) : "not measured (all INT8 meets the target)")
+       << "; measured points:\n\n"
+       << "| layers moved to FP16 | FP16 layers | INT8 layers | INT8 share of DLA MACs | "
+       << metric_name(task.kind) << " | meets |\n|---|---|---|---|---|---|\n";
+  for (size_t i = 0; i < s.curve.size(); ++i) {
+    const CurvePoint& c = s.curve[i];
+    g_md << "| " << (c.moves < 0 ? "all (FP16 build)" : std::to_string(c.moves))
+         << (int(i) == s.chosen ? " (chosen)" : "") << " | " << c.fp16_layers << " | " << c.int8_layers
+         << " | " << pct(c.int8_mac_share) << " | " << line_of(c.score, task.kind) << " | "
+         << (c.meets ? "yes" : "no") << " |\n";
+  }
+}
+
+// Streams samples through a plan; each output goes to `take` and is dropped (rec outputs are 1 MB each).
+void run_plan(const Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
+              const std::function<void(size_t, const TensorMap&)>& take) {
+  EmulatedEngine e(g, plan);
+  for (size_t i = 0; i < samples.size(); ++i) take(i, e.run(samples[i]));
+}
+
+// Cosine over every element of every sample of one output, accumulated.
+struct Cosine {
   double ab = 0, aa = 0, bb = 0;
-  for (size_t s = 0; s < a.size(); ++s) {
-    const Tensor &x = a[s].at(out), &y = b[s].at(out);
+  void add(const Tensor& x, const Tensor& y) {
     for (int64_t i = 0; i < x.numel(); ++i) {
       const double p = x.at_f64(i), q = y.at_f64(i);
       ab += p * q;
@@ -154,8 +255,8 @@ double cosine(const std::vector<TensorMap>& a, const std::vector<TensorMap>& b, 
       bb += q * q;
     }
   }
-  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : (aa == bb ? 1.0 : 0.0);
-}
+  double value() const { return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : (aa == bb ? 1.0 : 0.0); }
+};
 
 Image rotate180(const Image& img) {
   Image r = img;
@@ -188,175 +289,114 @@ struct Line {
   Image img;
   std::u32string text;
 };
-std::u32string utf32(const std::string& s) {
-  std::u32string r;
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    char32_t cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
-    for (int k = 1; k < n && i + size_t(k) < s.size(); ++k) cp = (cp << 6) | (s[i + size_t(k)] & 0x3F);
-    r.push_back(cp);
-    i += size_t(n);
-  }
-  return r;
-}
 std::vector<Line> read_lines(const fs::path& dir) {
   std::vector<Line> v;
   std::ifstream f(dir / "labels.tsv");
   std::string row;
   while (std::getline(f, row)) {
     const size_t tab = row.find('\t');
-    v.push_back({load_image((dir / row.substr(0, tab)).string()), utf32(row.substr(tab + 1))});
+    v.push_back({load_image((dir / row.substr(0, tab)).string()), utf8_to_utf32(row.substr(tab + 1))});
   }
   return v;
-}
-
-// CTC greedy decoding with PaddleOCR's dictionary: blank, ppocr_keys_v1, space.
-std::vector<std::u32string> read_dict() {
-  std::vector<std::u32string> d{U""};
-  std::ifstream f(kModels / "ppocr_keys_v1.txt");
-  std::string k;
-  while (std::getline(f, k)) d.push_back(utf32(k));
-  d.push_back(U" ");
-  return d;
-}
-std::u32string ctc_decode(const Tensor& probs, const std::vector<std::u32string>& dict) {
-  const int64_t T = probs.dim(1), C = probs.dim(2);
-  std::u32string s;
-  int64_t prev = -1;
-  for (int64_t t = 0; t < T; ++t) {
-    const float* p = probs.data<float>() + t * C;
-    const int64_t k = std::max_element(p, p + C) - p;
-    if (k != prev && k != 0 && size_t(k) < dict.size()) s += dict[size_t(k)];
-    prev = k;
-  }
-  return s;
-}
-size_t edit_distance(const std::u32string& a, const std::u32string& b) {
-  std::vector<size_t> d(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = d[0];
-    d[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = d[j];
-      d[j] = std::min({d[j] + 1, d[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return d[b.size()];
-}
-
-std::string pct(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f %%", 100 * v);
-  return b;
-}
-std::string fixed(double v, const char* f = "%.6f") {
-  char b[32];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-std::ostringstream g_fp16;  // FP16 rows, collected from every test
-double fp16_all_min = 1.0;  // the lowest FP16 cosine among the other models
-
-std::ostringstream g_targets;  // issue #4's targets: measured, met or not
-
-void target_row(const std::string& what, const std::string& target, const std::string& measured, bool met) {
-  g_targets << "| " << what << " | " << target << " | " << measured << " | " << (met ? "yes" : "**no**")
-            << " |\n";
 }
 
 }  // namespace
 
 TEST(Accuracy, RecognitionCharacterErrorRate) {
   const Model m = load("ppocr_rec", "x:1x3x48x320");
-  const auto dict = read_dict();
   const auto eval = read_lines(kImages / "ocr_eval"), calib = read_lines(kImages / "ocr_calib");
   ASSERT_GE(eval.size(), 200u);
   std::vector<TensorMap> ev, cal;
   for (auto& l : eval) ev.push_back({{"x", ocr_line_input(l.img, 320)}});
   for (auto& l : calib) cal.push_back({{"x", ocr_line_input(l.img, 320)}});
-  // The softmax's input (the logits), kept to tell FP16's arithmetic error from what the softmax makes of it.
-  const Node& softmax = m.g.nodes[size_t(m.g.value(m.g.outputs[0]).producer)];
-  ASSERT_EQ(softmax.op, OpKind::Softmax);
-  const std::string logits = m.g.value(softmax.inputs[0]).name;
-  const Runs r = run_all(m, cal, ev, logits);
-  const std::string out = r.fp32[0].begin()->first;
+  MetricSpec cer;
+  cer.kind = MetricKind::kCtcCer;
+  cer.labels = read_labels((kModels / "ppocr_keys_v1.txt").string());
+  const double kTarget = 0.01;  // `--fix-target 0.01`: CER against FP32's reading on the calibration lines
+  const Prepared p = prepare(m, cal, cer, "--metric ctc-cer --labels ppocr_keys_v1.txt", kTarget);
+
+  ReferenceEngine ref(m.g);
+  std::vector<TensorMap> fp32;
+  for (const auto& s : ev) fp32.push_back(ref.run(s));
+  const std::string out = fp32[0].begin()->first;
   size_t chars = 0;
   for (auto& l : eval) chars += l.text.size();
-  auto cer = [&](const std::vector<TensorMap>& outs, size_t* same) {
-    size_t edits = 0;
-    for (size_t i = 0; i < eval.size(); ++i) {
-      const auto s = ctc_decode(outs[i].at(out), dict);
-      edits += edit_distance(s, eval[i].text);
-      if (same) *same += s == ctc_decode(r.fp32[i].at(out), dict);
-    }
-    return double(edits) / double(chars);
+  std::vector<std::u32string> read32;
+  for (const auto& o : fp32) {
+    const Tensor& t = o.at(out);
+    read32.push_back(ctc_greedy(t.data<float>(), t.dim(1), t.dim(2), cer.labels));
+  }
+  struct Result {
+    double cer = 0, cosine = 0;
+    size_t same = 0;
   };
-  const double fp32 = cer(r.fp32, nullptr);
-  size_t same16 = 0;
-  const double fp16 = cer(r.fp16, &same16);
+  auto measure = [&](const Graph& g, const NumericsPlan& plan) {
+    size_t edits = 0;
+    Result r;
+    Cosine c;
+    run_plan(g, plan, ev, [&](size_t i, const TensorMap& o) {
+      const Tensor& t = o.at(out);
+      const std::u32string s = ctc_greedy(t.data<float>(), t.dim(1), t.dim(2), cer.labels);
+      edits += edit_distance(s, eval[i].text);
+      r.same += s == read32[i];
+      c.add(fp32[i].at(out), t);
+    });
+    r.cer = double(edits) / double(chars);
+    r.cosine = c.value();
+    return r;
+  };
+  size_t edits32 = 0;
+  for (size_t i = 0; i < eval.size(); ++i) edits32 += edit_distance(read32[i], eval[i].text);
+  const double cer32 = double(edits32) / double(chars);
+  const Result r16 = measure(m.g, plan_numerics(m.g, m.fp16, nullptr));
   g_md << "\n## PP-OCRv4 rec: character error rate on " << eval.size() << " rendered lines (" << chars
        << " characters)\n\nCalibration: " << calib.size() << " other rendered lines. Input 1x3x48x320.\n\n"
-       << "| precision | calibrator | DLA INT8 layers | CER | CER - FP32 | lines identical to FP32 |\n"
-       << "|---|---|---|---|---|---|\n"
-       << "| FP32 (reference) | - | - | " << pct(fp32) << " | - | - |\n"
-       << "| FP16 | - | " << r.fp16_layers << " fp16 | " << pct(fp16) << " | " << pct(fp16 - fp32) << " | "
-       << same16 << " / " << eval.size() << " |\n";
-  for (CalibAlgo a : kAlgos) {
-    size_t same = 0;
-    const double c = cer(r.int8.at(a), &same);
-    g_md << "| INT8 | " << calib_algo_name(a) << " | " << r.int8_layers.at(a) << " | " << pct(c) << " | "
-         << pct(c - fp32) << " | " << same << " / " << eval.size() << " |\n";
+       << "| configuration | calibrator | DLA layers in INT8 | INT8 share of DLA MACs | CER | CER - FP32 | "
+          "lines "
+          "read as FP32 reads them |\n|---|---|---|---|---|---|---|\n"
+       << "| FP32 (reference) | - | - | - | " << pct(cer32) << " | - | - |\n"
+       << "| FP16 | - | 0 | - | " << pct(r16.cer) << " | " << pct(r16.cer - cer32) << " | " << r16.same
+       << " / " << eval.size() << " |\n";
+  std::map<std::string, Result> done;
+  for (const Config& c : p.configs) {
+    if (!done.count(c.key)) done[c.key] = measure(c.g, c.plan);
+    const Result& r = done[c.key];
+    g_md << "| " << c.label << " | " << c.calibrator << " | " << c.plan.int8_nodes << " of " << c.dla_layers
+         << " | " << pct(c.mac_share) << " | " << pct(r.cer) << " | " << pct(r.cer - cer32) << " | " << r.same
+         << " / " << eval.size() << " |\n";
   }
-  double best_delta = 1e9;
-  for (const auto& c : r.fixed) {
-    size_t same = 0;
-    const double rc = cer(c.outs, &same);
-    best_delta = std::min(best_delta, rc - fp32);
-    g_md << "| " << c.label << " | " << calib_algo_name(r.best_algo) << " | " << c.int8_layers << " | "
-         << pct(rc) << " | " << pct(rc - fp32) << " | " << same << " / " << eval.size() << " |\n";
-  }
-  target_row("PP-OCRv4 rec: INT8 CER - FP32 CER (best dlakit configuration)", "<= 1.0 point", pct(best_delta),
-             best_delta <= 0.01);
-  // Regression guard at the measured level: the target is not met (accuracy.md, int8.md).
-  EXPECT_LE(best_delta, 0.03) << "best INT8 CER - FP32 CER";
-  const double c16 = cosine(r.fp32, r.fp16, out);
-  g_fp16 << "| ppocr_rec | " << out << " | " << fixed(c16) << " |\n";
-  target_row("PP-OCRv4 rec: FP16 cosine vs FP32 (240 lines, softmax output)", ">= 0.9999", fixed(c16),
-             c16 >= 0.9999);
-  // Regression guard: FP16's CER is within 0.05 points of FP32's, but the cosine misses 0.9999.
-  EXPECT_GE(c16, 0.9995);
-  // Where FP16's softmax error sits: per line and per time step (argmax flips between near-tied classes).
-  size_t below = 0, flips = 0, worst_line = 0;
-  double total = 0, worst = 0;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    const Tensor &a = r.fp32[i].at(out), &b = r.fp16[i].at(out);
-    const int64_t classes = a.shape().back();
-    double sq = 0;
-    for (int64_t t = 0; t < a.numel() / classes; ++t) {
-      const float *x = a.data<float>() + t * classes, *y = b.data<float>() + t * classes;
-      flips += std::max_element(x, x + classes) - x != std::max_element(y, y + classes) - y;
-      for (int64_t c = 0; c < classes; ++c) sq += (double(x[c]) - y[c]) * (double(x[c]) - y[c]);
-    }
-    below += cosine({r.fp32[i]}, {r.fp16[i]}, out) < 0.9999;
-    total += sq;
-    if (sq > worst) worst = sq, worst_line = i;
-  }
-  const double c_logits = cosine(r.fp32_inner, r.fp16_inner, logits);
-  g_md << "\nFP16 on the softmax output: " << below << " of " << ev.size()
-       << " lines have a cosine below 0.9999; the argmax (the decoded class) differs at " << flips
-       << " time steps; line " << worst_line << " alone carries " << pct(worst / total)
-       << " of the squared error. On the softmax's input (the logits `" << logits << "`), the FP16 cosine is "
-       << fixed(c_logits)
-       << ". fp16 storage adds about 2^-12 of relative error per layer over some 300 DLA layers (`dlakit "
-          "compare --fp16` shows it growing steadily, no layer standing out), and where two of the 6625 "
-          "classes are nearly tied the softmax turns that into moved probability mass.\n";
-  target_row("PP-OCRv4 rec: FP16 cosine on the logits (diagnostic: the softmax's input)", ">= 0.9999",
-             fixed(c_logits), c_logits >= 0.9999);
-  EXPECT_GE(c_logits, 0.9998);  // regression guard at the measured level
+  report_calibration(p, cer, "48 calibration lines");
+  const Config& dflt = p.configs[4];  // the default path (after the four calibrators)
+  const double d_default = done[dflt.key].cer - cer32;
+  const bool all_int8 = dflt.ranges_missing == 0;
+  target_row(
+      "PP-OCRv4 rec, default path (`calibrate`, `build --int8`, `run`): CER - FP32, every DLA layer INT8",
+      "<= 1.5 points",
+      pct(d_default) + ", " + std::to_string(dflt.plan.int8_nodes) + " of " +
+          std::to_string(dflt.dla_layers) + " DLA layers INT8",
+      d_default <= 0.015 && all_int8);
+  EXPECT_LE(d_default, 0.015);
+  EXPECT_TRUE(all_int8) << dflt.ranges_missing << " DLA layers lack a range";
+  const bool reached = p.search.reached;
+  const double d_search = reached ? done["search"].cer - cer32 : 1.0;
+  const double share = reached ? p.configs.back().mac_share : 0.0;
+  // The MAC share is not met (the search ends with nearly every layer in FP16: moves interact, and the
+  // ranking measured alone does not see it; docs/int8.md). Guard: the search reaches its target on the
+  // calibration lines and the evaluation CER stays within 1.0 point of FP32.
+  target_row(
+      "PP-OCRv4 rec, `compare --fix --metric ctc-cer --fix-target 0.01`: CER - FP32, with >= 80 % of the "
+      "DLA's MACs INT8",
+      "<= 1.0 point, >= 80 %",
+      reached ? pct(d_search) + ", " + pct(share) + " of the MACs INT8" : "target not reached on calibration",
+      reached && d_search <= 0.01 && share >= 0.8,
+      "the search reaches --fix-target on the calibration lines and CER - FP32 <= 1.0 point (headroom " +
+          fixed(100 * (0.01 - d_search), "%.2f") + " points); the MAC share is not guarded");
+  EXPECT_TRUE(reached);
+  EXPECT_LE(d_search, 0.01);
+  target_row("PP-OCRv4 rec, FP16: CER within 0.1 point of FP32", "abs(CER - FP32) <= 0.1 point",
+             pct(r16.cer - cer32), std::fabs(r16.cer - cer32) <= 0.001);
+  EXPECT_LE(std::fabs(r16.cer - cer32), 0.001);
+  g_fp16 << "| ppocr_rec | " << out << " | " << fixed(r16.cosine) << " |\n";
 }
 
 TEST(Accuracy, ClassifierAgreement) {
@@ -374,101 +414,124 @@ TEST(Accuracy, ClassifierAgreement) {
     cal.push_back({{"x", ocr_line_input(l.img, 192)}});
     cal.push_back({{"x", ocr_line_input(rotate180(l.img), 192)}});
   }
-  const Runs r = run_all(m, cal, ev);
-  const std::string out = r.fp32[0].begin()->first;
+  MetricSpec top1;
+  top1.kind = MetricKind::kTop1;
+  const Prepared p = prepare(m, cal, top1, "--metric top1", 0.99);
+  ReferenceEngine ref(m.g);
+  std::vector<TensorMap> fp32;
+  for (const auto& s : ev) fp32.push_back(ref.run(s));
+  const std::string out = fp32[0].begin()->first;
   auto cls = [&](const TensorMap& o) {
-    const float* p = o.at(out).data<float>();
-    return p[1] > p[0] ? 1 : 0;
+    const float* q = o.at(out).data<float>();
+    return q[1] > q[0] ? 1 : 0;
   };
   size_t right32 = 0;
-  for (size_t i = 0; i < ev.size(); ++i) right32 += cls(r.fp32[i]) == truth[i];
-  g_md << "\n## ppocr cls: upright vs 180-degree rotated, " << ev.size() << " crops (" << eval.size()
-       << " lines x 2)\n\n| precision | calibrator | agrees with FP32 | correct orientation "
-          "|\n|---|---|---|---|\n"
-       << "| FP32 (reference) | - | - | " << pct(double(right32) / double(ev.size())) << " |\n";
-  auto row = [&](const char* prec, const char* algo, const std::vector<TensorMap>& outs) {
-    size_t agree = 0, right = 0;
-    for (size_t i = 0; i < ev.size(); ++i) {
-      agree += cls(outs[i]) == cls(r.fp32[i]);
-      right += cls(outs[i]) == truth[i];
-    }
-    g_md << "| " << prec << " | " << algo << " | " << pct(double(agree) / double(ev.size())) << " | "
-         << pct(double(right) / double(ev.size())) << " |\n";
-    return double(agree) / double(ev.size());
+  for (size_t i = 0; i < ev.size(); ++i) right32 += cls(fp32[i]) == truth[i];
+  struct Result {
+    double agree = 0, right = 0, cosine = 0;
   };
-  row("FP16", "-", r.fp16);
-  for (CalibAlgo a : kAlgos) row("INT8", calib_algo_name(a), r.int8.at(a));
-  double best_agree = 0;
-  for (const auto& c : r.fixed)
-    best_agree = std::max(best_agree, row(c.label.c_str(), calib_algo_name(r.best_algo), c.outs));
-  target_row("ppocr cls: INT8 agrees with FP32 (calibrator chosen on the calibration data)", ">= 99 %",
-             pct(best_agree), best_agree >= 0.99);
-  EXPECT_GE(best_agree, 0.98);  // regression guard: the calibrator chosen on the calibration data misses
-  g_fp16 << "| ppocr_cls | " << out << " | " << fixed(cosine(r.fp32, r.fp16, out)) << " |\n";
-  target_row("ppocr cls: FP16 cosine vs FP32", ">= 0.9999", fixed(cosine(r.fp32, r.fp16, out)),
-             cosine(r.fp32, r.fp16, out) >= 0.9999);
-  EXPECT_GE(cosine(r.fp32, r.fp16, out), 0.9999);
+  auto measure = [&](const Graph& g, const NumericsPlan& plan) {
+    Result r;
+    Cosine c;
+    run_plan(g, plan, ev, [&](size_t i, const TensorMap& o) {
+      r.agree += cls(o) == cls(fp32[i]);
+      r.right += cls(o) == truth[i];
+      c.add(fp32[i].at(out), o.at(out));
+    });
+    r.agree /= double(ev.size());
+    r.right /= double(ev.size());
+    r.cosine = c.value();
+    return r;
+  };
+  const Result r16 = measure(m.g, plan_numerics(m.g, m.fp16, nullptr));
+  g_md << "\n## ppocr cls: upright vs 180-degree rotated, " << ev.size() << " crops (" << eval.size()
+       << " lines x 2)\n\nCalibration: the 48 calibration lines, upright and rotated (96 crops).\n\n"
+       << "| configuration | calibrator | DLA layers in INT8 | INT8 share of DLA MACs | agrees with FP32 | "
+          "correct "
+          "orientation |\n|---|---|---|---|---|---|\n"
+       << "| FP32 (reference) | - | - | - | - | " << pct(double(right32) / double(ev.size())) << " |\n"
+       << "| FP16 | - | 0 | - | " << pct(r16.agree) << " | " << pct(r16.right) << " |\n";
+  std::map<std::string, Result> done;
+  for (const Config& c : p.configs) {
+    if (!done.count(c.key)) done[c.key] = measure(c.g, c.plan);
+    const Result& r = done[c.key];
+    g_md << "| " << c.label << " | " << c.calibrator << " | " << c.plan.int8_nodes << " of " << c.dla_layers
+         << " | " << pct(c.mac_share) << " | " << pct(r.agree) << " | " << pct(r.right) << " |\n";
+  }
+  report_calibration(p, top1, "96 calibration crops");
+  const double agree = done[p.configs[4].key].agree;
+  target_row("ppocr cls, default path: INT8 agrees with FP32", ">= 99 %",
+             pct(agree) + ", " + std::to_string(p.configs[4].plan.int8_nodes) + " of " +
+                 std::to_string(p.configs[4].dla_layers) + " DLA layers INT8",
+             agree >= 0.99);
+  EXPECT_GE(agree, 0.99);
+  target_row("ppocr cls, FP16: agrees with FP32", ">= 99.9 %", pct(r16.agree), r16.agree >= 0.999);
+  EXPECT_GE(r16.agree, 0.999);
+  g_fp16 << "| ppocr_cls | " << out << " | " << fixed(r16.cosine) << " |\n";
 }
 
 TEST(Accuracy, DetectorMaskF1) {
   const Model m = load("ppocr_det", "x:1x3x640x640");
-  Preprocess p;
-  p.width = p.height = 640;
-  p.mean = {0.485f, 0.456f, 0.406f};
-  p.std = {0.229f, 0.224f, 0.225f};
+  Preprocess pre;
+  pre.width = pre.height = 640;
+  pre.mean = {0.485f, 0.456f, 0.406f};
+  pre.std = {0.229f, 0.224f, 0.225f};
   std::vector<TensorMap> ev, cal;
   std::vector<std::string> names;
   for (int i = 1; i <= 6; ++i) names.push_back("scenetext0" + std::to_string(i) + ".jpg");
   for (int i = 0; i < 3; ++i) names.push_back("pages_eval/page_" + std::to_string(i) + ".png");
-  for (auto& n : names) ev.push_back({{"x", image_to_tensor(load_image((kImages / n).string()), p)}});
+  for (auto& n : names) ev.push_back({{"x", image_to_tensor(load_image((kImages / n).string()), pre)}});
   for (auto n : {"pages_calib/page_0.png", "pages_calib/page_1.png", "pages_calib/page_2.png", "baboon.jpg",
                  "fruits.jpg", "messi5.jpg", "butterfly.jpg", "squirrel_cls.jpg"})
-    cal.push_back({{"x", image_to_tensor(load_image((kImages / n).string()), p)}});
-  const Runs r = run_all(m, cal, ev);
-  const std::string out = r.fp32[0].begin()->first;
-  auto f1 = [&](const std::vector<TensorMap>& outs) {
-    double tp = 0, fp = 0, fn = 0;
-    for (size_t s = 0; s < ev.size(); ++s) {
-      const Tensor &a = r.fp32[s].at(out), &b = outs[s].at(out);
-      for (int64_t i = 0; i < a.numel(); ++i) {
-        const bool x = a.data<float>()[i] > 0.3f, y = b.data<float>()[i] > 0.3f;
-        tp += x && y;
-        fp += !x && y;
-        fn += x && !y;
-      }
-    }
-    return tp + fp + fn > 0 ? 2 * tp / (2 * tp + fp + fn) : 1.0;
+    cal.push_back({{"x", image_to_tensor(load_image((kImages / n).string()), pre)}});
+  MetricSpec f1;
+  f1.kind = MetricKind::kMaskF1;
+  f1.threshold = 0.3f;
+  const Prepared p = prepare(m, cal, f1, "--metric mask-f1 --threshold 0.3", 0.97);
+  ReferenceEngine ref(m.g);
+  std::vector<TensorMap> fp32;
+  for (const auto& s : ev) fp32.push_back(ref.run(s));
+  const std::string out = fp32[0].begin()->first;
+  struct Result {
+    double f1 = 0, cosine = 0;
   };
+  auto measure = [&](const Graph& g, const NumericsPlan& plan) {
+    MetricAccumulator a(f1);
+    Cosine c;
+    run_plan(g, plan, ev, [&](size_t i, const TensorMap& o) {
+      a.add(fp32[i], o);
+      c.add(fp32[i].at(out), o.at(out));
+    });
+    return Result{a.value(), c.value()};
+  };
+  const Result r16 = measure(m.g, plan_numerics(m.g, m.fp16, nullptr));
   g_md << "\n## PP-OCRv4 det: F1 of the p > 0.3 text masks against FP32, " << ev.size()
        << " images (6 opencv-doc scene-text photos, 3 rendered pages)\n\nCalibration: 3 other rendered "
        << "pages and 5 opencv-doc photos without text. Input 1x3x640x640.\n\n"
-       << "| precision | calibrator | DLA INT8 layers | mask F1 vs FP32 | output cosine "
-          "|\n|---|---|---|---|---|\n"
-       << "| FP16 | - | " << r.fp16_layers << " fp16 | " << fixed(f1(r.fp16), "%.4f") << " | "
-       << fixed(cosine(r.fp32, r.fp16, out)) << " |\n";
-  for (CalibAlgo a : kAlgos) {
-    const double f = f1(r.int8.at(a));
-    g_md << "| INT8 | " << calib_algo_name(a) << " | " << r.int8_layers.at(a) << " | " << fixed(f, "%.4f")
-         << " | " << fixed(cosine(r.fp32, r.int8.at(a), out)) << " |\n";
+       << "| configuration | calibrator | DLA layers in INT8 | INT8 share of DLA MACs | mask F1 vs FP32 | "
+          "output "
+          "cosine |\n|---|---|---|---|---|---|\n"
+       << "| FP16 | - | 0 | - | " << fixed(r16.f1, "%.4f") << " | " << fixed(r16.cosine) << " |\n";
+  std::map<std::string, Result> done;
+  for (const Config& c : p.configs) {
+    if (!done.count(c.key)) done[c.key] = measure(c.g, c.plan);
+    const Result& r = done[c.key];
+    g_md << "| " << c.label << " | " << c.calibrator << " | " << c.plan.int8_nodes << " of " << c.dla_layers
+         << " | " << pct(c.mac_share) << " | " << fixed(r.f1, "%.4f") << " | " << fixed(r.cosine) << " |\n";
   }
-  double best_f1 = 0, fixed_f1 = 0;
-  for (const auto& c : r.fixed) {
-    const double f = f1(c.outs);
-    if (fixed_f1 == 0) fixed_f1 = f;  // the first: flagged layers only
-    best_f1 = std::max(best_f1, f);
-    g_md << "| " << c.label << " | " << calib_algo_name(r.best_algo) << " | " << c.int8_layers << " | "
-         << fixed(f, "%.4f") << " | " << fixed(cosine(r.fp32, c.outs, out)) << " |\n";
-  }
-  target_row("PP-OCRv4 det: mask F1 INT8 vs FP32 (calibrator + --fix, nearly all INT8)", ">= 0.95",
-             fixed(fixed_f1, "%.4f"), fixed_f1 >= 0.95);
-  target_row("PP-OCRv4 det: mask F1 with --fix-target 0.99 (mixed precision)", ">= 0.95",
-             fixed(best_f1, "%.4f"), best_f1 >= 0.95);
-  EXPECT_GE(fixed_f1, 0.95);
-  EXPECT_GE(best_f1, 0.95);
-  g_fp16 << "| ppocr_det | " << out << " | " << fixed(cosine(r.fp32, r.fp16, out)) << " |\n";
-  target_row("PP-OCRv4 det: FP16 cosine vs FP32", ">= 0.9999", fixed(cosine(r.fp32, r.fp16, out)),
-             cosine(r.fp32, r.fp16, out) >= 0.9999);
-  EXPECT_GE(cosine(r.fp32, r.fp16, out), 0.9999);
+  report_calibration(p, f1, "8 calibration images");
+  const double searched = p.search.reached ? done["search"].f1 : 0.0;
+  target_row(
+      "PP-OCRv4 det, `compare --fix --metric mask-f1 --threshold 0.3 --fix-target 0.97`: mask F1 vs FP32",
+      ">= 0.97",
+      p.search.reached
+          ? fixed(searched, "%.4f") + ", " + pct(p.configs.back().mac_share) + " of the MACs INT8"
+          : "target not reached on calibration",
+      searched >= 0.97);
+  EXPECT_GE(searched, 0.97);
+  target_row("PP-OCRv4 det, FP16: mask F1 vs FP32", ">= 0.999", fixed(r16.f1, "%.4f"), r16.f1 >= 0.999);
+  EXPECT_GE(r16.f1, 0.999);
+  g_fp16 << "| ppocr_det | " << out << " | " << fixed(r16.cosine) << " |\n";
 }
 
 // M-LSD (NHWC RGBA input) normalizes inside its graph (x / 127.5 - 1): it takes pixels 0..255.
@@ -477,7 +540,9 @@ static bool raw_input_model(const Graph& g) {
   return s.size() == 4 && s[3] == 4;
 }
 
-// FP16 on every other model in .cache/models, on real photos resized to the model's input.
+// FP16 on every other model in .cache/models, on real photos resized to the model's input. There is no
+// task metric here; the output cosine is reported, with regression guards at the measured levels (the
+// 0.9999-cosine target of issue #4 is retired: FP16 is judged by task metrics).
 TEST(Accuracy, Fp16CosineEveryModel) {
   std::vector<fs::path> models;
   for (auto& e : fs::directory_iterator(kModels))
@@ -519,43 +584,21 @@ TEST(Accuracy, Fp16CosineEveryModel) {
     }
     ReferenceEngine ref(m.g);
     EmulatedEngine e16(m.g, plan_numerics(m.g, m.fp16, nullptr));
-    // M-LSD's scores are its center map times a peak mask (Cast(Equal(map, MaxPool(map)))): keep the map.
-    std::string center;
-    if (raw_input_model(m.g)) {
-      const Node& mask_mul = m.g.nodes[size_t(m.g.value(*m.g.find_value("scores")).producer)];
-      for (int v : mask_mul.inputs)
-        if (m.g.value(v).producer >= 0 && m.g.nodes[size_t(m.g.value(v).producer)].op != OpKind::Cast)
-          center = m.g.value(v).name;
-    }
-    std::vector<TensorMap> a, b, a_center, b_center;
-    keep_inner(ref, m.g, center, a_center);
-    keep_inner(e16.engine(), m.g, center, b_center);
+    std::vector<TensorMap> a, b;
     for (auto& x : samples) {
       a.push_back(ref.run(x));
       b.push_back(e16.run(x));
     }
-    if (!center.empty()) {
-      const double c = cosine(a_center, b_center, center);
-      g_fp16 << "| mlsd_tiny_320 | `" << center << "` (scores before the peak mask) | " << fixed(c) << " |\n";
-      target_row("M-LSD tiny FP16 cosine, center map before the peak mask (diagnostic)", ">= 0.9999",
-                 fixed(c), c >= 0.9999);
-      EXPECT_GE(c, 0.9999);
-    }
     for (auto& [name, t] : a[0]) {
       if (t.dtype() != DType::kF32) continue;
-      const double c = cosine(a, b, name);
+      Cosine c;
+      for (size_t i = 0; i < a.size(); ++i) c.add(a[i].at(name), b[i].at(name));
       const std::string model = path.stem().string();
-      g_fp16 << "| " << model << " | " << name << " | " << fixed(c) << " |\n";
-      // M-LSD misses the target (accuracy.md): its offsets come through depthwise convolutions whose
-      // folded weights (up to 56) cancel, so fp16 storage of their inputs and weights costs ~0.5% each; its
-      // scores keep the center map's peaks (x == MaxPool(x)), where a rounding can move a peak.
-      if (model == "mlsd_tiny_320") {
-        target_row("M-LSD tiny FP16 cosine, " + name, ">= 0.9999", fixed(c), c >= 0.9999);
-        EXPECT_GE(c, 0.999) << name;  // regression guard at the measured level
-      } else {
-        EXPECT_GE(c, 0.9999) << name;
-        fp16_all_min = std::min(fp16_all_min, c);
-      }
+      g_fp16 << "| " << model << " | " << name << " | " << fixed(c.value()) << " |\n";
+      // Regression guards at the measured levels: M-LSD's offsets come through depthwise convolutions whose
+      // folded weights (up to 56) cancel (0.99971 measured), its scores keep the center map's peaks
+      // (0.99948); every other output measures 0.99995 or more.
+      EXPECT_GE(c.value(), model == "mlsd_tiny_320" ? 0.999 : 0.9999) << name;
     }
   }
 }
@@ -567,16 +610,20 @@ class WriteReport : public ::testing::Environment {
     f << "# Accuracy of the emulated DLA: INT8 and FP16 against FP32\n\n"
       << "Generated by `tests/accuracy/accuracy_test.cpp`, run by `make test`. INT8 is dlakit's emulation of "
       << "the DLA's INT8 (docs/int8.md): layers the DLA runs in INT8 per the Orin placement, GPU-fallback "
-      << "layers in FP32. Every calibrator is reported. Everything dlakit decides (which calibrator, which "
-      << "layers `compare --fix` moves to FP16) is decided on the calibration data; the evaluation data is "
-      << "only measured. The targets marked yes are asserted; those marked no are reported with a "
-      << "regression guard at the measured level, and explained in docs/int8.md.\n"
-      << "\n## Issue #4's targets\n\n| check | target | measured | met |\n|---|---|---|---|\n"
-      << g_targets.str() << "| FP16 cosine, every other model in .cache/models | >= 0.9999 | min "
-      << fixed(fp16_all_min) << " | " << (fp16_all_min >= 0.9999 ? "yes" : "**no**") << " |\n"
-      << g_md.str() << "\n## FP16: cosine against FP32 on every output (threshold 0.9999)\n\n"
+      << "layers in FP32. Each row is exactly the configuration it names, as the dlakit command line in it "
+      << "produces it. Everything those commands decide (the calibrator, the weight edits, the layers "
+         "`compare "
+      << "--fix` keeps in FP16) is decided on the calibration data; the evaluation data is only measured. A "
+         "target "
+      << "marked yes is asserted; one marked no is reported with the regression guard the test asserts "
+         "instead, "
+      << "and explained in docs/int8.md.\n"
+      << "\n## Issue #13's targets\n\n| check | target | measured | met |\n|---|---|---|---|\n"
+      << g_targets.str() << g_md.str() << "\n## FP16: output cosine against FP32\n\n"
       << "Real photos (messi5, fruits from opencv-doc) resized to each model's input; OCR models on their "
-      << "evaluation sets above. torchvision models carry random (seeded) weights.\n\n"
+      << "evaluation sets above. torchvision models carry random (seeded) weights. No target (FP16 is judged "
+         "by "
+      << "task metrics above); the test guards each at 0.9999 (M-LSD tiny: 0.999).\n\n"
       << "| model | output | cosine |\n|---|---|---|\n"
       << g_fp16.str();
   }

@@ -218,6 +218,61 @@ TEST(Calibrators, HistogramGrowsWithTheSameBinWidth) {
   EXPECT_THROW(parse_calib_algo("kl"), Error);
 }
 
+// ---- entropy2 against values worked out from the published algorithm (GTC 2017 S7310, as
+// pytorch-quantization's histogram calibrator implements it; tests/unit/entropy_reference.py re-derives
+// every expected value independently of this code) ----
+
+TEST(Entropy2, DecayingTailIsClippedWhereKlIsLeast) {
+  // bins [0, 8, 4, 2, 1, 1, 1, 1], 2 levels, candidates i = 2..8. bins[0] takes bins[1]'s count:
+  // [8, 8, 4, 2, 1, 1, 1, 1], 26 in all. At i = 4: P = [8, 8, 4, 2 + 4] / 26; bins 0,1 form level 0
+  // (16 over 2 bins: 8, 8) and bins 2,3 level 1 (6 over 2: 3, 3), Q = [8, 8, 3, 3] / 22;
+  // KL = 2 * 8/26 ln(22/26) + 4/26 ln(88/78) + 6/26 ln(132/78) = 0.037162, the least of
+  // {0.075905, 0.090055, 0.037162, 0.084033, 0.067260, 0.117871, 0.103772}: amax = 4 bins.
+  EXPECT_FLOAT_EQ(amax_entropy({0, 8, 4, 2, 1, 1, 1, 1}, 0.5, 2, 2), 2.0f);
+  // [0, 8, 4, 2] -> [8, 8, 4, 2]: i = 3 keeps P = [8, 8, 6] against Q = [8, 8, 4] (KL 0.015271), i = 4
+  // compares P = [8, 8, 4, 2] with Q = [8, 8, 3, 3] (KL 0.015445): even with no outlier, 3 bins win.
+  EXPECT_FLOAT_EQ(amax_entropy({0, 8, 4, 2}, 1.0, 2, 2), 3.0f);
+}
+
+TEST(Entropy2, EmptyBinsStayEmptyInQ) {
+  // [3, 3, 0, 3, 0, 0, 0, 2]: at i = 3, 5, 6, 7 the outliers land in an empty bin (P has mass where Q
+  // has none: infinite KL); i = 2 scores 0.107195 and i = 4 (P = [3, 3, 0, 5], Q = [3, 3, 0, 3]) 0.031523.
+  // At i = 8, level 0 (bins 0..3) spreads 9 over its 3 non-empty bins and leaves bin 2 empty, level 1
+  // (bins 4..7) holds bin 7 alone: Q = P, KL = 0, nothing is clipped.
+  EXPECT_FLOAT_EQ(amax_entropy({3, 3, 0, 3, 0, 0, 0, 2}, 1.0, 2, 2), 8.0f);
+  // [3, 3, 0, 3, 0]: i = 4 and i = 5 both give Q = P (KL 0); of tied minima the last wins.
+  EXPECT_FLOAT_EQ(amax_entropy({3, 3, 0, 3, 0}, 1.0, 2, 2), 5.0f);
+}
+
+TEST(Entropy2, AllMassInOneBinKeepsTheWholeRangeOnTies) {
+  // 1000 counts in bin 300 of 2048 (128 levels): thresholds at or below bin 300 put them in an empty
+  // last bin (infinite KL); every threshold above has Q = P (KL = 0). The last of the tied minima wins:
+  // the whole histogram.
+  std::vector<double> one(2048, 0.0);
+  one[300] = 1000;
+  EXPECT_FLOAT_EQ(amax_entropy(one, 0.25), 512.0f);
+  // All of it at zero: bins[0] takes bins[1]'s count (0), nothing is left to compare, the range stays.
+  std::vector<double> zero(2048, 0.0);
+  zero[0] = 1000;
+  EXPECT_FLOAT_EQ(amax_entropy(zero, 0.25), 512.0f);
+}
+
+TEST(Entropy2, SpikeAtZeroIsReplacedByItsNeighbour) {
+  // A ReLU's zeros: bins[0] is set to bins[1] before anything else, so its count does not matter.
+  const std::vector<double> a{1e6, 8, 4, 2, 1, 1, 1, 1}, b{0, 8, 4, 2, 1, 1, 1, 1};
+  EXPECT_EQ(amax_entropy(a, 1.0, 2, 2), amax_entropy(b, 1.0, 2, 2));
+}
+
+TEST(Entropy2, LongSparseTailIsClipped) {
+  // A body halving every 7 bins (empty from bin 119) and 3 counts every 97 bins up to bin 2037, 128
+  // levels over 2048 bins: the least KL is at 292 bins (just past the spike at 291; 0.000327, infinite
+  // at 290, 291, 293, 294 where the outliers land in empty bins), far below the data's 2038 bins.
+  std::vector<double> bins(2048);
+  for (int j = 0; j < 2048; ++j)
+    bins[size_t(j)] = (j / 7 < 17 ? double(100000 >> (j / 7)) : 0.0) + (j % 97 == 0 ? 3 : 0);
+  EXPECT_FLOAT_EQ(amax_entropy(bins, 1.0), 292.0f);
+}
+
 // ---- emulation on small graphs ----
 namespace {
 

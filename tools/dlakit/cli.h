@@ -54,8 +54,9 @@ struct DataFlags {
   float scale = 1.0f / 255.0f;
   bool bgr = false, nhwc = false;
   int max_samples = 0;
-  void add(CLI::App& app);
+  void add(CLI::App& app, bool required = true);
   std::vector<TensorMap> load(const Graph& g) const;
+  std::string as_flags() const;  // the same data on another command line: "--data D --mean ..."
 };
 
 // A progress bar on stderr when it is a terminal ("calibrating [#####.....] 12/64"); silent otherwise.

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli.h"
+#include "int8_flags.h"
 #include "loadable/loadable.h"
 #include "loadable/plan.h"
 #include "loadable/plan_executor.h"
@@ -18,8 +19,38 @@ namespace {
 struct BuildFlags {
   ModelFlags model;
   PlacementFlags placement;
+  DataFlags data;  // optional: calibrate on it (without --calib) and measure INT8 against FP32 on it
+  CalibFlags calib_flags;
+  MetricFlags metric;
   std::string save, input_formats, output_formats, calib, mem_pool;
 };
+
+// The INT8 scales: the Q/DQ model's, then the calibration cache's (fitted to the network), or a
+// calibration on --data. With --data, INT8 is measured against FP32 on it and a collapse is a warning.
+quant::ScaleTable build_scales(const BuildFlags& f, const PlacedModel& pm) {
+  quant::ScaleTable scales = int8_scales(pm, f.calib);
+  if (scales.scales.empty() && f.data.data.empty())
+    fail(Status::kInvalidArgument,
+         "--int8 needs ranges: --calib CACHE (from `dlakit calibrate` or TensorRT), --data to calibrate on, "
+         "or a Q/DQ model");
+  if (f.data.data.empty()) return scales;
+  const std::vector<TensorMap> samples = f.data.load(pm.graph);
+  const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, false);
+  const quant::Score* known = nullptr;
+  Calibration c;
+  if (scales.scales.empty()) {
+    c = calibrate_samples(pm.graph, pm.placement, samples, f.calib_flags, metric);
+    scales = c.table;
+    known = &c.score;
+    std::cout << "calibrated on " << c.samples << " samples of --data with " << c.chosen << "\n";
+    print_candidates(c, metric.kind);
+  }
+  const quant::Int8Check check = quant::check_int8(
+      pm.graph, quant::plan_numerics(pm.graph, pm.placement, &scales), samples, metric, known);
+  std::cout << "  " << quant::describe(check) << "\n" << std::flush;
+  warn_if_collapsed(check, fix_command(f.model, f.data, f.metric, metric, f.calib));
+  return scales;
+}
 
 void write_engine(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -35,12 +66,11 @@ void run_build(BuildFlags& f) {
   if (!f.placement.fallback) f.placement.standalone = true;
   const PlacedModel pm = load_and_place(f.model, f.placement);
   const Placement& p = pm.placement;
-  quant::ScaleTable calib;
-  const bool use_calib = f.placement.int8 && !f.calib.empty();  // --calib without --int8 is ignored
-  if (use_calib) calib = quant::read_calib_cache(f.calib);
+  quant::ScaleTable scales;  // --calib without --int8 is ignored
+  if (f.placement.int8) scales = build_scales(f, pm);
   workflow::BuildOptions o;
   o.int8 = f.placement.int8;
-  o.calib = use_calib ? &calib : nullptr;
+  o.calib = f.placement.int8 ? &scales : nullptr;
   o.input_formats = f.input_formats;
   o.output_formats = f.output_formats;
   o.mem_pool_sizes = f.mem_pool;
@@ -88,6 +118,9 @@ void register_build(CLI::App& app) {
   sub->add_option("--calib", f->calib,
                   "INT8 calibration cache (TensorRT format, from `dlakit calibrate` or trtexec); a Q/DQ "
                   "model brings its own scales");
+  f->data.add(*sub, false);
+  f->calib_flags.add(*sub, false);
+  f->metric.add(*sub);
   sub->add_option(
       "--memPoolSize", f->mem_pool,
       "DLA memory pool budgets, trtexec's meaning: dlaSRAM:N,dlaLocalDRAM:N,dlaGlobalDRAM:N in MiB "

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "cli.h"
-#include "numerics/quantize.h"
+#include "int8_flags.h"
 #include "onnx/exporter.h"
 #include "quant/qdq.h"
 #include "workflow/calibrate.h"
@@ -18,30 +18,32 @@ struct CalibrateFlags {
   ModelFlags model;
   PlacementFlags placement;
   DataFlags data;
-  std::string algo = "entropy2", cache;
-  double percentile = 99.99;
-  int trt_version = 100300;
+  CalibFlags calib;
+  MetricFlags metric;
+  TuneFlags tune;
+  CacheVersionFlags version;
+  std::string cache, save_onnx;
   bool json = false;
 };
 
+nlohmann::json table_json(const quant::ScaleTable& t, const quant::ScaleTable& maxes,
+                          const std::string& path) {
+  nlohmann::json j;
+  j["cache"] = path;
+  j["header"] = "TRT-" + std::to_string(t.trt_version) + "-EntropyCalibration2";
+  j["tensors"] = nlohmann::json::array();
+  for (size_t i = 0; i < t.scales.size(); ++i)
+    j["tensors"].push_back({{"name", t.scales[i].first},
+                            {"amax", t.scales[i].second * 127},
+                            {"max_abs", maxes.scales[i].second * 127},
+                            {"scale_hex", quant::scale_to_hex(t.scales[i].second)}});
+  return j;
+}
+
 void print_table(const quant::ScaleTable& t, const quant::ScaleTable& maxes, const std::string& path,
-                 int samples, bool json) {
-  if (json) {
-    nlohmann::json j;
-    j["cache"] = path;
-    j["algorithm"] = t.algorithm;
-    j["samples"] = samples;
-    j["header"] = "TRT-" + std::to_string(t.trt_version) + "-EntropyCalibration2";
-    for (size_t i = 0; i < t.scales.size(); ++i)
-      j["tensors"].push_back({{"name", t.scales[i].first},
-                              {"amax", t.scales[i].second * 127},
-                              {"max_abs", maxes.scales[i].second * 127},
-                              {"scale_hex", quant::scale_to_hex(t.scales[i].second)}});
-    std::cout << j.dump(2) << "\n";
-    return;
-  }
-  std::cout << "calibrated " << t.scales.size() << " tensors on " << samples << " samples with "
-            << t.algorithm << " -> " << path << "\n";
+                 const std::string& calibrator, int samples) {
+  std::cout << "calibrated " << t.scales.size() << " tensors on " << samples << " samples with " << calibrator
+            << " -> " << path << " (TRT-" << t.trt_version << "-EntropyCalibration2)\n";
   size_t clipped = 0;
   for (size_t i = 0; i < t.scales.size(); ++i) clipped += t.scales[i].second < maxes.scales[i].second;
   std::cout << "  " << clipped << " of " << t.scales.size()
@@ -53,44 +55,79 @@ void print_table(const quant::ScaleTable& t, const quant::ScaleTable& maxes, con
                 quant::scale_to_hex(t.scales[i].second).c_str());
 }
 
+// "out.cache" -> "out.mse.cache" (--calib-algo all writes one cache per calibrator).
+std::string suffixed(const std::string& path, const char* algo) {
+  const size_t dot = path.rfind('.');
+  return (dot == std::string::npos ? path : path.substr(0, dot)) + "." + algo +
+         (dot == std::string::npos ? "" : path.substr(dot));
+}
+
 void run_calibrate(const CalibrateFlags& f) {
   f.model.apply_threads();
-  const PlacedModel pm = load_and_place(f.model, f.placement);
-  workflow::require_calibratable(pm);  // before reading the data
+  if (f.tune.any() && f.save_onnx.empty())
+    fail(Status::kInvalidArgument,
+         "--bias-correction and --weight-rounding edit the model's weights: give --save-onnx FILE for the "
+         "tuned "
+         "model (build that one with the cache)");
+  PlacedModel pm = load_and_place(f.model, f.placement);
+  if (pm.has_qdq)
+    fail(Status::kInvalidArgument, f.model.model,
+         " is a Q/DQ model: its scales come from the model; use `dlakit qdq-to-cache` instead");
   const std::vector<TensorMap> samples = f.data.load(pm.graph);
-  workflow::CalibrateOptions o;
-  o.algos = workflow::parse_calib_algos(f.algo);
-  o.percentile = f.percentile;
-  o.trt_version = f.trt_version;
-  size_t next = 0;
-  auto bar = progress_bar("calibrating");
-  const workflow::Calibration c = workflow::calibrate(
-      pm,
-      [&](TensorMap& s) {
-        if (next == samples.size()) return false;
-        s = samples[next++];
-        return true;
-      },
-      o,
-      [&](int seen) {
-        if (bar) bar(seen, int(samples.size()));
-      });
-  for (size_t i = 0; i < o.algos.size(); ++i) {
-    std::string path = f.cache;
-    if (o.algos.size() > 1) {
-      const size_t dot = path.rfind('.');
-      path = (dot == std::string::npos ? path : path.substr(0, dot)) + "." +
-             quant::calib_algo_name(o.algos[i]) + (dot == std::string::npos ? "" : path.substr(dot));
+  const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, f.json);
+  PlacementOptions int8 = f.placement.options();  // scored as `build --int8` would place it
+  int8.precision = dla::Precision::kINT8;
+  const Placement placement = place(pm.graph, int8);
+  const Calibration c = calibrate_samples(pm.graph, placement, samples, f.calib, metric);
+  nlohmann::json j;
+  j["algorithm"] = f.calib.algo;
+  j["metric"] = quant::metric_name(metric.kind);
+  j["samples"] = c.samples;
+  if (c.automatic.candidates.size() > 1) j["candidates"] = candidates_json(c);
+  if (f.calib.algo == "all") {
+    if (!f.json) print_candidates(c, metric.kind);
+    for (const quant::CalibCandidate& x : c.automatic.candidates) {
+      quant::ScaleTable t = x.table;
+      t.trt_version = f.version.version();
+      const std::string path = suffixed(f.cache, quant::calib_algo_name(x.options.algo));
+      quant::write_calib_cache(path, t);
+      if (f.json)
+        j["caches"].push_back(table_json(t, c.maxes, path));
+      else
+        print_table(t, c.maxes, path, x.name, c.samples);
     }
-    quant::write_calib_cache(path, c.tables[i]);
-    print_table(c.tables[i], c.maxes, path, c.samples, f.json);
+    if (f.json) std::cout << j.dump(2) << "\n";
+    return;
   }
+  quant::ScaleTable t = c.table;
+  t.trt_version = f.version.version();
+  quant::write_calib_cache(f.cache, t);
+  apply_tuning(pm.graph, placement, t, samples, f.tune, f.json);
+  if (!f.save_onnx.empty()) save_onnx(pm.graph, f.save_onnx, "dlakit_calibrated");
+  const quant::Int8Check check = quant::check_int8(pm.graph, quant::plan_numerics(pm.graph, placement, &t),
+                                                   samples, metric, f.tune.any() ? nullptr : &c.score);
+  const std::string command = fix_command(f.model, f.data, f.metric, metric, f.cache);
+  if (f.json) {
+    j["chosen"] = c.chosen;
+    j["check"] = check_json(check, command);
+    j.update(table_json(t, c.maxes, f.cache));
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_candidates(c, metric.kind);
+    print_table(t, c.maxes, f.cache, c.chosen, c.samples);
+    if (!f.save_onnx.empty())
+      std::cout << "wrote the model (after dlakit's passes" << (f.tune.any() ? ", tuned" : "") << ") to "
+                << f.save_onnx << "; build it with --calib " << f.cache << "\n";
+    if (!check.collapsed) std::cout << "  " << quant::describe(check) << "\n";
+  }
+  std::cout << std::flush;
+  warn_if_collapsed(check, command);
 }
 
 struct QdqFlags {
   ModelFlags model;
   std::string cache, save_onnx;
-  int trt_version = 100300;
+  CacheVersionFlags version;
 };
 
 void run_qdq_to_cache(const QdqFlags& f) {
@@ -98,18 +135,16 @@ void run_qdq_to_cache(const QdqFlags& f) {
   if (!quant::has_qdq(g))
     fail(Status::kInvalidArgument, f.model.model, " has no QuantizeLinear/DequantizeLinear nodes");
   quant::ScaleTable t = quant::fold_qdq(g);
-  t.trt_version = f.trt_version;
+  t.trt_version = f.version.version();
   t.algorithm = "qdq";
   quant::write_calib_cache(f.cache, t);
-  std::cout << "folded Q/DQ: " << t.scales.size() << " activation ranges, " << t.weight_scales.size()
-            << " per-channel weight scales -> " << f.cache << "\n";
+  std::cout << "folded Q/DQ: " << t.scales.size()
+            << " activation ranges (with those copied across range-keeping "
+            << "ops, as NVIDIA's qdq-translator does), " << t.weight_scales.size()
+            << " per-channel weight scales -> " << f.cache << " (TRT-" << t.trt_version
+            << "-EntropyCalibration2)\n";
   if (!f.save_onnx.empty()) {
-    std::vector<int> all(g.nodes.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = int(i);
-    const std::string bytes = export_onnx(g, all, g.inputs, g.outputs, "dlakit_qdq_folded");
-    std::ofstream out(f.save_onnx, std::ios::binary);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    if (!out) fail(Status::kIoError, "cannot write '", f.save_onnx, "'");
+    save_onnx(g, f.save_onnx, "dlakit_qdq_folded");
     std::cout << "wrote the model without Q/DQ nodes to " << f.save_onnx << " (build it with --int8 --calib "
               << f.cache << ")\n";
   }
@@ -121,17 +156,21 @@ void register_calibrate(CLI::App& app) {
   auto f = std::make_shared<CalibrateFlags>();
   CLI::App* sub = app.add_subcommand(
       "calibrate",
-      "INT8 calibration: run the FP32 model over --data, histogram every activation, write a TensorRT\n"
-      "calibration cache (TRT-<ver>-EntropyCalibration2; usable with trtexec --calib and dlakit --calib)");
+      "INT8 calibration: run the FP32 model over --data, histogram every activation, pick the calibrator\n"
+      "whose INT8 emulation is closest to FP32 on that data (--calib-algo auto, the default; --metric says\n"
+      "how to judge), warn when INT8 collapses, and write a TensorRT calibration cache\n"
+      "(TRT-<ver>-EntropyCalibration2; usable with trtexec --calib and dlakit --calib)");
   f->model.add(*sub);
   f->placement.add(*sub);
   f->data.add(*sub);
-  sub->add_option("--calib-algo", f->algo, "entropy2 (TensorRT's, default), minmax, percentile, mse, or all")
-      ->check(CLI::IsMember({"entropy2", "minmax", "percentile", "mse", "all"}));
-  sub->add_option("--percentile", f->percentile, "Percentile for --calib-algo percentile (default 99.99)");
+  f->calib.add(*sub, true);
+  f->metric.add(*sub);
+  f->tune.add(*sub);
   sub->add_option("--cache,--calib", f->cache, "Where to write the cache")->required();
-  sub->add_option("--trt-version", f->trt_version,
-                  "TensorRT version in the header: 100300 = 10.3 (JetPack 6.1, default), 8602 = 8.6.2");
+  sub->add_option("--save-onnx", f->save_onnx,
+                  "Also write the model after dlakit's passes (and --bias-correction / --weight-rounding), "
+                  "which the cache's names refer to");
+  f->version.add(*sub);
   sub->add_flag("--json", f->json, "Print JSON");
   sub->callback([f] { run_calibrate(*f); });
 
@@ -143,7 +182,7 @@ void register_calibrate(CLI::App& app) {
   q->model.add(*qs);
   qs->add_option("-o,--cache", q->cache, "Where to write the cache")->required();
   qs->add_option("--save-onnx", q->save_onnx, "Also write the model with the Q/DQ nodes folded away");
-  qs->add_option("--trt-version", q->trt_version, "TensorRT version in the header (default 100300)");
+  q->version.add(*qs);
   qs->callback([q] { run_qdq_to_cache(*q); });
 }
 

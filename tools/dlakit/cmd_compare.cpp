@@ -7,8 +7,13 @@
 #include <memory>
 #include <optional>
 
+#include <unistd.h>
+
 #include "cli.h"
+#include "int8_flags.h"
+#include "latency/predict.h"
 #include "quant/compare.h"
+#include "quant/fix_search.h"
 #include "report/compare_html.h"
 #include "workflow/compare.h"
 
@@ -19,10 +24,13 @@ struct CompareFlags {
   ModelFlags model;
   PlacementFlags placement;
   DataFlags data;
+  CalibFlags calib_flags;
+  MetricFlags metric;
+  TuneFlags tune;
   std::string calib, apply, html;
   bool fix = false, json = false, gpu_int8 = false;
-  int top = 15, fix_rounds = 3;
-  double fix_target = 0;
+  int top = 15, fix_rounds = 3, candidates = 32;
+  std::optional<double> target;
 };
 
 std::string fmt(double v, const char* f = "%.3g") { return report::format_metric(v, f); }
@@ -49,29 +57,136 @@ void print_layers(const quant::CompareResult& r, int top) {
                 v[size_t(i)]->err.cosine, v[size_t(i)]->flagged ? "<- flagged" : "");
 }
 
+nlohmann::json search_json(const quant::SearchResult& r) {
+  auto point = [](const quant::CurvePoint& c) {
+    nlohmann::json j = {{"moves", c.moves},
+                        {"int8_layers", c.int8_layers},
+                        {"fp16_layers", c.fp16_layers},
+                        {"int8_mac_share", c.int8_mac_share},
+                        {"metric", c.score.metric},
+                        {"output_cosine", c.score.cosine},
+                        {"meets", c.meets}};
+    j["predicted_latency_ms"] =
+        std::isnan(c.predicted_latency_ms) ? nlohmann::json(nullptr) : nlohmann::json(c.predicted_latency_ms);
+    return j;
+  };
+  const bool fp16_measured = !r.curve.empty() && r.curve.back().moves < 0;
+  nlohmann::json j = {
+      {"all_int8", r.all_int8.metric},
+      {"all_fp16", fp16_measured ? nlohmann::json(r.all_fp16.metric) : nlohmann::json(nullptr)},
+      {"reachable", r.reachable},
+      {"reached", r.reached},
+      {"evaluations", r.evaluations}};
+  j["curve"] = nlohmann::json::array();
+  for (const auto& c : r.curve) j["curve"].push_back(point(c));
+  j["chosen"] = r.chosen >= 0 ? point(r.curve[size_t(r.chosen)]) : nlohmann::json(nullptr);
+  j["ranking"] = nlohmann::json::array();
+  for (const auto& l : r.ranking) {
+    nlohmann::json e = {{"layer", l.layer}, {"op", l.op}, {"own_rel_l2", l.own_rel_l2}};
+    if (l.measured) e["alone_metric"] = l.alone.metric;
+    j["ranking"].push_back(e);
+  }
+  return j;
+}
+
+void print_search(const quant::SearchResult& r, quant::MetricKind k, double target) {
+  std::printf("\n  --fix --fix-target %g (%s): all INT8 %s", target, quant::metric_name(k),
+              quant::format_metric_value(k, r.all_int8.metric).c_str());
+  if (r.reached && r.chosen == 0) {
+    std::printf(": meets the target, nothing to move\n");
+    return;
+  }
+  std::printf(", all FP16 %s\n", quant::format_metric_value(k, r.all_fp16.metric).c_str());
+  if (!r.reachable) {
+    std::printf(
+        "  all FP16 on the DLA misses the target too: no FP16 set reaches it on this data (move layers "
+        "to the GPU with --layerDeviceTypes, or relax the target)\n");
+    return;
+  }
+  int measured = 0;
+  for (const auto& l : r.ranking) measured += l.measured;
+  if (measured > 0) {
+    std::printf("  sensitivity: %d of %zu INT8 layers measured alone in FP16; the first in the ranking:\n",
+                measured, r.ranking.size());
+    std::printf("    %-4s %-36s %-14s %-10s %s\n", "rank", "layer", "op", "own relL2", "metric moved alone");
+    for (size_t i = 0; i < r.ranking.size() && i < 10; ++i) {
+      const auto& l = r.ranking[i];
+      std::printf("    %-4zu %-36s %-14s %-10s %s\n", i + 1, l.layer.substr(0, 36).c_str(),
+                  l.op.substr(0, 14).c_str(), fmt(l.own_rel_l2).c_str(),
+                  l.measured ? quant::format_metric_value(k, l.alone.metric).c_str() : "-");
+    }
+  }
+  bool latency = false;
+  for (const auto& c : r.curve) latency = latency || !std::isnan(c.predicted_latency_ms);
+  std::printf(
+      "  measured points (layers moved to FP16 in ranking order):\n    %-9s %-12s %-12s %-10s %-24s "
+      "%-14s%s\n",
+      "moved", "FP16 layers", "INT8 layers", "INT8 MACs", "metric", "output cosine",
+      latency ? " predicted latency" : "");
+  for (size_t i = 0; i < r.curve.size(); ++i) {
+    const auto& c = r.curve[i];
+    std::printf("    %-9s %-12d %-12d %-10s %-24s %-14.6f",
+                c.moves < 0 ? "all FP16" : std::to_string(c.moves).c_str(), c.fp16_layers, c.int8_layers,
+                fmt(100 * c.int8_mac_share, "%.1f %%").c_str(),
+                quant::format_metric_value(k, c.score.metric).c_str(), c.score.cosine);
+    if (latency) std::printf(" %s", fmt(c.predicted_latency_ms, "%.3f ms").c_str());
+    std::printf("%s\n", int(i) == r.chosen ? "  <- chosen" : "");
+  }
+  if (!r.reached) std::printf("  moving every ranked layer still misses the target: nothing chosen\n");
+}
+
 void run_compare(const CompareFlags& f) {
   f.model.apply_threads();
   if (f.placement.int8 == f.placement.fp16)
     fail(Status::kInvalidArgument, "choose what to compare against FP32: --int8 (with --calib) or --fp16");
-  const PlacedModel pm = load_and_place(f.model, f.placement);
-  quant::ScaleTable calib;
-  if (!f.calib.empty()) calib = quant::read_calib_cache(f.calib);
-  workflow::CompareOptions o;
-  o.int8 = f.placement.int8;
-  o.calib = f.calib.empty() ? nullptr : &calib;
-  o.gpu_int8 = f.gpu_int8;
-  o.fix = f.fix;
-  o.fix_rounds = f.fix_rounds;
-  o.fix_target = f.fix_target;
-  workflow::compare_scales(pm, o);  // fails before the data is read when INT8 has no ranges
+  if (f.target && !f.fix)
+    fail(Status::kInvalidArgument, "--fix-target searches for layers to move: add --fix");
+  if (f.target && !f.placement.int8)
+    fail(Status::kInvalidArgument,
+         "--fix --fix-target searches INT8 layers to keep in FP16: use it with --int8");
+  if (f.tune.any() && !f.placement.int8)
+    fail(Status::kInvalidArgument,
+         "--bias-correction and --weight-rounding tune INT8 layers: use them with --int8");
+  PlacedModel pm = load_and_place(f.model, f.placement);
   const std::vector<TensorMap> samples = f.data.load(pm.graph);
+  const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, f.json);
+  quant::ScaleTable scales = int8_scales(pm, f.calib);
+  std::optional<Calibration> calibrated;
+  if (f.placement.int8 && scales.scales.empty()) {  // calibrate on the data, as `dlakit calibrate` would
+    calibrated = calibrate_samples(pm.graph, pm.placement, samples, f.calib_flags, metric);
+    scales = calibrated->table;
+  }
+  apply_tuning(pm.graph, pm.placement, scales, samples, f.tune, f.json);
+  quant::NumericsOptions no;
+  no.gpu_int8 = f.gpu_int8;
   const std::string what = f.placement.int8 ? "INT8" : "FP16";
-  const quant::AutoFix a = workflow::compare(pm, samples, o, progress_bar("comparing"));
-  const quant::NumericsPlan& plan = a.plan;
-  const quant::CompareResult& before = a.before;
-  const quant::Fix& fix = a.applied;
+  std::optional<quant::SearchResult> search;
+  std::optional<quant::AutoFix> rounds;
+  if (f.target) {
+    quant::SearchOptions so;
+    so.metric = metric;
+    so.target = *f.target;
+    so.candidates = f.candidates;
+    // The curve's latency column: the latency model's prediction for each candidate placement (MAXN).
+    so.predict_latency = [&](const Placement& p, const quant::NumericsPlan&) {
+      return latency::predict_latency(pm.graph, p, {}).total_ms;
+    };
+    const bool tty = isatty(2);
+    search = quant::search_fix(pm.graph, f.placement.options(), &scales, no, samples, so,
+                               [tty](const std::string& line) {
+                                 if (tty) std::fprintf(stderr, "  [search] %s\n", line.c_str());
+                               });
+  } else {
+    // --fix: compare, move flagged layers to FP16 / the GPU, re-place, re-measure (up to --fix-rounds).
+    rounds = quant::auto_fix(pm.graph, f.placement.options(), &scales, no, samples, f.fix ? f.fix_rounds : 0,
+                             progress_bar("comparing"), metric);
+  }
+  const quant::NumericsPlan& plan = search ? search->plan : rounds->plan;
+  const quant::CompareResult& before = search ? search->before : rounds->before;
+  const quant::Fix& fix = search ? search->applied : rounds->applied;
   std::optional<quant::CompareResult> after;
-  if (!fix.empty()) after = a.after;
+  if (!fix.empty())
+    after = search ? quant::compare_numerics(pm.graph, plan, samples, {}, metric) : rounds->after;
   if (f.fix && !f.apply.empty()) {
     nlohmann::json j = {{"layerPrecisions", fix.layer_precisions}, {"layerDeviceTypes", fix.layer_devices}};
     std::ofstream out(f.apply);
@@ -85,37 +200,70 @@ void run_compare(const CompareFlags& f) {
     if (!out) fail(Status::kIoError, "cannot write '", f.html, "'");
   }
   if (f.json) {
-    std::cout << workflow::compare_json(f.model.model, o, a).dump(2) << "\n";
+    nlohmann::json j;
+    j["model"] = f.model.model;
+    j["precision"] = what;
+    j["metric"] = quant::metric_name(metric.kind);
+    if (calibrated) {
+      j["calibrated_with"] = calibrated->chosen;
+      j["calibrators"] = candidates_json(*calibrated);
+    }
+    if (rounds) {
+      j["fix_rounds"] = rounds->rounds;
+      j["fix_undone"] = rounds->undone;
+    }
+    if (search) j["search"] = search_json(*search);
+    j["int8_layers"] = plan.int8_nodes;
+    j["fp16_layers"] = plan.fp16_nodes;
+    j["fp32_layers"] = plan.fp32_nodes;
+    j["before"] = workflow::compare_result_json(before);
+    j["before"]["metric"] = before.score.metric;
+    if (f.fix)
+      j["fix"] = {{"layerPrecisions", fix.layer_precisions}, {"layerDeviceTypes", fix.layer_devices}};
+    if (after) {
+      j["after"] = workflow::compare_result_json(*after);
+      j["after"]["metric"] = after->score.metric;
+    }
+    std::cout << j.dump(2) << "\n";
     return;
   }
   std::cout << "dlakit compare: " << f.model.model << ", emulated DLA " << what << " vs FP32 reference, "
-            << before.samples << " samples\n  layers" << (!fix.empty() ? " after --fix" : "") << ": "
-            << plan.int8_nodes << " int8, " << plan.fp16_nodes << " fp16, " << plan.fp32_nodes
-            << " fp32 (GPU or non-float)\n\n";
+            << before.samples << " samples\n";
+  if (calibrated) {
+    std::cout << "  no --calib given: calibrated on these samples with " << calibrated->chosen << "\n";
+    print_candidates(*calibrated, metric.kind);
+  }
+  std::cout << "  layers" << (!fix.empty() ? " after --fix" : "") << ": " << plan.int8_nodes << " int8, "
+            << plan.fp16_nodes << " fp16, " << plan.fp32_nodes << " fp32 (GPU or non-float)\n"
+            << "  " << quant::format_metric_value(metric.kind, before.score.metric) << " against FP32"
+            << "\n\n";
   print_outputs(before, "before");
   print_layers(before, f.top);
-  if (f.fix) {
-    for (const std::string& u : a.undone) std::cout << "\n  --fix " << u;
-    if (!a.undone.empty()) std::cout << "\n";
-    if (fix.empty() && !a.undone.empty()) {
-      std::cout << "\n  --fix: every proposed move lowered the output cosine on this data; nothing kept\n";
-    } else if (fix.empty()) {
+  if (search) print_search(*search, metric.kind, *f.target);
+  if (rounds && f.fix) {
+    for (const std::string& u : rounds->undone) std::cout << "\n  --fix " << u;
+    if (!rounds->undone.empty()) std::cout << "\n";
+    if (fix.empty() && !rounds->undone.empty())
+      std::cout << "\n  --fix: every proposed move made the metric worse on this data; nothing kept\n";
+    else if (fix.empty())
       std::cout << "\n  --fix: no layer's own error stands out (>= 10x the median and >= 0.01); nothing to "
-                   "change\n";
-    } else {
-      std::cout << "\n  --fix (" << a.rounds << " round(s)) moved:\n";
-      for (auto& l : fix.lines) std::cout << "    " << l << "\n";
-      std::cout << "  as trtexec flags:";
-      if (!fix.layer_precisions.empty()) std::cout << " --layerPrecisions=" << fix.layer_precisions;
-      if (!fix.layer_devices.empty()) std::cout << " --layerDeviceTypes=" << fix.layer_devices;
-      std::cout << "\n\n  before and after the fix:\n";
-      print_outputs(before, "before");
-      print_outputs(*after, "after --fix");
-    }
-    if (!f.apply.empty())
-      std::cout << "  wrote " << f.apply << " (use it with --overrides " << f.apply
-                << " on build/inspect/compare)\n";
+                   "change (--fix-target VALUE searches for the layers that reach an accuracy)\n";
   }
+  if (f.fix && !fix.empty()) {
+    std::cout << "\n  --fix moved:\n";
+    for (auto& l : fix.lines) std::cout << "    " << l << "\n";
+    std::cout << "  as trtexec flags:";
+    if (!fix.layer_precisions.empty()) std::cout << " --layerPrecisions=" << fix.layer_precisions;
+    if (!fix.layer_devices.empty()) std::cout << " --layerDeviceTypes=" << fix.layer_devices;
+    std::cout << "\n\n  before and after the fix:\n";
+    print_outputs(before, "before");
+    print_outputs(*after, "after --fix");
+    std::cout << "  " << quant::format_metric_value(metric.kind, before.score.metric) << " -> "
+              << quant::format_metric_value(metric.kind, after->score.metric) << "\n";
+  }
+  if (f.fix && !f.apply.empty())
+    std::cout << "  wrote " << f.apply << " (use it with --overrides " << f.apply
+              << " on build/inspect/compare)\n";
   if (!f.html.empty()) std::cout << "  report: " << f.html << "\n";
 }
 
@@ -130,14 +278,25 @@ void register_compare(CLI::App& app) {
   f->model.add(*sub);
   f->placement.add(*sub);
   f->data.add(*sub);
-  sub->add_option("--calib", f->calib, "Calibration cache (TensorRT text format) for --int8");
+  sub->add_option("--calib", f->calib,
+                  "Calibration cache (TensorRT text format) for --int8; without one (and no Q/DQ), --int8 "
+                  "calibrates on --data with --calib-algo");
+  f->calib_flags.add(*sub, false);
+  f->metric.add(*sub);
+  f->tune.add(*sub);
   sub->add_flag("--fix", f->fix,
-                "Propose overrides (FP16 or GPU) for flagged layers and re-measure; a round that lowers the "
-                "output cosine is undone");
+                "Propose overrides (FP16 or GPU) for flagged layers and re-measure; a round that makes the "
+                "metric worse is undone. With --fix-target: search for the layers to keep in FP16");
   sub->add_option("--fix-rounds", f->fix_rounds, "Fix, re-place and re-measure at most N times (default 3)");
-  sub->add_option("--fix-target", f->fix_target,
-                  "With --fix: keep moving the INT8 layers with the largest own error (5% per round) "
-                  "until the mean output cosine reaches this, e.g. 0.99");
+  sub->add_option("--fix-target", f->target,
+                  "With --fix: find a small set of INT8 layers to keep in FP16 so that --metric on --data "
+                  "reaches this (e.g. --metric ctc-cer --fix-target 0.01, --metric cosine --fix-target 0.99; "
+                  "--target names the DLA chip): layers "
+                  "ranked by measured sensitivity, the count bisected; prints the curve of FP16 layers "
+                  "versus the metric");
+  sub->add_option("--fix-candidates", f->candidates,
+                  "With --fix-target: how many layers are measured moved alone, half with the largest own "
+                  "error, half nearest the outputs (default 32; 0: every INT8 layer)");
   sub->add_option("--apply", f->apply, "With --fix: write the overrides as JSON for --overrides");
   sub->add_option("--html", f->html, "Write a self-contained HTML report with charts");
   sub->add_flag("--gpu-int8", f->gpu_int8, "GPU-fallback layers run INT8 (half-to-even) instead of FP32");

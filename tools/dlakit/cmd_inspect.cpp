@@ -129,7 +129,9 @@ latency::LatencyOptions latency_options(const InspectFlags& f) {
 }
 
 void run_inspect(const InspectFlags& f) {
-  const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
+  const PlacedModel pm = load_and_place(f.model, f.placement);
+  const Graph& g = pm.graph;
+  const Placement& p = pm.placement;
   std::optional<latency::LatencyReport> lat;
   if (!f.power_mode.empty()) lat = latency::predict_latency(g, p, latency_options(f));
   if (!f.html.empty()) {

@@ -16,7 +16,7 @@ struct SplitFlags {
 };
 
 void run_split_cmd(const SplitFlags& f) {
-  const auto [g, p, qdq_scales, is_qdq] = load_and_place(f.model, f.placement);
+  const auto [g, p, qdq_scales, is_qdq, imported] = load_and_place(f.model, f.placement);
   nlohmann::json m = write_split(g, p, f.out_dir, f.model.model);
   for (auto& s : m["segments"])
     std::cout << "segment " << s["index"] << "  " << s["device"].get<std::string>() << "  " << s["layers"]

@@ -34,9 +34,9 @@ std::pair<int, int> parse_size(const std::string& s) {
   return {w, h};
 }
 
-void DataFlags::add(CLI::App& app) {
+void DataFlags::add(CLI::App& app, bool required) {
   app.add_option("--data", data, "Calibration/evaluation data: image files, folders of images, .npy files")
-      ->required();
+      ->required(required);
   app.add_option("--size", size, "Resize images to WIDTHxHEIGHT (default: the model's input size)");
   app.add_option("--mean", mean, "Per-channel mean in 0..1 units, e.g. 0.485,0.456,0.406");
   app.add_option("--std", std, "Per-channel std in 0..1 units, e.g. 0.229,0.224,0.225");
@@ -44,6 +44,19 @@ void DataFlags::add(CLI::App& app) {
   app.add_flag("--bgr", bgr, "The model takes BGR channel order (default RGB)");
   app.add_flag("--nhwc", nhwc, "The model takes NHWC layout (default NCHW)");
   app.add_option("--max-samples", max_samples, "Use at most N samples (default: all)");
+}
+
+std::string DataFlags::as_flags() const {
+  std::string s;
+  for (const std::string& d : data) s += " --data " + d;
+  if (!size.empty()) s += " --size " + size;
+  if (mean != "0,0,0") s += " --mean " + mean;
+  if (std != "1,1,1") s += " --std " + std;
+  if (scale != 1.0f / 255.0f) s += " --scale " + std::to_string(scale);
+  if (bgr) s += " --bgr";
+  if (nhwc) s += " --nhwc";
+  if (max_samples > 0) s += " --max-samples " + std::to_string(max_samples);
+  return s.empty() ? s : s.substr(1);
 }
 
 namespace {

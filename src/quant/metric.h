@@ -1,0 +1,86 @@
+// Task metrics: how far an emulated precision's outputs are from the FP32 reference's, measured the way
+// the task reads them. One metric drives `compare --fix --fix-target`, `--calib-algo auto` and the collapse
+// warning; each is accumulated sample by sample.
+//   cosine   mean over outputs of the cosine similarity (all samples' elements together); higher is better
+//   top1     share of positions whose argmax over the last axis agrees with FP32's; higher is better
+//   ctc-cer  character error rate of the greedy CTC decoding against FP32's decoding (class 0 the blank;
+//            without a character list, each class is one symbol); lower is better
+//   mask-f1  F1 of the (p > threshold) masks against FP32's; higher is better
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "quant/numerics.h"
+
+namespace dlakit::quant {
+
+enum class MetricKind { kCosine, kTop1, kCtcCer, kMaskF1 };
+MetricKind parse_metric(const std::string& s);  // "cosine" | "top1" | "ctc-cer" | "mask-f1"
+const char* metric_name(MetricKind k);
+bool higher_is_better(MetricKind k);
+
+struct MetricSpec {
+  MetricKind kind = MetricKind::kCosine;
+  std::string output;                  // the output it reads (top1/ctc-cer/mask-f1); empty: the first
+  std::vector<std::u32string> labels;  // ctc-cer: the characters of classes 1..N (class 0 is the blank);
+                                       // empty: each class is one symbol
+  float threshold = 0.5f;              // mask-f1: a pixel is set when p > threshold
+};
+
+// `--metric auto` (dlakit's default), from the first output on the FP32 reference: when it holds a
+// probability distribution over its last axis (every value in [0, 1], every row summing to 1 within 1e-3,
+// at least 2 classes), ctc-cer if it is a sequence ([..., steps > 1, classes]: a CTC recognizer's softmax,
+// where per-step argmax agreement is dominated by blank steps) and top1 otherwise (a classifier); cosine
+// for anything else. `why` says which and why.
+MetricKind auto_metric(const TensorMap& reference_outputs, std::string* why = nullptr);
+
+// One label per line (UTF-8), e.g. PaddleOCR's ppocr_keys_v1.txt; errors name the file.
+std::vector<std::u32string> read_labels(const std::string& path);
+std::u32string utf8_to_utf32(const std::string& s);
+
+// The level below which (above, for ctc-cer) dlakit warns that INT8 has collapsed (dlakit's choice):
+// cosine 0.99, top1 0.99, ctc-cer 0.05, mask-f1 0.95.
+double collapse_threshold(MetricKind k);
+bool meets(MetricKind k, double value, double target);
+// a is better than b on this metric (strictly).
+bool better(MetricKind k, double a, double b);
+// "cosine 0.987654", "top1 99.17 %", "CER 2.31 %", "mask F1 0.9600".
+std::string format_metric_value(MetricKind k, double v);
+
+class MetricAccumulator {
+ public:
+  explicit MetricAccumulator(MetricSpec spec) : spec_(std::move(spec)) {}
+  // One sample: the FP32 reference's outputs and the emulation's, by output name.
+  void add(const TensorMap& reference, const TensorMap& test);
+  double value() const;
+  const MetricSpec& spec() const { return spec_; }
+
+ private:
+  const Tensor& pick(const TensorMap& m, const char* which) const;
+  MetricSpec spec_;
+  std::vector<std::string> outputs_;  // cosine: every float output, in the first sample's order
+  std::vector<double> ab_, aa_, bb_;  // cosine sums per output
+  double agree_ = 0, positions_ = 0;  // top1
+  double edits_ = 0, chars_ = 0;      // ctc-cer
+  double tp_ = 0, fp_ = 0, fn_ = 0;   // mask-f1
+};
+
+// Greedy CTC decoding of one [T, C] slice: the argmax per step, repeats merged, blanks (class 0) dropped;
+// class c >= 1 is labels[c - 1], and class N + 1 a space when C = N + 2 (PaddleOCR's `use_space_char`).
+std::u32string ctc_greedy(const float* probs, int64_t steps, int64_t classes,
+                          const std::vector<std::u32string>& labels);
+size_t edit_distance(const std::u32string& a, const std::u32string& b);
+
+// The metric and the mean output cosine (the tie-break and what every report shows) of one plan.
+struct Score {
+  double metric = 0, cosine = 0;
+};
+// FP32 reference outputs of every sample (computed once, shared by every plan that is scored).
+std::vector<TensorMap> reference_outputs(const Graph& g, const std::vector<TensorMap>& samples);
+Score score_plan(const Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
+                 const std::vector<TensorMap>& reference, const MetricSpec& metric);
+// a better than b: on the metric, then on the cosine.
+bool better(MetricKind k, const Score& a, const Score& b);
+
+}  // namespace dlakit::quant

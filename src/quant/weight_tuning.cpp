@@ -1,0 +1,267 @@
+#include "quant/weight_tuning.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "kernels/gemm.h"
+#include "kernels/ref/conv_geom.h"
+#include "passes/passes.h"
+
+namespace dlakit::quant {
+
+namespace {
+
+// What one INT8 convolution saw over the calibration data, per group of input channels. A patch is the
+// input window of one output position in weight order (channel, then kernel taps), zero where padded.
+struct ConvStats {
+  size_t node = 0;
+  ref::WindowGeom geom;
+  int64_t groups = 1, cg = 1, taps = 1, patch = 1, m = 1;
+  float in_scale = 0;
+  Rounding rounding = Rounding::kHalfAwayFromZero;
+  bool rounding_stats = false;
+  std::vector<double> sum_q, sum_x;  // [group][patch]: sums of the quantized and the FP32 patches
+  double positions = 0;              // patches summed per group
+  std::vector<float> qq, qx;         // [group][patch][patch]: sums of x_q x_q^T and x_q x^T (rounding)
+  double rows = 0;                   // patches in qq / qx per group
+  int64_t stride = 1;                // every stride-th position goes into qq / qx
+};
+
+// One patch of sample b, group grp, output position (o0, o1, o2) into q (quantized) and x (FP32).
+void patch_at(const ConvStats& s, const float* in, const float* in_q, int64_t b, int64_t grp, int64_t o0,
+              int64_t o1, int64_t o2, float* q, float* x) {
+  const ref::WindowGeom& w = s.geom;
+  int64_t i = 0;
+  for (int64_t c = 0; c < s.cg; ++c) {
+    const int64_t plane = ((b * w.C) + grp * s.cg + c) * w.in_vol();
+    for (int64_t k0 = 0; k0 < w.k[0]; ++k0)
+      for (int64_t k1 = 0; k1 < w.k[1]; ++k1)
+        for (int64_t k2 = 0; k2 < w.k[2]; ++k2, ++i) {
+          const int64_t y0 = o0 * w.s[0] - w.pb[0] + k0 * w.d[0], y1 = o1 * w.s[1] - w.pb[1] + k1 * w.d[1],
+                        y2 = o2 * w.s[2] - w.pb[2] + k2 * w.d[2];
+          const bool inside = y0 >= 0 && y0 < w.in[0] && y1 >= 0 && y1 < w.in[1] && y2 >= 0 && y2 < w.in[2];
+          const int64_t at = plane + (y0 * w.in[1] + y1) * w.in[2] + y2;
+          q[i] = inside ? in_q[at] : 0.f;
+          x[i] = inside ? in[at] : 0.f;
+        }
+  }
+}
+
+void observe(ConvStats& s, const Tensor& x) {
+  Tensor xq = x.clone();
+  fake_quantize(xq.data<float>(), xq.numel(), s.in_scale, s.rounding);
+  const ref::WindowGeom& w = s.geom;
+  const int64_t P = s.patch;
+  std::vector<float> q(static_cast<size_t>(P)), f(static_cast<size_t>(P)), rows_q, rows_x;
+  for (int64_t b = 0; b < w.N; ++b)
+    for (int64_t grp = 0; grp < s.groups; ++grp) {
+      double* sq = s.sum_q.data() + grp * P;
+      double* sx = s.sum_x.data() + grp * P;
+      rows_q.clear();
+      rows_x.clear();
+      int64_t pos = 0;
+      for (int64_t o0 = 0; o0 < w.out[0]; ++o0)
+        for (int64_t o1 = 0; o1 < w.out[1]; ++o1)
+          for (int64_t o2 = 0; o2 < w.out[2]; ++o2, ++pos) {
+            patch_at(s, x.data<float>(), xq.data<float>(), b, grp, o0, o1, o2, q.data(), f.data());
+            for (int64_t i = 0; i < P; ++i) {
+              sq[i] += q[size_t(i)];
+              sx[i] += f[size_t(i)];
+            }
+            if (s.rounding_stats && pos % s.stride == 0) {
+              rows_q.insert(rows_q.end(), q.begin(), q.end());
+              rows_x.insert(rows_x.end(), f.begin(), f.end());
+            }
+          }
+      if (grp == 0) s.positions += double(pos);
+      if (rows_q.empty()) continue;
+      const int64_t R = int64_t(rows_q.size()) / P;
+      if (grp == 0) s.rows += double(R);
+      // qq += Q^T Q, qx += Q^T X (Q, X: R x P row-major).
+      for (auto [B, out] : {std::pair{&rows_q, &s.qq}, std::pair{&rows_x, &s.qx}})
+        sgemm({P, P, R, rows_q.data(), 1, P, B->data(), P, 1, out->data() + grp * P * P, P, true});
+    }
+}
+
+// Chooses each weight's level (floor or ceil of w/s) for one output channel by coordinate descent on
+// E[(d.x_q + w.(x_q - x))^2] = d^T A d + 2 d^T (A - B) w + const, d = w' - w, A = E[x_q x_q^T],
+// B = E[x_q x^T]. Returns the levels; `reduction` gets the relative drop of the d-dependent part.
+std::vector<float> choose_levels(const float* w, int64_t P, float scale, Rounding r, const float* A,
+                                 const float* B, int64_t* flipped, double* reduction) {
+  const size_t n = static_cast<size_t>(P);
+  std::vector<float> level(n), lo(n);
+  std::vector<double> d(n), c(n, 0.0), grad(n, 0.0);
+  float peak = 0;
+  for (int64_t i = 0; i < P; ++i) peak = std::max(peak, std::fabs(w[i]));
+  for (int64_t i = 0; i < P; ++i) {
+    level[size_t(i)] = std::clamp(round_with(w[i] / scale, r), -127.f, 127.f);
+    lo[size_t(i)] = std::floor(w[i] / scale);
+    d[size_t(i)] = double(level[size_t(i)]) * scale - w[i];
+  }
+  for (int64_t i = 0; i < P; ++i)
+    for (int64_t j = 0; j < P; ++j) c[size_t(i)] += (double(A[i * P + j]) - B[i * P + j]) * w[j];
+  for (int64_t i = 0; i < P; ++i) {
+    double gi = c[size_t(i)];
+    for (int64_t j = 0; j < P; ++j) gi += double(A[i * P + j]) * d[size_t(j)];
+    grad[size_t(i)] = gi;
+  }
+  auto objective = [&] {
+    double f = 0;
+    for (int64_t i = 0; i < P; ++i) f += d[size_t(i)] * (grad[size_t(i)] + c[size_t(i)]);
+    return f;  // d^T A d + 2 d^T c = d^T (grad + c)
+  };
+  const double start = objective();
+  for (int sweep = 0; sweep < 4; ++sweep) {
+    bool changed = false;
+    for (int64_t i = 0; i < P; ++i) {
+      if (std::fabs(w[i]) == peak) continue;  // keeps the channel's scale
+      const float other = level[size_t(i)] == lo[size_t(i)] ? lo[size_t(i)] + 1 : lo[size_t(i)];
+      if (other < -127.f || other > 127.f) continue;
+      const double step = double(other - level[size_t(i)]) * scale;
+      const double change = 2 * step * grad[size_t(i)] + step * step * A[i * P + i];
+      if (!(change < -1e-12 * std::fabs(start))) continue;
+      level[size_t(i)] = other;
+      d[size_t(i)] += step;
+      for (int64_t j = 0; j < P; ++j) grad[size_t(j)] += step * A[j * P + i];
+      changed = true;
+    }
+    if (!changed) break;
+  }
+  *reduction = start > 0 ? 1 - objective() / start : 0;
+  for (int64_t i = 0; i < P; ++i) *flipped += level[size_t(i)] != round_with(w[i] / scale, r);
+  return level;
+}
+
+}  // namespace
+
+TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
+                        const TuneOptions& o) {
+  TuneReport report;
+  if (!o.bias_correction && !o.weight_rounding) return report;
+  std::map<size_t, ConvStats> stats;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (node.op != OpKind::Conv || plan.nodes[n].mode != Mode::kINT8 || weight_axis(g, node) != 0) continue;
+    TunedLayer t;
+    t.layer = node.name;
+    const Value& w = g.value(node.inputs[1]);
+    const int x = node.inputs[0];
+    if (plan.weight_scales.count(w.name))
+      t.skipped = "its weight scales come from the model (Q/DQ)";
+    else if (consumers(g, node.inputs[1]).size() != 1)
+      t.skipped = "its weights are shared with another layer";
+    else if (node.inputs.size() > 2 && node.inputs[2] >= 0 && consumers(g, node.inputs[2]).size() != 1)
+      t.skipped = "its bias is shared with another layer";
+    else if (!plan.scale.count(x) || g.value(x).type.shape.size() < 3)
+      t.skipped = "its input has no INT8 range";
+    if (!t.skipped.empty()) {
+      report.layers.push_back(t);
+      continue;
+    }
+    ConvStats s;
+    s.node = n;
+    const Shape& ws = w.type.shape;
+    s.geom = ref::window_geom(node, g.value(x).type.shape, Shape(ws.begin() + 2, ws.end()), false);
+    s.groups = node.attr_int("group", 1);
+    s.m = ws[0];
+    s.cg = ws[1];
+    s.taps = s.geom.k_vol();
+    s.patch = s.cg * s.taps;
+    s.in_scale = plan.scale.at(x);
+    s.rounding = plan.nodes[n].rounding;
+    s.rounding_stats = o.weight_rounding && s.patch <= o.max_patch;
+    s.sum_q.assign(size_t(s.groups * s.patch), 0.0);
+    s.sum_x.assign(size_t(s.groups * s.patch), 0.0);
+    if (s.rounding_stats) {
+      s.qq.assign(size_t(s.groups * s.patch * s.patch), 0.f);
+      s.qx.assign(size_t(s.groups * s.patch * s.patch), 0.f);
+      const int64_t per_sample =
+          std::max<int64_t>(1, o.rounding_positions / std::max<int64_t>(1, int64_t(samples.size())));
+      s.stride = std::max<int64_t>(1, s.geom.out_vol() * s.geom.N / per_sample);
+    }
+    stats.emplace(n, std::move(s));
+  }
+  // One FP32 pass: each tuned convolution sees its reference input.
+  ReferenceEngine ref(g);
+  ref.set_node_runner([&](size_t n, const std::vector<const Tensor*>& in) {
+    auto it = stats.find(n);
+    if (it != stats.end()) observe(it->second, *in[0]);
+    return run_node(g, g.nodes[n], in);
+  });
+  for (const TensorMap& s : samples) ref.run(s);
+
+  for (auto& [n, s] : stats) {
+    Node& node = g.nodes[n];
+    TunedLayer t;
+    t.layer = node.name;
+    Value& wv = g.value(node.inputs[1]);
+    const Tensor& w = *wv.constant;
+    const std::vector<float> scales = per_channel_scales(w, 0);
+    const int64_t P = s.patch, per_group = s.m / s.groups;
+    Tensor tuned = w.clone();  // new storage: the old tensor may be shared with other graphs
+    float* wt = tuned.data<float>();
+    if (s.rounding_stats && s.rows > 0) {
+      double reduction_sum = 0;
+      for (int64_t k = 0; k < s.m; ++k) {
+        if (!(scales[size_t(k)] > 0)) continue;
+        const int64_t grp = k / per_group;
+        double reduction = 0;
+        const std::vector<float> level =
+            choose_levels(w.data<float>() + k * P, P, scales[size_t(k)], s.rounding,
+                          s.qq.data() + grp * P * P, s.qx.data() + grp * P * P, &t.flipped, &reduction);
+        reduction_sum += reduction;
+        float peak = 0;
+        for (int64_t i = 0; i < P; ++i) peak = std::max(peak, std::fabs(w.data<float>()[k * P + i]));
+        for (int64_t i = 0; i < P; ++i) {
+          float& v = wt[k * P + i];
+          // +-127 is the channel's largest |w| itself, so the scale max|w|/127 does not move.
+          v = std::fabs(level[size_t(i)]) == 127.f ? std::copysign(peak, level[size_t(i)])
+                                                   : level[size_t(i)] * scales[size_t(k)];
+        }
+      }
+      t.objective_reduction = reduction_sum / double(s.m);
+      // The DLA's rounding of the new weights must give exactly the chosen levels with the same scales.
+      if (per_channel_scales(tuned, 0) != scales)
+        fail(Status::kInternal, node.label(), ": weight rounding changed the per-channel scales");
+    } else {
+      const Tensor q = fake_quantize_weights(w, scales, 0, s.rounding);
+      std::copy_n(q.data<float>(), q.numel(), wt);  // what the DLA computes with
+      if (o.weight_rounding)
+        t.skipped = "weight rounding: patch of " + std::to_string(P) + " is over the limit";
+    }
+    if (o.bias_correction && s.positions > 0) {
+      const int64_t M = s.m;
+      std::vector<float> bias(size_t(M), 0.f);
+      const bool has_bias = node.inputs.size() > 2 && node.inputs[2] >= 0;
+      if (has_bias) bias = g.value(node.inputs[2]).constant->to_f32();
+      double shift_sq = 0;
+      for (int64_t k = 0; k < M; ++k) {
+        const int64_t grp = k / per_group;
+        double mean_err = 0;  // mean(w'.x_q) - mean(w.x) over the positions
+        for (int64_t i = 0; i < P; ++i)
+          mean_err += double(wt[k * P + i]) * s.sum_q[size_t(grp * P + i)] -
+                      double(w.data<float>()[k * P + i]) * s.sum_x[size_t(grp * P + i)];
+        mean_err /= s.positions;
+        bias[size_t(k)] -= float(mean_err);
+        shift_sq += mean_err * mean_err;
+      }
+      t.bias_shift_rms = std::sqrt(shift_sq / double(M));
+      Tensor b(DType::kF32, {M});
+      std::copy(bias.begin(), bias.end(), b.data<float>());
+      if (has_bias) {
+        g.value(node.inputs[2]).constant = b;
+        g.value(node.inputs[2]).type = b.type();
+      } else {
+        node.inputs.resize(3);
+        node.inputs[2] = g.add_constant(node.name + "/bias_correction", b);
+      }
+    }
+    if (o.weight_rounding && s.rounding_stats) wv.constant = tuned;
+    ++report.tuned;
+    report.layers.push_back(t);
+  }
+  return report;
+}
+
+}  // namespace dlakit::quant

@@ -1,0 +1,354 @@
+// The INT8 tools around the emulation (issue #13): task metrics, a cache against its network, the
+// qdq-translator's scale propagation, bias correction and weight rounding, and the mixed-precision search,
+// on small graphs with values worked out by hand or checked through the emulation itself.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "passes/passes.h"
+#include "quant/cache_fit.h"
+#include "quant/calibrate.h"
+#include "quant/fix_search.h"
+#include "quant/metric.h"
+#include "quant/qdq.h"
+#include "quant/weight_tuning.h"
+
+using namespace dlakit;
+using namespace dlakit::quant;
+
+namespace {
+
+Tensor values(Shape s, std::vector<float> v) { return Tensor::from_f32(std::move(s), std::move(v)); }
+
+// [1, T, C] scores whose argmax per step is `classes`.
+Tensor one_hot(const std::vector<int>& classes, int64_t C) {
+  Tensor t(DType::kF32, {1, int64_t(classes.size()), C});
+  for (size_t i = 0; i < classes.size(); ++i) t.data<float>()[int64_t(i) * C + classes[i]] = 1.f;
+  return t;
+}
+
+}  // namespace
+
+TEST(Metrics, CtcCerDecodesWithTheLabelsAndTheBlank) {
+  MetricSpec m;
+  m.kind = MetricKind::kCtcCer;
+  m.labels = {U"a", U"b"};  // classes: 0 blank, 1 'a', 2 'b', 3 a space (C = N + 2)
+  MetricAccumulator acc(m);
+  // FP32 reads [a a _ b ' '] -> "ab "; the emulation [a _ a b _] -> "aab": 2 edits over 3 characters.
+  acc.add({{"y", one_hot({1, 1, 0, 2, 3}, 4)}}, {{"y", one_hot({1, 0, 1, 2, 0}, 4)}});
+  EXPECT_DOUBLE_EQ(acc.value(), 2.0 / 3.0);
+  EXPECT_EQ(ctc_greedy(one_hot({1, 1, 0, 2, 3}, 4).data<float>(), 5, 4, m.labels), U"ab ");
+  EXPECT_TRUE(meets(MetricKind::kCtcCer, 0.01, 0.02));  // lower is better
+  EXPECT_FALSE(meets(MetricKind::kCtcCer, 0.03, 0.02));
+  EXPECT_TRUE(better(MetricKind::kCtcCer, 0.01, 0.02));
+  MetricAccumulator wrong(m);  // 6 classes cannot be 2 labels + blank (+ space)
+  EXPECT_THROW(wrong.add({{"y", one_hot({1}, 6)}}, {{"y", one_hot({1}, 6)}}), Error);
+  MetricSpec ids;  // no character list: each class is one symbol; 6 classes are fine
+  ids.kind = MetricKind::kCtcCer;
+  MetricAccumulator by_class(ids);
+  by_class.add({{"y", one_hot({5, 0, 5, 4}, 6)}}, {{"y", one_hot({5, 5, 5, 4}, 6)}});  // "5 5 4" vs "5 4"
+  EXPECT_DOUBLE_EQ(by_class.value(), 1.0 / 3.0);
+}
+
+TEST(Metrics, Top1MaskF1AndCosineByHand) {
+  MetricSpec t1;
+  t1.kind = MetricKind::kTop1;
+  MetricAccumulator top1(t1);
+  // Three rows: argmax 1 vs 1, 0 vs 2, 2 vs 2.
+  top1.add({{"p", values({3, 3}, {0, 1, 0, 1, 0, 0, 0, 0, 1})}},
+           {{"p", values({3, 3}, {0, 1, 0, 0, 0, 1, 0, 0, 1})}});
+  EXPECT_DOUBLE_EQ(top1.value(), 2.0 / 3.0);
+  MetricSpec f;
+  f.kind = MetricKind::kMaskF1;
+  f.threshold = 0.3f;
+  MetricAccumulator f1(f);
+  // reference set at {0, 1, 2}, test at {1, 2, 3}: tp 2, fp 1, fn 1 -> 4 / 6.
+  f1.add({{"m", values({5}, {0.9f, 0.5f, 0.31f, 0.1f, 0.3f})}},
+         {{"m", values({5}, {0.2f, 0.4f, 0.8f, 0.7f, 0.0f})}});
+  EXPECT_DOUBLE_EQ(f1.value(), 4.0 / 6.0);
+  MetricAccumulator cos(MetricSpec{});
+  // Two outputs: identical (1) and orthogonal (0): the mean is 0.5.
+  cos.add({{"a", values({2}, {1, 2})}, {"b", values({2}, {1, 0})}},
+          {{"a", values({2}, {1, 2})}, {"b", values({2}, {0, 1})}});
+  EXPECT_DOUBLE_EQ(cos.value(), 0.5);
+}
+
+TEST(Metrics, AutoReadsSoftmaxSequencesAsCtcAndSoftmaxesAsClasses) {
+  std::string why;
+  EXPECT_EQ(auto_metric({{"p", values({2, 3}, {0.2f, 0.5f, 0.3f, 1, 0, 0})}}, &why), MetricKind::kTop1);
+  EXPECT_NE(why.find("3 classes"), std::string::npos) << why;
+  EXPECT_EQ(auto_metric({{"p", values({1, 2, 3}, {0.2f, 0.5f, 0.3f, 1, 0, 0})}}, &why), MetricKind::kCtcCer);
+  EXPECT_NE(why.find("2 steps"), std::string::npos) << why;
+  EXPECT_EQ(auto_metric({{"p", values({1, 1, 3}, {0.2f, 0.5f, 0.3f})}}), MetricKind::kTop1);  // one step
+  // A sigmoid map: values in [0, 1], rows not summing to 1.
+  EXPECT_EQ(auto_metric({{"m", values({1, 1, 2, 2}, {0.9f, 0.8f, 0.1f, 0.2f})}}), MetricKind::kCosine);
+  // Logits: out of [0, 1].
+  EXPECT_EQ(auto_metric({{"l", values({1, 2}, {3.f, -1.f})}}), MetricKind::kCosine);
+}
+
+// ---- a cache against its network ----
+namespace {
+
+// x -> Identity -> x2 -> Conv -> c -> Relu -> y (as imported); the passes drop the Identity (the Conv
+// reads x) and fuse the Relu (the Conv writes y).
+Graph identity_conv_relu() {
+  Graph g;
+  const int x = g.add_value("x", {DType::kF32, {1, 2, 3, 3}});
+  const int x2 = g.add_value("x2", {DType::kF32, {1, 2, 3, 3}});
+  const int w = g.add_constant("w", values({2, 2, 1, 1}, {1, 0.5f, -0.5f, 1}));
+  const int c = g.add_value("c", {DType::kF32, {1, 2, 3, 3}});
+  const int y = g.add_value("y", {DType::kF32, {1, 2, 3, 3}});
+  Node id{OpKind::Identity, "id", 13, {x}, {x2}, {}};
+  Node conv{OpKind::Conv, "conv", 13, {x2, w}, {c}, {}};
+  Node relu{OpKind::Relu, "relu", 13, {c}, {y}, {}};
+  g.nodes = {id, conv, relu};
+  g.inputs = {x};
+  g.outputs = {y};
+  g.opset = 13;
+  g.relink();
+  return g;
+}
+
+ScaleTable cache_of(std::vector<std::pair<std::string, float>> entries,
+                    const std::string& algo = "EntropyCalibration2") {
+  ScaleTable t;
+  t.algorithm = algo;
+  t.scales = std::move(entries);
+  return t;
+}
+
+}  // namespace
+
+TEST(CacheFit, FoldedInternalAliasUnknownAndZeroEntries) {
+  const Graph imported = identity_conv_relu();
+  Graph kept = imported;
+  run_passes(kept);
+  const CacheFit f = fit_cache(cache_of({{"x2", 0.01f},
+                                         {"c", 0.02f},
+                                         {"y", 0.03f},
+                                         {"(Unnamed Layer* 3) [Shuffle]_output", 0.5f},
+                                         {"elsewhere", 0.04f}}),
+                               kept, imported);
+  EXPECT_EQ(f.kept, std::vector<std::string>{"y"});
+  EXPECT_EQ(f.folded, std::vector<std::string>{"c"});  // the Conv output before its fused Relu
+  ASSERT_EQ(f.mapped.size(), 1u);  // x2 was an Identity of x, which has no scale of its own
+  EXPECT_EQ(f.mapped[0], (std::pair<std::string, std::string>{"x2", "x"}));
+  EXPECT_EQ(*f.scales.find_scale("x"), 0.01f);
+  EXPECT_EQ(f.internal.size(), 1u);
+  EXPECT_EQ(f.unknown, std::vector<std::string>{"elsewhere"});
+  EXPECT_EQ(f.scales.find_scale("c"), nullptr);  // never handed to the network
+  ASSERT_EQ(f.warnings.size(), 1u);
+  EXPECT_NE(f.warnings[0].find("'elsewhere'"), std::string::npos) << f.warnings[0];
+  // A scale of 0 is left out, with a warning naming the tensor; another algorithm's header is a warning.
+  const CacheFit z = fit_cache(cache_of({{"x", 0.01f}, {"y", 0.f}}, "MinMaxCalibration"), kept, imported);
+  EXPECT_EQ(z.zero, std::vector<std::string>{"y"});
+  EXPECT_EQ(z.scales.find_scale("y"), nullptr);
+  std::string all;
+  for (auto& w : z.warnings) all += w + "\n";
+  EXPECT_NE(all.find("scale 0"), std::string::npos) << all;
+  EXPECT_NE(all.find("'y'"), std::string::npos) << all;
+  EXPECT_NE(all.find("MinMaxCalibration"), std::string::npos) << all;
+  // Nothing of this model: an error naming the cache's tensors.
+  try {
+    fit_cache(cache_of({{"a", 0.1f}, {"b", 0.1f}}), kept, imported, "other.cache");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("other.cache does not fit this model"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("'a'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(QdqPropagation, TheTranslatorsRulesForwardThenBackward) {
+  // x -> Relu -> r -> MaxPool -> p -> Sigmoid -> s; only r has a scale.
+  Graph g;
+  const int x = g.add_value("x", {DType::kF32, {1, 1, 2, 2}}),
+            r = g.add_value("r", {DType::kF32, {1, 1, 2, 2}}),
+            p = g.add_value("p", {DType::kF32, {1, 1, 1, 1}}),
+            s = g.add_value("s", {DType::kF32, {1, 1, 1, 1}});
+  Node relu{OpKind::Relu, "relu", 13, {x}, {r}, {}}, pool{OpKind::MaxPool, "pool", 13, {r}, {p}, {}},
+      sig{OpKind::Sigmoid, "sig", 13, {p}, {s}, {}};
+  pool.attrs["kernel_shape"] = std::vector<int64_t>{2, 2};
+  g.nodes = {relu, pool, sig};
+  g.inputs = {x};
+  g.outputs = {s};
+  g.relink();
+  ScaleTable t = cache_of({{"r", 0.1f}});
+  EXPECT_EQ(propagate_unchanged_scales(g, t), 2);
+  EXPECT_EQ(*t.find_scale("p"), 0.1f);    // forward across MaxPool
+  EXPECT_EQ(*t.find_scale("x"), 0.1f);    // backward across Relu
+  EXPECT_EQ(t.find_scale("s"), nullptr);  // Sigmoid: never forward
+  // Sigmoid backward: the input range of an output range a is ln(a / (1 - a)).
+  ScaleTable u = cache_of({{"s", 0.88f / 127}});
+  propagate_unchanged_scales(g, u);
+  ASSERT_NE(u.find_scale("p"), nullptr);
+  EXPECT_NEAR(*u.find_scale("p") * 127, std::log(0.88 / 0.12), 1e-5);
+  ScaleTable v = cache_of({{"s", 0.4f / 127}});  // a <= 1/2 gives no positive range: nothing copied
+  EXPECT_EQ(propagate_unchanged_scales(g, v), 0);
+}
+
+// ---- bias correction and weight rounding, checked through the emulation ----
+namespace {
+
+struct ConvCase {
+  Graph g;
+  std::vector<TensorMap> samples;
+  ScaleTable scales;
+  Placement placement;
+};
+
+// x [1, 8, 6, 6] (values in [0, 1): a ReLU's output has a mean, so weight rounding errors add up to a
+// bias) -> Conv 3x3, pad 1, 4 channels -> y, INT8 on the DLA with minmax ranges.
+ConvCase conv_case() {
+  ConvCase c;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f), pos(0.f, 1.f);
+  Tensor w(DType::kF32, {4, 8, 3, 3}), b(DType::kF32, {4});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.3f * u(rng);
+  for (int64_t i = 0; i < 4; ++i) b.data<float>()[i] = 0.1f * u(rng);
+  Graph& g = c.g;
+  const int x = g.add_value("x", {DType::kF32, {1, 8, 6, 6}}),
+            y = g.add_value("y", {DType::kF32, {1, 4, 6, 6}});
+  Node conv{OpKind::Conv, "conv", 13, {x, g.add_constant("w", w), g.add_constant("b", b)}, {y}, {}};
+  conv.attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  g.nodes = {conv};
+  g.inputs = {x};
+  g.outputs = {y};
+  g.relink();
+  for (int s = 0; s < 16; ++s) {
+    Tensor t(DType::kF32, {1, 8, 6, 6});
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = pos(rng);
+    c.samples.push_back({{"x", t}});
+  }
+  HistogramCollector h(g);
+  for (auto& s : c.samples) h.add(s);
+  CalibOptions mm;
+  mm.algo = CalibAlgo::kMinMax;
+  c.scales = h.compute(mm);
+  PlacementOptions po;
+  po.precision = dla::Precision::kINT8;
+  c.placement = place(g, po);
+  return c;
+}
+
+// Per output channel: mean and mean square of (INT8 emulation - FP32) over the samples.
+std::pair<std::vector<double>, double> int8_error(const Graph& g, const ConvCase& c) {
+  const NumericsPlan plan = plan_numerics(g, c.placement, &c.scales);
+  EXPECT_EQ(plan.int8_nodes, 1);
+  EmulatedEngine emu(g, plan);
+  ReferenceEngine ref(c.g);  // the untuned model is the reference
+  std::vector<double> mean(4, 0.0);
+  double sq = 0, n = 0;
+  for (auto& s : c.samples) {
+    const Tensor a = ref.run(s).at("y"), b = emu.run(s).at("y");
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double d = double(b.data<float>()[i]) - a.data<float>()[i];
+      mean[size_t(i / 36)] += d;
+      sq += d * d;
+      n += 1;
+    }
+  }
+  for (double& m : mean) m /= n / 4;
+  return {mean, sq / n};
+}
+
+}  // namespace
+
+TEST(WeightTuning, BiasCorrectionRemovesTheMeanErrorOfEachChannel) {
+  const ConvCase c = conv_case();
+  Graph tuned = c.g;
+  TuneOptions o;
+  o.bias_correction = true;
+  const TuneReport r = tune_weights(tuned, plan_numerics(c.g, c.placement, &c.scales), c.samples, o);
+  EXPECT_EQ(r.tuned, 1);
+  const auto [before, mse_before] = int8_error(c.g, c);
+  const auto [after, mse_after] = int8_error(tuned, c);
+  double worst_before = 0, worst_after = 0;
+  for (int k = 0; k < 4; ++k) {
+    worst_before = std::max(worst_before, std::fabs(before[size_t(k)]));
+    worst_after = std::max(worst_after, std::fabs(after[size_t(k)]));
+  }
+  EXPECT_GT(worst_before, 1e-3);                // there is a bias to remove
+  EXPECT_LT(worst_after, 0.05 * worst_before);  // measured through the DLA's integer arithmetic
+  EXPECT_LT(mse_after, mse_before);
+  // The weights are untouched; the original model's tensors are not written.
+  EXPECT_EQ(tuned.value(tuned.nodes[0].inputs[1]).constant->data<float>(),
+            c.g.value(c.g.nodes[0].inputs[1]).constant->data<float>());
+  EXPECT_NE(tuned.value(tuned.nodes[0].inputs[2]).constant->data<float>(),
+            c.g.value(c.g.nodes[0].inputs[2]).constant->data<float>());
+}
+
+TEST(WeightTuning, WeightRoundingKeepsTheScalesAndLowersTheOutputError) {
+  const ConvCase c = conv_case();
+  Graph tuned = c.g;
+  TuneOptions o;
+  o.weight_rounding = true;
+  const TuneReport r = tune_weights(tuned, plan_numerics(c.g, c.placement, &c.scales), c.samples, o);
+  ASSERT_EQ(r.tuned, 1);
+  EXPECT_GT(r.layers[0].flipped, 0);
+  const Tensor &w0 = *c.g.value(c.g.nodes[0].inputs[1]).constant,
+               &w1 = *tuned.value(tuned.nodes[0].inputs[1]).constant;
+  const std::vector<float> s0 = per_channel_scales(w0, 0), s1 = per_channel_scales(w1, 0);
+  ASSERT_EQ(s0.size(), s1.size());
+  for (size_t k = 0; k < s0.size(); ++k) EXPECT_EQ(scale_to_hex(s0[k]), scale_to_hex(s1[k])) << k;
+  // Every weight sits on its level (the DLA's rounding of w'/s returns it) one step at most from nearest.
+  const Tensor q0 = quantize_weights(w0, s0, 0, Rounding::kHalfAwayFromZero);
+  const Tensor q1 = quantize_weights(w1, s1, 0, Rounding::kHalfAwayFromZero);
+  for (int64_t i = 0; i < w1.numel(); ++i) {
+    const float level = q1.data<float>()[i], scale = s1[size_t(i / 72)];
+    if (std::fabs(level) < 127) {
+      EXPECT_EQ(w1.data<float>()[i], level * scale) << i;
+    }
+    EXPECT_LE(std::fabs(level - q0.data<float>()[i]), 1.f) << i;
+  }
+  EXPECT_LT(int8_error(tuned, c).second, int8_error(c.g, c).second);
+}
+
+TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
+  // x -> conv1 -> a -> conv2 -> b -> conv3 -> y, a's range 1000x too wide: a quantizes to zero.
+  ConvCase base = conv_case();
+  Graph g;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-0.3f, 0.3f);
+  int v = g.add_value("x", {DType::kF32, {1, 8, 6, 6}});
+  g.inputs = {v};
+  for (int i = 1; i <= 3; ++i) {
+    Tensor w(DType::kF32, {8, 8, 1, 1});
+    for (int64_t k = 0; k < w.numel(); ++k) w.data<float>()[k] = u(rng);
+    const int out =
+        g.add_value(i == 3 ? "y" : std::string(1, char('a' + i - 1)), {DType::kF32, {1, 8, 6, 6}});
+    g.nodes.push_back({OpKind::Conv,
+                       "conv" + std::to_string(i),
+                       13,
+                       {v, g.add_constant("w" + std::to_string(i), w)},
+                       {out},
+                       {}});
+    v = out;
+  }
+  g.outputs = {v};
+  g.relink();
+  HistogramCollector h(g);
+  for (auto& s : base.samples) h.add(s);
+  CalibOptions mm;
+  mm.algo = CalibAlgo::kMinMax;
+  ScaleTable t = h.compute(mm);
+  t.set_scale("a", *t.find_scale("a") * 1000);
+  PlacementOptions po;
+  po.precision = dla::Precision::kINT8;
+  SearchOptions so;
+  so.target = 0.99;  // output cosine
+  const SearchResult r = search_fix(g, po, &t, {}, base.samples, so);
+  EXPECT_LT(r.all_int8.metric, 0.5);
+  EXPECT_TRUE(r.reachable);
+  ASSERT_TRUE(r.reached);
+  const CurvePoint& chosen = r.curve[size_t(r.chosen)];
+  EXPECT_EQ(chosen.moves, 1);
+  EXPECT_GE(chosen.score.metric, 0.99);
+  // conv1 writes `a` and conv2 reads it: both go to FP16, so `a` is never quantized.
+  EXPECT_NE(r.applied.layer_precisions.find("conv1:fp16"), std::string::npos) << r.applied.layer_precisions;
+  EXPECT_NE(r.applied.layer_precisions.find("conv2:fp16"), std::string::npos) << r.applied.layer_precisions;
+  EXPECT_EQ(r.applied.layer_precisions.find("conv3"), std::string::npos) << r.applied.layer_precisions;
+  EXPECT_EQ(r.curve.front().moves, 0);
+  EXPECT_FALSE(r.curve.front().meets);
+}
