@@ -1,6 +1,7 @@
 // Times the reference engine on one model: dlakit_bench_model MODEL name=input.npy [...] [--iterations N]
 // [--warmUp N] [--threads N]. Prints JSON: wall-clock and process CPU milliseconds per run (medians; CPU
-// time is the steadier figure on a shared machine) and the per-op-type time of the last run. bench/run.sh
+// time is the steadier figure on a shared machine) and, from one more run, time per op type and the
+// slowest nodes (fused steps count for their first node, as in `dlakit run --dumpProfile`). bench/run.sh
 // interleaves it with ONNX Runtime on the same inputs.
 #include <algorithm>
 #include <chrono>
@@ -73,17 +74,33 @@ int main(int argc, char** argv) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       cpu.push_back(cpu_ms() - c0);
     }
+    // One more run with per-step timing (wall clock; a fused step counts for its first node).
     engine.set_profiling(true);
     engine.run(feeds);
+    const std::vector<double>& node_ms = engine.node_ms();
     std::map<std::string, double> by_op;
-    for (size_t n = 0; n < g.nodes.size(); ++n) by_op[op_name(g.nodes[n].op)] += engine.node_ms()[n];
+    for (size_t n = 0; n < g.nodes.size(); ++n) by_op[op_name(g.nodes[n].op)] += node_ms[n];
+    std::vector<size_t> order(g.nodes.size());
+    for (size_t n = 0; n < order.size(); ++n) order[n] = n;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return node_ms[a] > node_ms[b]; });
+    nlohmann::json slowest = nlohmann::json::array();
+    for (size_t i = 0; i < std::min<size_t>(8, order.size()); ++i) {
+      const Node& node = g.nodes[order[i]];
+      slowest.push_back(
+          {{"node", node.name},
+           {"op", op_name(node.op)},
+           {"output", node.outputs.empty() || node.outputs[0] < 0 ? std::string()
+                                                                  : type_str(g.value(node.outputs[0]).type)},
+           {"ms", node_ms[order[i]]}});
+    }
     nlohmann::json out = {
         {"model", argv[1]},
         {"threads", num_threads()},
         {"iterations", iterations},
         {"latency_ms", {{"median", median(wall)}, {"min", *std::min_element(wall.begin(), wall.end())}}},
         {"cpu_ms", {{"median", median(cpu)}}},
-        {"op_ms", by_op}};
+        {"op_ms", by_op},
+        {"slowest_ms", slowest}};
     std::cout << out.dump() << "\n";
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_model: %s\n", e.what());

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/fusion.h"
 #include "ir/graph.h"
 
 namespace dlakit {
@@ -30,7 +31,8 @@ class ReferenceEngine {
   // outputs. Unset: run_node with the reference kernels.
   using NodeRunner = std::function<std::vector<Tensor>(size_t, const std::vector<const Tensor*>&)>;
   void set_node_runner(NodeRunner f) { runner_ = std::move(f); }
-  // Milliseconds per node of the last run when profiling is on.
+  // Milliseconds per node of the last run when profiling is on. A fused step's time is its first node's
+  // (the Conv of Conv + Relu), the other nodes it covers show 0.
   void set_profiling(bool on) { profiling_ = on; }
   // DLA FP16 mode: every float32 value a node produces is rounded to fp16 (fp16 storage between layers;
   // kernels still accumulate in fp32).
@@ -39,8 +41,16 @@ class ReferenceEngine {
   const Graph& graph() const { return graph_; }
 
  private:
+  // Steps in order and, per value, the index of the last step reading it (-1: none; outputs: the end).
+  struct Schedule {
+    std::vector<EngineStep> steps;
+    std::vector<int> last_use;
+    std::vector<std::vector<int>> reads, writes;  // per step: values read from outside it, values made
+  };
+  Schedule schedule(std::vector<EngineStep> steps) const;
   const Graph& graph_;
-  std::vector<int> last_use_;  // per value: index of the last node reading it (-1: none)
+  Schedule per_node_;  // one step per node: for observers, node runners and fp16 storage
+  Schedule fused_;     // plan_fused_steps: otherwise
   std::function<void(const Node&, const std::vector<Tensor>&)> observer_;
   NodeRunner runner_;
   bool profiling_ = false;

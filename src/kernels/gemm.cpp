@@ -2,6 +2,7 @@
 
 #include "base/threadpool.h"
 #include "kernels/conv_direct.h"
+#include "kernels/ref/float_ops.h"
 
 #include <algorithm>
 #include <cstring>
@@ -95,9 +96,15 @@ void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int6
               std::memset(dst + lead + len, 0, sizeof(float) * size_t(Wq - lead - len));
               continue;
             }
-            for (int64_t iwp = 0; iwp < S * Wq; ++iwp) {
-              const int64_t iw = iwp - pl;
-              dst[(iwp % S) * Wq + iwp / S] = iw >= 0 && iw < W ? src[iw] : 0.f;
+            for (int64_t phase = 0; phase < S;
+                 ++phase) {  // q: input column q * S + phase - pl, valid in [lo, hi)
+              float* out = dst + phase * Wq;
+              const int64_t lo = std::clamp<int64_t>((pl - phase + S - 1) / S, 0, Wq),
+                            hi = std::clamp<int64_t>((W + pl - phase + S - 1) / S, lo, Wq);
+              const float* in = src + phase - pl;
+              for (int64_t q = 0; q < lo; ++q) out[q] = 0.f;
+              for (int64_t q = lo; q < hi; ++q) out[q] = in[q * S];
+              for (int64_t q = hi; q < Wq; ++q) out[q] = 0.f;
             }
           }
       },
@@ -109,11 +116,11 @@ float gemm_epilogue_scalar(const GemmEpilogue& e, float v, float residual) {
   if (e.residual) v = v + residual;
   switch (e.act) {
     case GemmEpilogue::Act::kRelu:
-      return v > 0.f ? v : 0.f;
+      return ref::f32::relu(v);
     case GemmEpilogue::Act::kClip:
-      return v != v ? v : std::min(std::max(v, e.lo), e.hi);
+      return ref::f32::clip(v, e.lo, e.hi);
     case GemmEpilogue::Act::kLeakyRelu:
-      return v >= 0.f ? v : v * e.alpha;
+      return ref::f32::leaky_relu(v, e.alpha);
     case GemmEpilogue::Act::kNone:
       break;
   }

@@ -225,6 +225,9 @@ void run_conv(const KernelContext& c) {
   const float* x = X.data<float>();
   const float* w = W.data<float>();
   float* y = Y.data<float>();
+  // The engine's fused Conv -> Add: input #3 is added before the activation (engine/fusion.h).
+  const float* residual =
+      c.node().attr_int("dlakit_residual", 0) && c.has(3) ? c.in(3).data<float>() : nullptr;
   const bool planar = g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1;  // 1-D or 2-D
   const int64_t kvol = g.k_vol(), ivol = g.in_vol(), ovol = g.out_vol(), K = Cg * kvol;
   thread_local std::vector<float> padded;
@@ -240,6 +243,13 @@ void run_conv(const KernelContext& c) {
     for (int64_t n = 0; planar && n < g.N; ++n)
       conv_depthwise_direct({pad(x + n * g.C * ivol, g.C), g.C, M, dl.Hp, dl.S, dl.Wq, g.k[1], g.k[2], g.d[1],
                              g.d[2], g.s[1], g.out[1], g.out[2], w, b, y + n * M * ovol});
+    if (residual)
+      parallel_for(
+          Y.numel(),
+          [&](int64_t s, int64_t e) {
+            for (int64_t i = s; i < e; ++i) y[i] = y[i] + residual[i];
+          },
+          16384);
     return apply_fused_activation(c.node(), y, Y.numel());
   }
   bool pointwise = kvol == 1;
@@ -256,10 +266,11 @@ void run_conv(const KernelContext& c) {
       float* yg = y + (n * M + gi * Mg) * ovol;
       const float* wg = w + gi * Mg * K;
       const float* bg = b ? b + gi * Mg : nullptr;
+      epilogue.residual = residual ? residual + (n * M + gi * Mg) * ovol : nullptr;
+      epilogue.ldr = ovol;
       if (direct) {
         const auto pw =
             c.is_constant(1) ? packed_weights(W, gi, Mg, K, true) : conv_direct_pack_weights(Mg, K, wg);
-        epilogue.ldr = ovol;
         conv_direct({pad(xg, Cg), Cg, dl.Hp, dl.S, dl.Wq, g.k[1], g.k[2], g.d[1], g.d[2], g.s[1], g.out[1],
                      g.out[2], pw.get(), bg, yg, epilogue});
         continue;
