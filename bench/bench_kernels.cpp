@@ -73,4 +73,5 @@ BENCHMARK(BM_Conv)
     ->Args({96, 56, 24, 1, 1, 1})
     ->Args({144, 56, 144, 3, 1, 144})
     ->Args({96, 160, 24, 3, 1, 1})
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();

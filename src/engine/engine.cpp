@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "base/fp16_array.h"
+#include "base/threadpool.h"
 #include "kernels/registry.h"
 
 namespace dlakit {
@@ -127,6 +128,21 @@ TensorMap ReferenceEngine::run(const TensorMap& inputs) {
     result[v.name] = v.constant ? *v.constant : *live[size_t(o)];
   }
   return result;
+}
+
+std::vector<TensorMap> ReferenceEngine::run_batch(const std::vector<TensorMap>& samples) {
+  std::vector<TensorMap> out(samples.size());
+  if (observer_ || profiling_) {
+    for (size_t i = 0; i < samples.size(); ++i) out[i] = run(samples[i]);
+    return out;
+  }
+  parallel_for(
+      int64_t(samples.size()),
+      [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) out[size_t(i)] = run(samples[size_t(i)]);
+      },
+      1);
+  return out;
 }
 
 }  // namespace dlakit

@@ -23,6 +23,12 @@ class ReferenceEngine {
   // Inputs by graph-input name; every runtime input is required and must match its type exactly.
   TensorMap run(const TensorMap& inputs);
 
+  // Runs independent samples several at a time, one per thread with single-threaded kernels inside: the
+  // throughput path for calibration and evaluation, where small layers and serial steps leave threads
+  // idle. Results are those of run() on each sample, bit for bit. With an observer or profiling on (their
+  // state is not shared between threads) the samples run one after another.
+  std::vector<TensorMap> run_batch(const std::vector<TensorMap>& samples);
+
   // Called after each node with its outputs (for per-layer comparison tools). Slows the run down.
   void set_observer(std::function<void(const Node&, const std::vector<Tensor>&)> f) {
     observer_ = std::move(f);

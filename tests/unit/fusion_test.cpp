@@ -10,6 +10,8 @@
 #include "engine/engine.h"
 #include "kernels/registry.h"
 #include "onnx/importer.h"
+#include "placement/placement.h"
+#include "quant/numerics.h"
 
 using namespace dlakit;
 
@@ -97,7 +99,7 @@ TEST(Fusion, SyntheticChainsAreBitIdentical) {
 TEST(Fusion, RealModelsAreBitIdentical) {
   const std::string models = std::string(DLAKIT_SOURCE_DIR) + "/.cache/models/";
   const std::pair<const char*, Shape> cases[] = {
-      {"resnet18", {1, 3, 224, 224}}, {"mobilenet_v2", {1, 3, 224, 224}}, {"ppocr_det", {1, 3, 96, 160}}};
+      {"resnet18", {1, 3, 112, 112}}, {"mobilenet_v2", {1, 3, 112, 112}}, {"ppocr_det", {1, 3, 96, 160}}};
   for (const auto& [name, shape] : cases) {
     ImportOptions opt;
     opt.input_shapes[std::string(name) == "ppocr_det" ? "x" : "input"] = shape;
@@ -105,5 +107,25 @@ TEST(Fusion, RealModelsAreBitIdentical) {
     EXPECT_GT(fused_nodes(g), g.nodes.size() / 4) << name << ": the plan fuses too little to test";
     auto [fused, single] = run_both(g, test_data::random_inputs(g));
     expect_bit_identical(fused, single);
+  }
+}
+
+// run_batch (samples on different threads, kernels single-threaded) against run() one sample at a time:
+// the FP32 engine and the INT8 emulation, bit for bit.
+TEST(Engine, BatchRunsMatchSingleRunsBitForBit) {
+  ImportOptions opt;
+  opt.input_shapes["x"] = {1, 3, 48, 96};
+  const Graph g = import_onnx_file(std::string(DLAKIT_SOURCE_DIR) + "/.cache/models/ppocr_rec.onnx", opt);
+  std::vector<TensorMap> samples;
+  for (uint32_t seed = 1; seed <= 3; ++seed) samples.push_back(test_data::random_inputs(g, seed * 7));
+  ReferenceEngine fp32(g);
+  PlacementOptions po;
+  po.precision = dla::Precision::kINT8;
+  const quant::ScaleTable scales = test_data::random_calibration(g, 1);
+  quant::EmulatedEngine int8(g, quant::plan_numerics(g, place(g, po), &scales));
+  for (ReferenceEngine* e : {&fp32, &int8.engine()}) {
+    const std::vector<TensorMap> batch = e->run_batch(samples);
+    ASSERT_EQ(batch.size(), samples.size());
+    for (size_t i = 0; i < samples.size(); ++i) expect_bit_identical(batch[i], e->run(samples[i]));
   }
 }
