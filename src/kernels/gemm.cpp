@@ -70,9 +70,12 @@ std::shared_ptr<const PackedA> conv_direct_pack_weights(int64_t M, int64_t K, co
 
 int64_t conv_direct_layout(int64_t Wp, int64_t S) { return (Wp + S - 1) / S; }
 
-// The slack lets a tile's last vector loads run past the final row without leaving the buffer.
+// The slack lets a tile's last vector loads run past the final row without leaving the buffer: a tap reaches
+// at most one padded row (S * Wq floats) further, a tile at most 64 floats.
+static int64_t conv_direct_slack(int64_t S, int64_t Wq) { return S * Wq + 256; }
+
 int64_t conv_direct_buffer_size(int64_t C, int64_t Hp, int64_t S, int64_t Wq) {
-  return C * Hp * S * Wq + 256;
+  return C * Hp * S * Wq + conv_direct_slack(S, Wq);
 }
 
 void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt, int64_t pl,
@@ -109,7 +112,7 @@ void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int6
           }
       },
       4);
-  std::memset(xp + C * Hp * S * Wq, 0, sizeof(float) * 256);
+  std::memset(xp + C * Hp * S * Wq, 0, sizeof(float) * size_t(conv_direct_slack(S, Wq)));
 }
 
 float gemm_epilogue_scalar(const GemmEpilogue& e, float v, float residual) {

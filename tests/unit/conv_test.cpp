@@ -73,6 +73,7 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       {1, 33, 13, 13, 17, 1, 1, 0, 1, 1, "Relu"},      // pointwise with a fused activation
       {1, 16, 29, 31, 16, 3, 2, 1, 1, 16, "Relu"},     // depthwise stride 2, fused activation
       {1, 24, 5, 70, 24, 3, 1, 1, 1, 24},              // depthwise, rows longer than four vectors
+      {1, 2, 260, 260, 3, 3, 1, 0, 120, 1},            // taps 240 columns apart: the padded buffer's slack
   };
   uint32_t seed = 10;
   for (const Case& c : cases) {

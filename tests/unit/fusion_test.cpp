@@ -99,7 +99,7 @@ TEST(Fusion, SyntheticChainsAreBitIdentical) {
 TEST(Fusion, RealModelsAreBitIdentical) {
   const std::string models = std::string(DLAKIT_SOURCE_DIR) + "/.cache/models/";
   const std::pair<const char*, Shape> cases[] = {
-      {"resnet18", {1, 3, 112, 112}}, {"mobilenet_v2", {1, 3, 112, 112}}, {"ppocr_det", {1, 3, 96, 160}}};
+      {"resnet18", {1, 3, 224, 224}}, {"mobilenet_v2", {1, 3, 224, 224}}, {"ppocr_det", {1, 3, 96, 160}}};
   for (const auto& [name, shape] : cases) {
     ImportOptions opt;
     opt.input_shapes[std::string(name) == "ppocr_det" ? "x" : "input"] = shape;
