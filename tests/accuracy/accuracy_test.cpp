@@ -99,10 +99,8 @@ Runs run_all(const Model& m, const std::vector<TensorMap>& calib, const std::vec
   EmulatedEngine e16(m.g, p16);
   keep_inner(ref, m.g, inner, r.fp32_inner);
   keep_inner(e16.engine(), m.g, inner, r.fp16_inner);
-  for (const auto& s : eval) {
-    r.fp32.push_back(ref.run(s));
-    r.fp16.push_back(e16.run(s));
-  }
+  r.fp32 = ref.run_batch(eval);  // several samples at a time (one after another while keep_inner watches)
+  r.fp16 = e16.engine().run_batch(eval);
   std::map<CalibAlgo, ScaleTable> tables;
   double best = -2;
   for (CalibAlgo a : kAlgos) {
@@ -112,7 +110,7 @@ Runs run_all(const Model& m, const std::vector<TensorMap>& calib, const std::vec
     const NumericsPlan p8 = plan_numerics(m.g, m.int8, &t);
     r.int8_layers[a] = p8.int8_nodes;
     EmulatedEngine e8(m.g, p8);
-    for (const auto& s : eval) r.int8[a].push_back(e8.run(s));
+    r.int8[a] = e8.engine().run_batch(eval);
     const double c = mean_output_cosine(compare_numerics(m.g, p8, calib));
     if (c > best) {
       best = c;
@@ -135,7 +133,7 @@ Runs run_all(const Model& m, const std::vector<TensorMap>& calib, const std::vec
       c.outs = r.int8.at(r.best_algo);
     } else {
       EmulatedEngine er(m.g, fix.plan);
-      for (const auto& s : eval) c.outs.push_back(er.run(s));
+      c.outs = er.engine().run_batch(eval);
     }
     r.fixed.push_back(std::move(c));
   }
