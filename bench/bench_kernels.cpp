@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/registry.h"
 
 static void BM_Sgemm(benchmark::State& st) {
   const int64_t M = st.range(0), N = st.range(1), K = st.range(2);
@@ -27,5 +28,50 @@ BENCHMARK(BM_Sgemm)
     ->Args({128, 784, 1152})
     ->Args({512, 49, 2048})
     ->Args({1, 1000, 2048})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Conv through the reference kernel (constant weights, so packed once), at real layer shapes:
+// C, H(=W), M, kernel, stride, group. GFLOP/s counts 2 * multiply-adds of the convolution.
+static void BM_Conv(benchmark::State& st) {
+  using namespace dlakit;
+  const int64_t C = st.range(0), H = st.range(1), M = st.range(2), K = st.range(3), S = st.range(4),
+                G = st.range(5);
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> d(-1, 1);
+  auto random = [&](const Shape& s) {
+    Tensor t(DType::kF32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(gen);
+    return t;
+  };
+  Tensor x = random({1, C, H, H}), w = random({M, C / G, K, K}), b = random({M});
+  Node n;
+  n.op = OpKind::Conv;
+  n.name = "conv";
+  n.opset = 13;
+  n.attrs["strides"] = std::vector<int64_t>{S, S};
+  n.attrs["pads"] = std::vector<int64_t>{K / 2, K / 2, K / 2, K / 2};
+  n.attrs["group"] = G;
+  const int64_t OH = (H + 2 * (K / 2) - K) / S + 1;
+  Tensor y(DType::kF32, {1, M, OH, OH});
+  const KernelFn conv = op_impl(OpKind::Conv).run;
+  for (auto _ : st) {
+    conv(KernelContext(n, {&x, &w, &b}, {&y}, {0, 1, 1}));
+    benchmark::DoNotOptimize(y.data<float>());
+  }
+  st.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * double(M * OH * OH * (C / G) * K * K),
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+// resnet18 3x3 64@56, 128@28 (stride 2 into it), 512@7; resnet50 1x1 256->64@56; mobilenet_v2 1x1
+// 96->24@56 and depthwise 144@56; ppocr_det 3x3 96->24@160.
+BENCHMARK(BM_Conv)
+    ->Args({64, 56, 64, 3, 1, 1})
+    ->Args({64, 56, 128, 3, 2, 1})
+    ->Args({512, 7, 512, 3, 1, 1})
+    ->Args({256, 56, 64, 1, 1, 1})
+    ->Args({96, 56, 24, 1, 1, 1})
+    ->Args({144, 56, 144, 3, 1, 144})
+    ->Args({96, 160, 24, 3, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

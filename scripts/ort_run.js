@@ -1,7 +1,8 @@
 // Runs an ONNX model on ONNX Runtime (npm onnxruntime-node, CPU EP) as dlakit's reference runtime.
 // Usage: node ort_run.js MODEL OUT_DIR [--threads N] [--iterations N] name=input.npy ...
 // Writes OUT_DIR/<k>.npy for output k (in the session's output order) and prints JSON:
-// {"outputs":[{"name":..., "file":...}], "latency_ms": {"mean":..., "min":...}}
+// {"outputs":[{"name":..., "file":...}], "latency_ms": {"mean":..., "min":..., "median":...},
+//  "cpu_ms": {"median":...}} (process CPU time per run: the steadier figure on a shared machine)
 const fs = require('fs');
 const path = require('path');
 const ort = require(path.join(__dirname, '..', '.cache', 'node', 'node_modules', 'onnxruntime-node'));
@@ -51,15 +52,18 @@ async function main() {
   const session = await ort.InferenceSession.create(model, {executionProviders: ['cpu'], intraOpNumThreads: threads,
                                                             interOpNumThreads: 1, graphOptimizationLevel: 'all'});
   let out = await session.run(feeds);  // warm-up
-  const times = [];
+  const times = [], cpu = [];
   for (let i = 0; i < iterations; ++i) {
-    const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage(), t0 = process.hrtime.bigint();
     out = await session.run(feeds);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1e3);
   }
   fs.mkdirSync(outDir, {recursive: true});
   const result = {outputs: [], latency_ms: {mean: times.reduce((a, b) => a + b, 0) / times.length, min: Math.min(...times),
-                                            median: times.slice().sort((a, b) => a - b)[Math.floor(times.length / 2)]}};
+                                            median: times.slice().sort((a, b) => a - b)[Math.floor(times.length / 2)]},
+                  cpu_ms: {median: cpu.slice().sort((a, b) => a - b)[Math.floor(cpu.length / 2)]}};
   session.outputNames.forEach((name, k) => {
     const file = path.join(outDir, `${k}.npy`);
     writeNpy(file, out[name]);

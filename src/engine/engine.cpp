@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "base/fp16_array.h"
+#include "base/threadpool.h"
 #include "kernels/registry.h"
 
 namespace dlakit {
@@ -16,13 +17,43 @@ std::vector<Tensor> run_node(const Graph& g, const Node& node, const std::vector
   return run_kernel(node, inputs, types, constant);
 }
 
+// Values a step reads: its nodes' non-constant inputs that none of its nodes produce.
+std::vector<int> step_reads(const Graph& g, const EngineStep& step) {
+  std::vector<int> reads;
+  for (size_t n : step.nodes)
+    for (int i : (step.conv && n == step.nodes.front() ? step.conv->inputs : g.nodes[n].inputs)) {
+      bool internal = false;
+      for (size_t m : step.nodes)
+        for (int o : g.nodes[m].outputs) internal = internal || (o == i && o >= 0);
+      if (i >= 0 && !g.value(i).constant && !internal) reads.push_back(i);
+    }
+  return reads;
+}
+
+// The values a step makes: a single node's outputs, or the fused group's final one.
+std::vector<int> step_writes(const Graph& g, const EngineStep& step) {
+  if (step.conv) return step.conv->outputs;
+  if (step.elementwise) return {step.elementwise->output};
+  return g.nodes[step.nodes.front()].outputs;
+}
+
+ReferenceEngine::Schedule ReferenceEngine::schedule(std::vector<EngineStep> steps) const {
+  Schedule s{std::move(steps), std::vector<int>(graph_.values.size(), -1), {}, {}};
+  for (size_t k = 0; k < s.steps.size(); ++k) {
+    s.reads.push_back(step_reads(graph_, s.steps[k]));
+    s.writes.push_back(step_writes(graph_, s.steps[k]));
+    for (int i : s.reads.back()) s.last_use[size_t(i)] = int(k);
+  }
+  for (int o : graph_.outputs) s.last_use[size_t(o)] = int(s.steps.size());  // outputs live to the end
+  return s;
+}
+
 ReferenceEngine::ReferenceEngine(const Graph& graph) : graph_(graph) {
   graph_.verify();
-  last_use_.assign(graph_.values.size(), -1);
-  for (size_t n = 0; n < graph_.nodes.size(); ++n)
-    for (int i : graph_.nodes[n].inputs)
-      if (i >= 0) last_use_[size_t(i)] = int(n);
-  for (int o : graph_.outputs) last_use_[size_t(o)] = int(graph_.nodes.size());  // outputs live to the end
+  std::vector<EngineStep> one_each;
+  for (size_t n = 0; n < graph_.nodes.size(); ++n) one_each.push_back({{n}, std::nullopt, std::nullopt});
+  per_node_ = schedule(std::move(one_each));
+  fused_ = schedule(plan_fused_steps(graph_));
 }
 
 TensorMap ReferenceEngine::run(const TensorMap& inputs) {
@@ -47,35 +78,42 @@ TensorMap ReferenceEngine::run(const TensorMap& inputs) {
     }
   }
   if (profiling_) node_ms_.assign(graph_.nodes.size(), 0.0);
+  const Schedule& plan = observer_ || runner_ || fp16_storage_ ? per_node_ : fused_;
   std::vector<const Tensor*> in_ptrs;
-  for (size_t n = 0; n < graph_.nodes.size(); ++n) {
-    const Node& node = graph_.nodes[n];
+  auto value_ptr = [&](const Node& node, int i) -> const Tensor* {
+    if (i < 0) return nullptr;
+    if (graph_.value(i).constant) return &*graph_.value(i).constant;
+    if (!live[size_t(i)])
+      fail(Status::kInternal, node.label(), ": input '", graph_.value(i).name, "' is not computed");
+    return &*live[size_t(i)];
+  };
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const EngineStep& step = plan.steps[k];
+    const size_t n = step.nodes.front();
+    const Node& node = step.conv ? *step.conv : graph_.nodes[n];
     in_ptrs.clear();
-    for (int i : node.inputs) {
-      if (i < 0) {
-        in_ptrs.push_back(nullptr);
-      } else if (graph_.value(i).constant) {
-        in_ptrs.push_back(&*graph_.value(i).constant);
-      } else {
-        if (!live[size_t(i)])
-          fail(Status::kInternal, node.label(), ": input '", graph_.value(i).name, "' is not computed");
-        in_ptrs.push_back(&*live[size_t(i)]);
-      }
-    }
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<Tensor> outs = runner_ ? runner_(n, in_ptrs) : run_node(graph_, node, in_ptrs);
+    std::vector<Tensor> outs;
+    if (step.elementwise) {
+      for (int i : step.elementwise->inputs) in_ptrs.push_back(value_ptr(node, i));
+      outs.push_back(run_elementwise_step(graph_, *step.elementwise, in_ptrs));
+    } else {
+      for (int i : node.inputs) in_ptrs.push_back(value_ptr(node, i));
+      outs = runner_ ? runner_(n, in_ptrs) : run_node(graph_, node, in_ptrs);
+    }
     if (profiling_)
       node_ms_[n] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (fp16_storage_)
       for (Tensor& t : outs)
         if (!t.empty() && t.dtype() == DType::kF32) round_to_half_inplace(t.data<float>(), t.numel());
     if (observer_) observer_(node, outs);
-    for (size_t k = 0; k < outs.size(); ++k)
-      if (node.outputs[k] >= 0) live[size_t(node.outputs[k])] = std::move(outs[k]);
-    for (int i : node.inputs)  // free what no later node reads
-      if (i >= 0 && last_use_[size_t(i)] == int(n)) live[size_t(i)].reset();
-    for (int o : node.outputs)
-      if (o >= 0 && last_use_[size_t(o)] < 0) live[size_t(o)].reset();
+    const std::vector<int>& writes = plan.writes[k];
+    for (size_t o = 0; o < outs.size(); ++o)
+      if (writes[o] >= 0) live[size_t(writes[o])] = std::move(outs[o]);
+    for (int i : plan.reads[k])  // free what no later step reads
+      if (plan.last_use[size_t(i)] == int(k)) live[size_t(i)].reset();
+    for (int o : writes)
+      if (o >= 0 && plan.last_use[size_t(o)] < 0) live[size_t(o)].reset();
   }
   TensorMap result;
   for (int o : graph_.outputs) {
@@ -83,6 +121,21 @@ TensorMap ReferenceEngine::run(const TensorMap& inputs) {
     result[v.name] = v.constant ? *v.constant : *live[size_t(o)];
   }
   return result;
+}
+
+std::vector<TensorMap> ReferenceEngine::run_batch(const std::vector<TensorMap>& samples) {
+  std::vector<TensorMap> out(samples.size());
+  if (observer_ || profiling_) {
+    for (size_t i = 0; i < samples.size(); ++i) out[i] = run(samples[i]);
+    return out;
+  }
+  parallel_for(
+      int64_t(samples.size()),
+      [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) out[size_t(i)] = run(samples[size_t(i)]);
+      },
+      1);
+  return out;
 }
 
 }  // namespace dlakit

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/fusion.h"
 #include "ir/graph.h"
 
 namespace dlakit {
@@ -22,6 +23,12 @@ class ReferenceEngine {
   // Inputs by graph-input name; every runtime input is required and must match its type exactly.
   TensorMap run(const TensorMap& inputs);
 
+  // Runs independent samples several at a time, one per thread with single-threaded kernels inside: the
+  // throughput path for calibration and evaluation, where small layers and serial steps leave threads
+  // idle. Results are those of run() on each sample, bit for bit. With an observer or profiling on (their
+  // state is not shared between threads) the samples run one after another.
+  std::vector<TensorMap> run_batch(const std::vector<TensorMap>& samples);
+
   // Called after each node with its outputs (for per-layer comparison tools). Slows the run down.
   void set_observer(std::function<void(const Node&, const std::vector<Tensor>&)> f) {
     observer_ = std::move(f);
@@ -30,7 +37,8 @@ class ReferenceEngine {
   // outputs. Unset: run_node with the reference kernels.
   using NodeRunner = std::function<std::vector<Tensor>(size_t, const std::vector<const Tensor*>&)>;
   void set_node_runner(NodeRunner f) { runner_ = std::move(f); }
-  // Milliseconds per node of the last run when profiling is on.
+  // Milliseconds per node of the last run when profiling is on. A fused step's time is its first node's
+  // (the Conv of Conv + Relu), the other nodes it covers show 0.
   void set_profiling(bool on) { profiling_ = on; }
   // DLA FP16 mode: every float32 value a node produces is rounded to fp16 (fp16 storage between layers;
   // kernels still accumulate in fp32).
@@ -39,8 +47,16 @@ class ReferenceEngine {
   const Graph& graph() const { return graph_; }
 
  private:
+  // Steps in order and, per value, the index of the last step reading it (-1: none; outputs: the end).
+  struct Schedule {
+    std::vector<EngineStep> steps;
+    std::vector<int> last_use;
+    std::vector<std::vector<int>> reads, writes;  // per step: values read from outside it, values made
+  };
+  Schedule schedule(std::vector<EngineStep> steps) const;
   const Graph& graph_;
-  std::vector<int> last_use_;  // per value: index of the last node reading it (-1: none)
+  Schedule per_node_;  // one step per node: for observers, node runners and fp16 storage
+  Schedule fused_;     // plan_fused_steps: otherwise
   std::function<void(const Node&, const std::vector<Tensor>&)> observer_;
   NodeRunner runner_;
   bool profiling_ = false;

@@ -3,3 +3,7 @@
 #define GEMM_NAME sgemm_generic
 #define GEMM_PACK_NAME pack_a_generic
 #include "kernels/gemm_kernel.inc"
+#define CONV_DIRECT_NAME conv_direct_generic
+#define CONV_PACK_NAME conv_pack_generic
+#define DEPTHWISE_NAME depthwise_generic
+#include "kernels/conv_direct_kernel.inc"

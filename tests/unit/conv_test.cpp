@@ -1,9 +1,12 @@
-// Conv's fast paths (im2col bands + sgemm, pointwise, depthwise) against a plain direct convolution,
-// on random data, over strides, dilations, pads, groups and multipliers.
+// Conv's fast paths (direct tiles along rows or flat over padded rows, implicit-im2col sgemm, pointwise,
+// depthwise, fused activations in the store epilogue) against a plain direct convolution, on random data,
+// over strides, dilations, pads, groups, multipliers and odd sizes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "engine/engine.h"
 #include "kernels/registry.h"
@@ -51,16 +54,26 @@ Tensor direct_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t st
 TEST(Conv, FastPathsMatchDirectConvolution) {
   struct Case {
     int64_t N, C, H, W, M, K, stride, pad, dil, group;
+    const char* act = nullptr;  // fused activation ("dlakit_activation"), applied to the oracle after
   };
   const Case cases[] = {
-      {1, 3, 17, 19, 8, 3, 1, 1, 1, 1},     // im2col + gemm
-      {2, 8, 12, 12, 16, 3, 2, 1, 1, 2},    // grouped, strided, batch 2
-      {1, 16, 20, 20, 32, 1, 1, 0, 1, 1},   // pointwise: no im2col
-      {1, 12, 15, 15, 12, 3, 1, 1, 1, 12},  // depthwise
-      {1, 12, 16, 16, 12, 5, 2, 2, 1, 12},  // depthwise 5x5 stride 2
-      {1, 6, 14, 14, 12, 3, 1, 2, 2, 6},    // depthwise with multiplier 2, dilation 2
-      {1, 4, 9, 9, 6, 3, 1, 3, 3, 1},       // dilation 3
-      {1, 96, 40, 160, 24, 3, 1, 1, 1, 1},  // big enough to take several im2col bands
+      {1, 3, 17, 19, 8, 3, 1, 1, 1, 1},                // im2col + gemm
+      {2, 8, 12, 12, 16, 3, 2, 1, 1, 2},               // grouped, strided, batch 2
+      {1, 16, 20, 20, 32, 1, 1, 0, 1, 1},              // pointwise: no im2col
+      {1, 12, 15, 15, 12, 3, 1, 1, 1, 12},             // depthwise
+      {1, 12, 16, 16, 12, 5, 2, 2, 1, 12},             // depthwise 5x5 stride 2
+      {1, 6, 14, 14, 12, 3, 1, 2, 2, 6},               // depthwise with multiplier 2, dilation 2
+      {1, 4, 9, 9, 6, 3, 1, 3, 3, 1},                  // dilation 3
+      {1, 96, 40, 160, 24, 3, 1, 1, 1, 1},             // direct, tiles along long rows
+      {1, 67, 7, 7, 37, 3, 1, 1, 1, 1, "Relu"},        // direct flat over short padded rows, M % 8 != 0
+      {2, 19, 30, 45, 13, 3, 2, 1, 1, 1, "Clip"},      // direct stride 2 (phase-split rows), batch 2
+      {1, 5, 33, 40, 11, 5, 1, 2, 2, 1, "LeakyRelu"},  // direct, dilation 2, 5x5
+      {1, 300, 9, 11, 21, 3, 2, 0, 1, 1},              // stride 2 on short rows: the implicit-im2col sgemm
+      {1, 9, 23, 41, 10, 7, 2, 3, 1, 1},               // 7x7 stride 2 (a network's first layer)
+      {1, 33, 13, 13, 17, 1, 1, 0, 1, 1, "Relu"},      // pointwise with a fused activation
+      {1, 16, 29, 31, 16, 3, 2, 1, 1, 16, "Relu"},     // depthwise stride 2, fused activation
+      {1, 24, 5, 70, 24, 3, 1, 1, 1, 24},              // depthwise, rows longer than four vectors
+      {1, 2, 260, 260, 3, 3, 1, 0, 120, 1},            // taps 240 columns apart: the padded buffer's slack
   };
   uint32_t seed = 10;
   for (const Case& c : cases) {
@@ -78,6 +91,12 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
     n.attrs["pads"] = std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad};
     n.attrs["dilations"] = std::vector<int64_t>{c.dil, c.dil};
     n.attrs["group"] = c.group;
+    if (c.act) {
+      n.attrs["dlakit_activation"] = std::string(c.act);
+      if (std::string(c.act) == "Clip")
+        n.attrs["dlakit_activation_params"] = std::vector<float>{-0.5f, 0.75f};
+      if (std::string(c.act) == "LeakyRelu") n.attrs["dlakit_activation_params"] = std::vector<float>{0.1f};
+    }
     auto types = op_impl(OpKind::Conv).infer(InferContext(g, n));
     int y = g.add_value("y", types[0]);
     n.outputs = {y};
@@ -87,9 +106,16 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
     Tensor xin = random_tensor({c.N, c.C, c.H, c.W}, seed++);
     Tensor got = ReferenceEngine(g).run({{"x", xin}}).at("y");
     Tensor want = direct_conv(xin, w, b, c.stride, c.pad, c.dil, c.group);
+    const std::string act = c.act ? c.act : "";
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      float& v = want.data<float>()[i];
+      if (act == "Relu") v = std::max(v, 0.f);
+      if (act == "Clip") v = std::min(std::max(v, -0.5f), 0.75f);
+      if (act == "LeakyRelu") v = v >= 0 ? v : 0.1f * v;
+    }
     ASSERT_EQ(got.shape(), want.shape());
     for (int64_t i = 0; i < got.numel(); ++i)
-      ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4)
+      ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K)))
           << "case C=" << c.C << " M=" << c.M << " K=" << c.K << " group=" << c.group << " at " << i;
   }
 }

@@ -22,8 +22,9 @@ std::vector<float> random_vec(size_t n, uint32_t seed) {
 }  // namespace
 
 TEST(Gemm, MatchesNaiveOnRandomShapesAndStrides) {
-  const int64_t sizes[][3] = {{1, 1, 1},      {5, 7, 3},       {6, 32, 256}, {7, 33, 257},
-                              {64, 300, 147}, {97, 1000, 513}, {24, 25, 864}};
+  const int64_t sizes[][3] = {
+      {1, 1, 1},       {5, 7, 3},     {6, 32, 256}, {7, 33, 257}, {64, 300, 147},
+      {97, 1000, 513}, {24, 25, 864}, {1, 77, 300}, {1, 129, 5}};  // M = 1: the matrix-vector path
   uint32_t seed = 1;
   for (auto& s : sizes) {
     const int64_t M = s[0], N = s[1], K = s[2];
@@ -47,6 +48,22 @@ TEST(Gemm, MatchesNaiveOnRandomShapesAndStrides) {
                      N,
                      acc == 1,
                      (ta + tb) % 2 ? bias.data() : nullptr};
+          // Every second case ends in an epilogue: a residual, then one of the activations.
+          auto residual = random_vec(size_t(M * N), seed++);
+          const int pick = int(seed % 4);
+          if ((ta + tb + acc) % 2) {
+            g.epilogue.act = pick == 0   ? GemmEpilogue::Act::kRelu
+                             : pick == 1 ? GemmEpilogue::Act::kClip
+                             : pick == 2 ? GemmEpilogue::Act::kLeakyRelu
+                                         : GemmEpilogue::Act::kNone;
+            g.epilogue.lo = -0.3f;
+            g.epilogue.hi = 0.4f;
+            g.epilogue.alpha = 0.2f;
+            if (pick != 0) {
+              g.epilogue.residual = residual.data();
+              g.epilogue.ldr = N;
+            }
+          }
           sgemm(g);
           if (acc == 0) {  // the prepacked-A path must give the same result as packing on the fly
             auto packed = sgemm_pack_a(M, K, A.data(), g.a_rs, g.a_cs);
@@ -63,7 +80,7 @@ TEST(Gemm, MatchesNaiveOnRandomShapesAndStrides) {
           for (int64_t i = 0; i < M * N; ++i)
             ASSERT_NEAR(C0[size_t(i)], C1[size_t(i)], 1e-4 * std::sqrt(double(K)) + 1e-5)
                 << "M=" << M << " N=" << N << " K=" << K << " transA=" << ta << " transB=" << tb
-                << " acc=" << acc << " isa=" << sgemm_isa() << " at " << i;
+                << " acc=" << acc << " act=" << int(g.epilogue.act) << " isa=" << sgemm_isa() << " at " << i;
         }
   }
 }

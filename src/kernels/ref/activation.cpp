@@ -6,6 +6,7 @@
 
 #include "base/threadpool.h"
 #include "kernels/ref/common.h"
+#include "kernels/ref/float_ops.h"
 
 namespace dlakit::ref {
 namespace {
@@ -150,19 +151,19 @@ void run_unary(const KernelContext& c) {
     const float lo = u.lo, hi = u.hi, a = u.alpha, b = u.beta;
     switch (u.op) {
       case OpKind::Relu:
-        loop([](float v) { return v > 0.f ? v : 0.f; });
+        loop([](float v) { return f32::relu(v); });
         break;
       case OpKind::Clip:
-        loop([=](float v) { return v != v ? v : std::min(std::max(v, lo), hi); });
+        loop([=](float v) { return f32::clip(v, lo, hi); });
         break;
       case OpKind::LeakyRelu:
-        loop([=](float v) { return v >= 0.f ? v : v * a; });
+        loop([=](float v) { return f32::leaky_relu(v, a); });
         break;
       case OpKind::HardSigmoid:
-        loop([=](float v) { return std::max(0.f, std::min(1.f, a * v + b)); });
+        loop([=](float v) { return f32::hard_sigmoid(v, a, b); });
         break;
       case OpKind::HardSwish:
-        loop([](float v) { return v * std::max(0.f, std::min(1.f, v / 6.f + 0.5f)); });
+        loop([](float v) { return f32::hard_swish(v); });
         break;
       default:
         loop([&](float v) { return eval_f32(u, v); });

@@ -1,12 +1,15 @@
 // Conv (groups incl. depthwise, dilation, pads, strides, auto_pad; 1-D/2-D/3-D) and ConvTranspose.
-// General convolution is im2col + the blocked sgemm; depthwise convolution is a direct loop.
+// General convolution is the blocked sgemm on an implicit im2col matrix; depthwise convolution is a direct
+// loop.
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
 #include "base/threadpool.h"
+#include "kernels/conv_direct.h"
 #include "kernels/fused_activation.h"
 #include "kernels/gemm.h"
 #include "kernels/ref/common.h"
@@ -96,46 +99,50 @@ void conv_depthwise(const WindowGeom& g, int64_t M, const float* x, const float*
       1);
 }
 
-// col[(c*kvol + k), out_pos] = x[c, in_pos(out_pos, k)] or 0 in the padding.
-void im2col(const WindowGeom& g, int64_t channels, const float* x, float* col, int64_t oh0, int64_t oh1) {
-  const int64_t kvol = g.k_vol(), ovol = (oh1 - oh0) * g.out[2] * g.out[0];
-  parallel_for(
-      channels * kvol,
-      [&](int64_t s, int64_t e) {
-        for (int64_t r = s; r < e; ++r) {
-          const int64_t c = r / kvol, kk = r % kvol;
-          const int64_t kd = kk / (g.k[1] * g.k[2]), kh = (kk / g.k[2]) % g.k[1], kw = kk % g.k[2];
-          const float* xc = x + c * g.in_vol();
-          float* dst = col + r * ovol;
-          for (int64_t od = 0; od < g.out[0]; ++od) {
-            const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
-            for (int64_t oh = oh0; oh < oh1; ++oh) {
-              const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
-              float* d = dst + (od * (oh1 - oh0) + oh - oh0) * g.out[2];
-              if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-                std::memset(d, 0, sizeof(float) * size_t(g.out[2]));
-                continue;
-              }
-              const float* row = xc + (id * g.in[1] + ih) * g.in[2];
-              const int64_t base = kw * g.d[2] - g.pb[2];
-              if (g.s[2] == 1) {
-                // valid ow range: 0 <= ow + base < in
-                const int64_t lo = std::clamp<int64_t>(-base, 0, g.out[2]),
-                              hi = std::clamp<int64_t>(g.in[2] - base, lo, g.out[2]);
-                std::memset(d, 0, sizeof(float) * size_t(lo));
-                std::memcpy(d + lo, row + lo + base, sizeof(float) * size_t(hi - lo));
-                std::memset(d + hi, 0, sizeof(float) * size_t(g.out[2] - hi));
-              } else {
-                for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-                  const int64_t iw = ow * g.s[2] + base;
-                  d[ow] = (iw >= 0 && iw < g.in[2]) ? row[iw] : 0.f;
-                }
-              }
+// The im2col matrix of one image (row r = (c, kd, kh, kw), column = output position (od, oh, ow), value
+// x[c, input position] or 0 in the padding), written straight into sgemm's B panels without forming it:
+// rows [k0, k0+kc), columns [j0, j0+nc), panels of `panel` columns (see PackB).
+void pack_im2col(const WindowGeom& g, const float* x, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                 int64_t panel, float* dst) {
+  const int64_t kvol = g.k_vol(), ow_n = g.out[2], ohw = g.out[1] * g.out[2];
+  for (int64_t jp = 0; jp < nc; jp += panel) {
+    const int64_t nr = std::min(panel, nc - jp);
+    float* pdst = dst + (jp / panel) * kc * panel;
+    for (int64_t k = 0; k < kc; ++k) {
+      const int64_t r = k0 + k, c = r / kvol, kk = r % kvol;
+      const int64_t kd = kk / (g.k[1] * g.k[2]), kh = (kk / g.k[2]) % g.k[1], kw = kk % g.k[2];
+      const float* xc = x + c * g.in_vol();
+      const int64_t base = kw * g.d[2] - g.pb[2];  // input column = ow * stride + base
+      float* d = pdst + k * panel;
+      int64_t j = 0;
+      while (j < nr) {  // one run of columns along an output row at a time
+        const int64_t pos = j0 + jp + j, od = pos / ohw, oh = (pos / ow_n) % g.out[1], ow = pos % ow_n;
+        const int64_t run = std::min(nr - j, ow_n - ow);
+        const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0], ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+        float* out = d + j;
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+          for (int64_t t = 0; t < run; ++t) out[t] = 0.f;
+        } else {
+          const float* row = xc + (id * g.in[1] + ih) * g.in[2];
+          if (g.s[2] == 1) {  // valid: 0 <= ow + t + base < in
+            const int64_t lo = std::clamp<int64_t>(-base - ow, 0, run),
+                          hi = std::clamp<int64_t>(g.in[2] - base - ow, lo, run);
+            const float* src = row + ow + base;
+            for (int64_t t = 0; t < lo; ++t) out[t] = 0.f;
+            for (int64_t t = lo; t < hi; ++t) out[t] = src[t];
+            for (int64_t t = hi; t < run; ++t) out[t] = 0.f;
+          } else {
+            for (int64_t t = 0; t < run; ++t) {
+              const int64_t iw = (ow + t) * g.s[2] + base;
+              out[t] = (iw >= 0 && iw < g.in[2]) ? row[iw] : 0.f;
             }
           }
         }
-      },
-      4);
+        j += run;
+      }
+      for (; j < panel; ++j) d[j] = 0.f;
+    }
+  }
 }
 
 void add_bias(float* y, const float* b, int64_t N, int64_t M, int64_t vol) {
@@ -152,26 +159,63 @@ void add_bias(float* y, const float* b, int64_t N, int64_t M, int64_t vol) {
       8);
 }
 
-// Constant weights are packed for the GEMM once and kept (keyed by their storage, which the cache holds
-// alive so the key cannot be reused). Bounded; cleared when full.
-std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64_t Mg, int64_t K) {
+// Constant weights are packed once and kept (keyed by their storage, which the cache holds alive so the
+// key cannot be reused, the group and the layout: sgemm's or the direct kernel's). Bounded; cleared when
+// full.
+std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64_t Mg, int64_t K,
+                                              bool direct) {
   static std::mutex mu;
-  static std::map<std::pair<const void*, int64_t>, std::pair<Tensor, std::shared_ptr<const PackedA>>> cache;
+  static std::map<std::tuple<const void*, int64_t, bool>, std::pair<Tensor, std::shared_ptr<const PackedA>>>
+      cache;
   static size_t bytes = 0;
   std::lock_guard<std::mutex> lk(mu);
-  auto key = std::make_pair(W.raw(), gi);
+  auto key = std::make_tuple(W.raw(), gi, direct);
   auto it = cache.find(key);
   if (it != cache.end() && it->second.first.shape() == W.shape()) return it->second.second;
   if (bytes > (size_t(1) << 30)) {
     cache.clear();
     bytes = 0;
   }
-  auto p = sgemm_pack_a(Mg, K, W.data<float>() + gi * Mg * K, K, 1);
+  const float* wg = W.data<float>() + gi * Mg * K;
+  auto p = direct ? conv_direct_pack_weights(Mg, K, wg) : sgemm_pack_a(Mg, K, wg, K, 1);
   bytes += p->data.size() * sizeof(float);
   cache[key] = {W, p};
   return p;
 }
 
+// A 1-D or 2-D convolution on the padded layout of conv_direct.h; the caller's buffer holds it.
+struct DirectLayout {
+  int64_t Hp, Wq, S;
+};
+DirectLayout direct_layout(const WindowGeom& g) {
+  const int64_t Hp = (g.out[1] - 1) * g.s[1] + (g.k[1] - 1) * g.d[1] + 1,
+                Wp = (g.out[2] - 1) * g.s[2] + (g.k[2] - 1) * g.d[2] + 1;
+  return {Hp, conv_direct_layout(Wp, g.s[2]), g.s[2]};
+}
+
+// The activation the fuse-activation pass attached, as a GEMM epilogue (applied while the tile is hot).
+GemmEpilogue fused_epilogue(const Node& n) {
+  GemmEpilogue e;
+  if (!n.has("dlakit_activation")) return e;
+  const std::string act = n.attr_str("dlakit_activation", "");
+  const auto p = n.attr_floats("dlakit_activation_params", {});
+  if (act == "Relu") {
+    e.act = GemmEpilogue::Act::kRelu;
+  } else if (act == "Clip" && p.size() == 2) {
+    e.act = GemmEpilogue::Act::kClip;
+    e.lo = p[0];
+    e.hi = p[1];
+  } else if (act == "LeakyRelu" && p.size() == 1) {
+    e.act = GemmEpilogue::Act::kLeakyRelu;
+    e.alpha = p[0];
+  } else {
+    fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
+  }
+  return e;
+}
+
+// General convolution as one GEMM per image and group: weights (packed once) x the implicit im2col matrix
+// (pointwise convolutions read the input itself), bias and fused activation in the GEMM's store epilogue.
 void run_conv(const KernelContext& c) {
   const Tensor &X = c.in(0), &W = c.in(1);
   const float* b = c.has(2) ? c.in(2).data<float>() : nullptr;
@@ -181,40 +225,63 @@ void run_conv(const KernelContext& c) {
   const float* x = X.data<float>();
   const float* w = W.data<float>();
   float* y = Y.data<float>();
+  // The engine's fused Conv -> Add: input #3 is added before the activation (engine/fusion.h).
+  const float* residual =
+      c.node().attr_int("dlakit_residual", 0) && c.has(3) ? c.in(3).data<float>() : nullptr;
+  const bool planar = g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1;  // 1-D or 2-D
+  const int64_t kvol = g.k_vol(), ivol = g.in_vol(), ovol = g.out_vol(), K = Cg * kvol;
+  thread_local std::vector<float> padded;
+  const DirectLayout dl = direct_layout(g);
+  auto pad = [&](const float* src, int64_t channels) {
+    padded.resize(size_t(conv_direct_buffer_size(channels, dl.Hp, dl.S, dl.Wq)));
+    conv_direct_pad_input(src, channels, g.in[1], g.in[2], g.pb[1], g.pb[2], dl.Hp, dl.S, dl.Wq,
+                          padded.data());
+    return padded.data();
+  };
   if (G == g.C && G > 1 && Cg == 1) {
-    conv_depthwise(g, M, x, w, b, y);
+    if (!planar) conv_depthwise(g, M, x, w, b, y);
+    for (int64_t n = 0; planar && n < g.N; ++n)
+      conv_depthwise_direct({pad(x + n * g.C * ivol, g.C), g.C, M, dl.Hp, dl.S, dl.Wq, g.k[1], g.k[2], g.d[1],
+                             g.d[2], g.s[1], g.out[1], g.out[2], w, b, y + n * M * ovol});
+    if (residual)
+      parallel_for(
+          Y.numel(),
+          [&](int64_t s, int64_t e) {
+            for (int64_t i = s; i < e; ++i) y[i] = y[i] + residual[i];
+          },
+          16384);
     return apply_fused_activation(c.node(), y, Y.numel());
   }
-  const int64_t kvol = g.k_vol(), ivol = g.in_vol(), ovol = g.out_vol(), K = Cg * kvol;
   bool pointwise = kvol == 1;
   for (int i = 0; i < 3; ++i)
     pointwise = pointwise && g.s[size_t(i)] == 1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
-  // im2col in bands of output rows so the column buffer stays cache-sized (about 1 M floats), reused.
-  const int64_t row = g.out[2];
-  const int64_t band =
-      g.out[0] > 1 ? g.out[1]
-                   : std::clamp<int64_t>((int64_t(1) << 20) / std::max<int64_t>(K * row, 1), 1, g.out[1]);
-  thread_local std::vector<float> col;
-  if (!pointwise && col.size() < size_t(K * band * row * g.out[0]))
-    col.resize(size_t(K * band * row * g.out[0]));
+  GemmEpilogue epilogue = fused_epilogue(c.node());
+  // Direct unless the output rows are too short to fill a tile with stride > 1 (then the GEMM wastes less)
+  // or the convolution reads its input as it is (pointwise: the GEMM needs no im2col and no padded copy).
+  const bool stride1 = g.s[1] == 1 && g.s[2] == 1;
+  const bool direct = planar && !pointwise && (stride1 || g.out[2] * 4 >= conv_direct_tile_cols() * 3);
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < G; ++gi) {
       const float* xg = x + (n * g.C + gi * Cg) * ivol;
       float* yg = y + (n * M + gi * Mg) * ovol;
       const float* wg = w + gi * Mg * K;
       const float* bg = b ? b + gi * Mg : nullptr;
-      std::shared_ptr<const PackedA> pw = c.is_constant(1) ? packed_weights(W, gi, Mg, K) : nullptr;
-      if (pointwise) {
-        sgemm({Mg, ovol, K, wg, K, 1, xg, ovol, 1, yg, ovol, false, bg, pw.get()});
+      epilogue.residual = residual ? residual + (n * M + gi * Mg) * ovol : nullptr;
+      epilogue.ldr = ovol;
+      if (direct) {
+        const auto pw =
+            c.is_constant(1) ? packed_weights(W, gi, Mg, K, true) : conv_direct_pack_weights(Mg, K, wg);
+        conv_direct({pad(xg, Cg), Cg, dl.Hp, dl.S, dl.Wq, g.k[1], g.k[2], g.d[1], g.d[2], g.s[1], g.out[1],
+                     g.out[2], pw.get(), bg, yg, epilogue});
         continue;
       }
-      for (int64_t oh0 = 0; oh0 < g.out[1]; oh0 += band) {
-        const int64_t oh1 = std::min(g.out[1], oh0 + band), cols = (oh1 - oh0) * row * g.out[0];
-        im2col(g, Cg, xg, col.data(), oh0, oh1);
-        sgemm({Mg, cols, K, wg, K, 1, col.data(), cols, 1, yg + oh0 * row, ovol, false, bg, pw.get()});
-      }
+      std::shared_ptr<const PackedA> pw = c.is_constant(1) ? packed_weights(W, gi, Mg, K, false) : nullptr;
+      const PackB im2col = [&](int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t panel, float* dst) {
+        pack_im2col(g, xg, k0, kc, j0, nc, panel, dst);
+      };
+      sgemm({Mg, ovol, K, wg, K, 1, xg, ovol, 1, yg, ovol, false, bg, pw.get(), pointwise ? nullptr : &im2col,
+             epilogue});
     }
-  apply_fused_activation(c.node(), y, Y.numel());
 }
 
 // ConvTranspose geometry: the input is the "output" of the equivalent convolution.

@@ -1,0 +1,43 @@
+// How the reference engine runs a graph when no one watches single nodes (no observer, no node runner):
+// steps that cover one node or several, with results bit-identical to running the nodes one by one.
+//  - Conv -> [Add of a same-shape tensor] -> [Relu | Clip | LeakyRelu]: the Add and the activation run in
+//    the convolution's store epilogue (a copy of the Conv node with dlakit_residual / dlakit_activation).
+//  - Runs of element-wise nodes (Add Sub Mul Div Relu Clip LeakyRelu HardSigmoid HardSwish) on one shape,
+//    whose other operands are constants (scalar or per channel): one pass over memory, block by block.
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace dlakit {
+
+// One operation of a fused element-wise step, on blocks of one channel plane.
+struct EwOp {
+  OpKind op{};
+  int a = -1, b = -1;                // operands: slot index (>= 0), or -1 for the constant
+  const Tensor* constant = nullptr;  // scalar or per-channel (indexed by the plane's channel)
+  bool constant_first = false;       // the constant is the op's first input (Sub, Div)
+  float p0 = 0, p1 = 0;              // Clip bounds, LeakyRelu / HardSigmoid alpha and beta
+};
+
+// Slots: the step's external inputs first (full tensors of the output's shape), then one per op.
+struct EwStep {
+  std::vector<int> inputs;  // value ids read
+  std::vector<EwOp> ops;    // op k writes slot inputs.size() + k; the last one is the step's output
+  int output = -1;          // value id
+};
+
+struct EngineStep {
+  std::vector<size_t> nodes;  // the graph nodes this step covers (it runs where the last one was)
+  std::optional<Node> conv;   // a Conv with its epilogue attached, writing the last node's output
+  std::optional<EwStep> elementwise;
+};
+
+std::vector<EngineStep> plan_fused_steps(const Graph& g);
+
+// Runs a fused element-wise step; `in` holds its external inputs in order.
+Tensor run_elementwise_step(const Graph& g, const EwStep& step, const std::vector<const Tensor*>& in);
+
+}  // namespace dlakit

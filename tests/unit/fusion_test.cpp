@@ -1,0 +1,131 @@
+// The reference engine's fused steps (engine/fusion.h) against the same graph run node by node: the
+// outputs must be bit-identical, and the plans must actually fuse (so the comparison means something).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "../common/test_data.h"
+#include "engine/engine.h"
+#include "kernels/registry.h"
+#include "onnx/importer.h"
+#include "placement/placement.h"
+#include "quant/numerics.h"
+
+using namespace dlakit;
+
+namespace {
+
+// Runs g fused and node by node (an observer forces one step per node); both outputs, by name.
+std::pair<TensorMap, TensorMap> run_both(const Graph& g, const TensorMap& in) {
+  ReferenceEngine fused(g), single(g);
+  single.set_observer([](const Node&, const std::vector<Tensor>&) {});
+  return {fused.run(in), single.run(in)};
+}
+
+void expect_bit_identical(const TensorMap& a, const TensorMap& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, t] : a) {
+    const Tensor& u = b.at(name);
+    ASSERT_EQ(t.type(), u.type()) << name;
+    ASSERT_EQ(std::memcmp(t.raw(), u.raw(), t.nbytes()), 0)
+        << name << " differs between fused and single steps";
+  }
+}
+
+size_t fused_nodes(const Graph& g) {
+  size_t covered = 0;
+  for (const EngineStep& s : plan_fused_steps(g))
+    if (s.nodes.size() > 1) covered += s.nodes.size();
+  return covered;
+}
+
+int add_node(Graph& g, OpKind op, std::vector<int> inputs, const char* name, int opset = 13) {
+  Node n;
+  n.op = op;
+  n.name = name;
+  n.opset = opset;
+  n.inputs = std::move(inputs);
+  auto types = op_impl(op).infer(InferContext(g, n));
+  n.outputs = {g.add_value(std::string(name) + "_out", types[0])};
+  g.nodes.push_back(n);
+  return n.outputs[0];
+}
+
+}  // namespace
+
+// Conv -> Add(residual first) -> Clip, then a chain with per-channel constants first in Sub and Div,
+// HardSigmoid and a Mul back onto the chain's input; odd sizes.
+TEST(Fusion, SyntheticChainsAreBitIdentical) {
+  Graph g;
+  const int x = g.add_value("x", {DType::kF32, {2, 5, 9, 13}});
+  const int r = g.add_value("r", {DType::kF32, {2, 7, 9, 13}});
+  g.inputs = {x, r};
+  std::mt19937 gen(3);
+  std::normal_distribution<float> d(0.f, 1.f);
+  auto random = [&](const Shape& s) {
+    Tensor t(DType::kF32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(gen);
+    return t;
+  };
+  const int w = g.add_constant("w", random({7, 5, 3, 3})), b = g.add_constant("b", random({7}));
+  Node conv;
+  conv.op = OpKind::Conv;
+  conv.name = "conv";
+  conv.opset = 13;
+  conv.inputs = {x, w, b};
+  conv.attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  conv.outputs = {g.add_value("conv_out", op_impl(OpKind::Conv).infer(InferContext(g, conv))[0])};
+  g.nodes.push_back(conv);
+  const int sum = add_node(g, OpKind::Add, {r, conv.outputs[0]}, "add");
+  const int lo = g.add_constant("lo", Tensor::scalar_f32(-0.5f)),
+            hi = g.add_constant("hi", Tensor::scalar_f32(1.f));
+  const int clip = add_node(g, OpKind::Clip, {sum, lo, hi}, "clip");
+  const int per_channel = g.add_constant("pc", random({7, 1, 1}));
+  const int sub = add_node(g, OpKind::Sub, {per_channel, clip}, "sub");
+  const int div = add_node(g, OpKind::Div, {per_channel, sub}, "div");
+  const int hs = add_node(g, OpKind::HardSigmoid, {div}, "hsig");
+  const int y = add_node(g, OpKind::Mul, {clip, hs}, "mul");
+  g.outputs = {y};
+  g.relink();
+  EXPECT_EQ(fused_nodes(g), 7u);  // conv+add+clip, and sub div hsig mul
+  auto [fused, single] = run_both(g, test_data::random_inputs(g));
+  expect_bit_identical(fused, single);
+}
+
+// Real models: ResNet-18 (Conv + Add + Relu), MobileNetV2 (Conv + Clip), PP-OCRv4 det (HardSwish chains
+// with per-channel scales), on random inputs.
+TEST(Fusion, RealModelsAreBitIdentical) {
+  const std::string models = std::string(DLAKIT_SOURCE_DIR) + "/.cache/models/";
+  const std::pair<const char*, Shape> cases[] = {
+      {"resnet18", {1, 3, 224, 224}}, {"mobilenet_v2", {1, 3, 224, 224}}, {"ppocr_det", {1, 3, 96, 160}}};
+  for (const auto& [name, shape] : cases) {
+    ImportOptions opt;
+    opt.input_shapes[std::string(name) == "ppocr_det" ? "x" : "input"] = shape;
+    const Graph g = import_onnx_file(models + name + ".onnx", opt);
+    EXPECT_GT(fused_nodes(g), g.nodes.size() / 4) << name << ": the plan fuses too little to test";
+    auto [fused, single] = run_both(g, test_data::random_inputs(g));
+    expect_bit_identical(fused, single);
+  }
+}
+
+// run_batch (samples on different threads, kernels single-threaded) against run() one sample at a time:
+// the FP32 engine and the INT8 emulation, bit for bit.
+TEST(Engine, BatchRunsMatchSingleRunsBitForBit) {
+  ImportOptions opt;
+  opt.input_shapes["x"] = {1, 3, 48, 96};
+  const Graph g = import_onnx_file(std::string(DLAKIT_SOURCE_DIR) + "/.cache/models/ppocr_rec.onnx", opt);
+  std::vector<TensorMap> samples;
+  for (uint32_t seed = 1; seed <= 3; ++seed) samples.push_back(test_data::random_inputs(g, seed * 7));
+  ReferenceEngine fp32(g);
+  PlacementOptions po;
+  po.precision = dla::Precision::kINT8;
+  const quant::ScaleTable scales = test_data::random_calibration(g, 1);
+  quant::EmulatedEngine int8(g, quant::plan_numerics(g, place(g, po), &scales));
+  for (ReferenceEngine* e : {&fp32, &int8.engine()}) {
+    const std::vector<TensorMap> batch = e->run_batch(samples);
+    ASSERT_EQ(batch.size(), samples.size());
+    for (size_t i = 0; i < samples.size(); ++i) expect_bit_identical(batch[i], e->run(samples[i]));
+  }
+}
