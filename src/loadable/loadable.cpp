@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/checked.h"
 #include "base/fp16.h"
 #include "ir/stats.h"
 #include "loadable_generated.h"
@@ -183,14 +184,8 @@ Loadable read_loadable(const uint8_t* data, size_t size, const std::string& orig
              int(w->dtype()));
       const bool i8 = w->dtype() == kWeightI8, f32 = w->dtype() == kWeightF32;
       Shape dims(w->dims()->begin(), w->dims()->end());
-      int64_t count = 1;
-      for (int64_t d : dims) {
-        if (d < 0 || d > (int64_t(1) << 31))
-          fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' has dimension ", d);
-        count *= d;
-        if (count > (int64_t(1) << 32))
-          fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' is too large");
-      }
+      const int64_t count = checked_numel(
+          dims, int64_t(1) << 32, cat(origin, ": weight '", w->name()->str(), "'"), Status::kParseError);
       const int64_t bpe = i8 ? 1 : f32 ? 4 : 2;
       if (uint64_t(w->data()->size()) != uint64_t(count) * uint64_t(bpe))
         fail(Status::kParseError, origin, ": weight '", w->name()->str(), "' holds ", w->data()->size(),
