@@ -32,7 +32,7 @@ ReferenceEngine::ReferenceEngine(const Graph& graph) : graph_(graph) {
   for (int o : graph_.outputs) last_use_[size_t(o)] = int(graph_.nodes.size());  // outputs live to the end
 }
 
-TensorMap ReferenceEngine::run(const TensorMap& inputs) {
+TensorMap ReferenceEngine::run(const TensorMap& inputs, const std::function<void(size_t)>& before_node) {
   std::vector<std::optional<Tensor>> live(graph_.values.size());
   for (int id : graph_.inputs) {
     const Value& v = graph_.value(id);
@@ -57,6 +57,7 @@ TensorMap ReferenceEngine::run(const TensorMap& inputs) {
   std::vector<const Tensor*> in_ptrs;
   for (size_t n = 0; n < graph_.nodes.size(); ++n) {
     const Node& node = graph_.nodes[n];
+    if (before_node) before_node(n);
     in_ptrs.clear();
     for (int i : node.inputs) {
       if (i < 0) {

@@ -20,7 +20,9 @@ class ReferenceEngine {
   explicit ReferenceEngine(const Graph& graph);
 
   // Inputs by graph-input name; every runtime input is required and must match its type exactly.
-  TensorMap run(const TensorMap& inputs);
+  // `before_node` (optional) is called with each node's index before it runs: a runtime checks its task
+  // deadline there, and may throw to stop the run.
+  TensorMap run(const TensorMap& inputs, const std::function<void(size_t)>& before_node = {});
 
   // Called after each node with its outputs (for per-layer comparison tools). Slows the run down.
   void set_observer(std::function<void(const Node&, const std::vector<Tensor>&)> f) {

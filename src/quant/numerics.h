@@ -133,7 +133,9 @@ class NumericsRunner {
 class EmulatedEngine {
  public:
   EmulatedEngine(const Graph& g, NumericsPlan plan);
-  TensorMap run(const TensorMap& inputs) { return engine_.run(inputs); }
+  TensorMap run(const TensorMap& inputs, const std::function<void(size_t)>& before_node = {}) {
+    return engine_.run(inputs, before_node);
+  }
   ReferenceEngine& engine() { return engine_; }
   const NumericsPlan& plan() const { return runner_.plan(); }
 

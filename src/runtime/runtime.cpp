@@ -62,9 +62,37 @@ const char* status_name(cudlaStatus s) {
   return "cudlaError(unrecognised)";
 }
 
+// ---- RunControl
+void RunControl::check(const char* layer) const {
+  if (cancel_requested())
+    throw RuntimeError(cudlaErrorDlaErrEngineTimeout,
+                       std::string("task cancelled (its device was destroyed) at ") + layer);
+  if (Clock::now() > deadline)
+    throw RuntimeError(cudlaErrorDlaErrEngineTimeout, std::string("task timed out at ") + layer);
+}
+
+namespace {
+// Runs f, turning every failure that is not already a RuntimeError into one with `status`, so nothing but
+// RuntimeError leaves the runtime's C++ API.
+template <typename F>
+auto as_runtime_error(cudlaStatus status, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const RuntimeError&) {
+    throw;
+  } catch (const Error& e) {
+    throw RuntimeError(status, e.what());
+  } catch (const std::bad_alloc&) {
+    throw RuntimeError(cudlaErrorOutOfResources, "out of memory");
+  } catch (const std::exception& e) {
+    throw RuntimeError(cudlaErrorUnknown, std::string("internal error: ") + e.what());
+  }
+}
+}  // namespace
+
 // ---- Module
 Module::Module(const uint8_t* data, size_t size) {
-  try {
+  as_runtime_error(cudlaErrorUmd, [&] {  // a bad loadable is cudlaErrorUmd, like the real UMD
     l_ = read_loadable(data, size, "loadable");
     if (l_.int8) {
       int8_ = std::make_unique<quant::EmulatedEngine>(l_.graph, plan());
@@ -72,16 +100,32 @@ Module::Module(const uint8_t* data, size_t size) {
       engine_ = std::make_unique<ReferenceEngine>(l_.graph);
       engine_->set_fp16_storage(true);
     }
-  } catch (const Error& e) {
-    throw RuntimeError(cudlaErrorUmd, e.what());
-  }
+  });
 }
 
-void Module::execute(const std::vector<const void*>& in, const std::vector<void*>& out) const {
-  TensorMap feeds;
-  for (size_t i = 0; i < l_.inputs.size(); ++i) feeds[l_.inputs[i].name] = unpack(in[i], l_.inputs[i]);
-  TensorMap res = int8_ ? int8_->run(feeds) : engine_->run(feeds);
-  for (size_t i = 0; i < l_.outputs.size(); ++i) pack(res.at(l_.outputs[i].name), l_.outputs[i], out[i]);
+void Module::execute(const std::vector<const void*>& in, const std::vector<void*>& out,
+                     const RunControl& control) const {
+  if (in.size() != l_.inputs.size() || out.size() != l_.outputs.size())
+    throw RuntimeError(cudlaErrorInvalidParam,
+                       "execute: " + std::to_string(in.size()) + " input / " + std::to_string(out.size()) +
+                           " output buffers; the module has " + std::to_string(l_.inputs.size()) + " / " +
+                           std::to_string(l_.outputs.size()));
+  for (size_t i = 0; i < in.size() + out.size(); ++i)
+    if (!(i < in.size() ? in[i] : out[i - in.size()]))
+      throw RuntimeError(cudlaErrorInvalidParam,
+                         "execute: buffer for " +
+                             std::string(i < in.size() ? "input '" + l_.inputs[i].name
+                                                       : "output '" + l_.outputs[i - in.size()].name) +
+                             "' is null");
+  as_runtime_error(cudlaErrorDlaErrInvalidInput, [&] {
+    control.check("the start");
+    TensorMap feeds;
+    for (size_t i = 0; i < l_.inputs.size(); ++i) feeds[l_.inputs[i].name] = unpack(in[i], l_.inputs[i]);
+    auto between_layers = [&](size_t node) { control.check(l_.graph.nodes[node].label().c_str()); };
+    TensorMap res = int8_ ? int8_->run(feeds, between_layers) : engine_->run(feeds, between_layers);
+    control.check("the output copy");  // outputs stay untouched when the task stops
+    for (size_t i = 0; i < l_.outputs.size(); ++i) pack(res.at(l_.outputs[i].name), l_.outputs[i], out[i]);
+  });
 }
 
 // Every layer on the DLA: INT8 unless the loadable lists it as FP16 (or it lacks scales).
@@ -183,31 +227,48 @@ void Core::loop() {
 }
 
 // ---- Device
-Device::Device(int core) : core_(core), dla_on_cuda_(gpu::cuda_chosen("DLAKIT_DLA_BACKEND")) {
+void Device::TaskState::record(cudlaStatus s) {
+  std::lock_guard<std::mutex> lk(mu);
+  last_error = s;
+}
+
+Device::Device(int core, MemoryPolicy memory)
+    : core_(core), memory_(memory), dla_on_cuda_(gpu::cuda_chosen("DLAKIT_DLA_BACKEND")) {
   if (core != 0 && core != 1)
     throw RuntimeError(cudlaErrorInvalidDevice,
                        "DLA core " + std::to_string(core) + " does not exist (0 or 1)");
 }
 
-Device::~Device() { synchronize(); }
+Device::~Device() {
+  state_->cancelled = true;  // queued tasks stop at their next check; the caller's buffers are freed next
+  synchronize();
+}
 
 void Device::load(const uint8_t* data, size_t size) {
   std::lock_guard<std::mutex> lk(mu_);
   if (module_)
     throw RuntimeError(cudlaErrorUnsupportedOperation,
                        "this device handle already has a module (one per handle)");
-  module_ = std::make_unique<Module>(data, size);
+  module_ = std::make_shared<const Module>(data, size);
 }
 
-const Module& Device::module() const {
-  if (!module_) throw RuntimeError(cudlaErrorInvalidModule, "no module loaded on this device");
-  return *module_;
+bool Device::has_module() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return module_ != nullptr;
 }
+
+std::shared_ptr<const Module> Device::loaded_module() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!module_) throw RuntimeError(cudlaErrorInvalidModule, "no module loaded on this device");
+  return module_;
+}
+
+const Module& Device::module() const { return *loaded_module(); }
 
 void Device::unload() {
   synchronize();
   std::lock_guard<std::mutex> lk(mu_);
-  module_.reset();
+  module_.reset();  // a task queued meanwhile holds its own reference
 }
 
 uint64_t* Device::register_memory(const void* ptr, size_t size) {
@@ -215,7 +276,12 @@ uint64_t* Device::register_memory(const void* ptr, size_t size) {
   if (!ptr || size == 0) throw RuntimeError(cudlaErrorInvalidAddress, "null pointer or zero size");
   if (p & 31u)
     throw RuntimeError(cudlaErrorInvalidAddress, "address is not 32-byte aligned (the DLA requires it)");
-  const bool cuda = gpu::memory_kind(ptr) != gpu::MemoryKind::kHost;  // asked once, here, not per task
+  if (p + size < p) throw RuntimeError(cudlaErrorInvalidAddress, "the buffer wraps around the address space");
+  const gpu::MemoryKind kind = gpu::memory_kind(ptr);  // asked once, here, not per task
+  if (memory_ == MemoryPolicy::kLikeCudla && kind == gpu::MemoryKind::kHost && gpu::available())
+    throw RuntimeError(cudlaErrorInvalidAddress,
+                       "pageable host memory (malloc/new) cannot be registered in hybrid mode; allocate it "
+                       "with cudaMalloc, cudaMallocManaged or cudaHostAlloc, as cuDLA requires on the board");
   std::lock_guard<std::mutex> lk(mu_);
   auto it = registered_.upper_bound(p);
   if (it != registered_.begin()) {
@@ -225,7 +291,7 @@ uint64_t* Device::register_memory(const void* ptr, size_t size) {
   }
   if (it != registered_.end() && it->first < p + size)
     throw RuntimeError(cudlaErrorMemoryRegistered, "memory overlaps a registered buffer");
-  registered_[p] = {size, cuda};
+  registered_[p] = {size, kind != gpu::MemoryKind::kHost};
   return reinterpret_cast<uint64_t*>(p);
 }
 
@@ -241,47 +307,56 @@ std::optional<Device::Registration> Device::registration(const void* ptr, size_t
   auto it = registered_.upper_bound(p);
   if (it == registered_.begin()) return std::nullopt;
   --it;
-  if (p >= it->first && p + size <= it->first + it->second.size) return it->second;
+  if (p >= it->first && p + size >= p && p + size <= it->first + it->second.size) return it->second;
   return std::nullopt;
 }
 
 bool Device::is_registered(const void* ptr, size_t size) const { return registration(ptr, size).has_value(); }
 
-void Device::submit(const Task& t, void* stream, bool noop) {
-  const Module& m = module();
-  if (t.inputs.size() != m.inputs().size() || t.outputs.size() != m.outputs().size())
-    throw RuntimeError(cudlaErrorInvalidParam,
-                       "task has " + std::to_string(t.inputs.size()) + " inputs / " +
-                           std::to_string(t.outputs.size()) + " outputs; the module has " +
-                           std::to_string(m.inputs().size()) + " / " + std::to_string(m.outputs().size()));
-  bool on_gpu = false;  // some buffer is CUDA memory: the task goes in stream order (submit_cuda)
-  auto check = [&](const auto& buffers, const std::vector<TensorDesc>& descs, const char* what) {
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      const auto r = buffers[i] ? registration(buffers[i], descs[i].size) : std::nullopt;
-      if (!r)
-        throw RuntimeError(cudlaErrorInvalidAddress, std::string(what) + " " + std::to_string(i) + " ('" +
-                                                         descs[i].name + "', " +
-                                                         std::to_string(descs[i].size) +
-                                                         " bytes) is not a registered buffer of that size");
-      on_gpu = on_gpu || r->cuda;
-    }
-  };
-  check(t.inputs, m.inputs(), "input");
-  check(t.outputs, m.outputs(), "output");
+void Device::submit(const std::vector<Task>& tasks, void* stream, bool noop) {
+  const std::shared_ptr<const Module> m = loaded_module();
+  // Every task is checked before any runs.
+  std::vector<char> on_gpu(tasks.size(), 0);  // some buffer is CUDA memory: the task goes in stream order
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    const Task& t = tasks[k];
+    const std::string task = tasks.size() > 1 ? "task " + std::to_string(k) + ": " : "";
+    if (t.inputs.size() != m->inputs().size() || t.outputs.size() != m->outputs().size())
+      throw RuntimeError(cudlaErrorInvalidParam, task + std::to_string(t.inputs.size()) + " inputs / " +
+                                                     std::to_string(t.outputs.size()) +
+                                                     " outputs; the module has " +
+                                                     std::to_string(m->inputs().size()) + " / " +
+                                                     std::to_string(m->outputs().size()));
+    auto check = [&](const auto& buffers, const std::vector<TensorDesc>& descs, const char* what) {
+      for (size_t i = 0; i < buffers.size(); ++i) {
+        const auto r = buffers[i] ? registration(buffers[i], descs[i].size) : std::nullopt;
+        if (!r)
+          throw RuntimeError(cudlaErrorInvalidAddress, task + what + " " + std::to_string(i) + " ('" +
+                                                           descs[i].name + "', " +
+                                                           std::to_string(descs[i].size) +
+                                                           " bytes) is not a registered buffer of that size");
+        on_gpu[k] = on_gpu[k] || r->cuda;
+      }
+    };
+    check(t.inputs, m->inputs(), "input");
+    check(t.outputs, m->outputs(), "output");
+  }
   if (noop) return;
-  if (on_gpu) return submit_cuda(t, stream);
+  for (size_t k = 0; k < tasks.size(); ++k)
+    on_gpu[k] ? submit_cuda(m, tasks[k], stream) : run_now_or_queue(m, tasks[k], stream);
+}
+
+// On the device's emulated core: now (null stream) or queued in order. The job holds the module and the
+// task state, never the device.
+void Device::run_now_or_queue(const std::shared_ptr<const Module>& m, const Task& t, void* stream) {
   std::vector<const void*> in(t.inputs.begin(), t.inputs.end());
   std::vector<void*> out(t.outputs.begin(), t.outputs.end());
-  const uint32_t timeout = timeout_ms_;
-  auto job = [this, &m, in, out, timeout] {
-    const auto t0 = std::chrono::steady_clock::now();
+  auto job = [state = state_, m, in, out, timeout = timeout_ms_.load()] {
     try {
-      m.execute(in, out);
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (ms > double(timeout)) record_failure(cudlaErrorDlaErrEngineTimeout);
+      m->execute(in, out, RunControl::timeout_ms(timeout, &state->cancelled));
+    } catch (const RuntimeError& e) {
+      state->record(e.status() == cudlaErrorDlaErrEngineTimeout ? e.status() : cudlaErrorDlaErrInvalidInput);
     } catch (...) {
-      record_failure(cudlaErrorDlaErrInvalidInput);
+      state->record(cudlaErrorDlaErrInvalidInput);
     }
   };
   Core& core = Core::get(core_);
@@ -296,8 +371,8 @@ void Device::submit(const Task& t, void* stream, bool noop) {
 
 // The DLA task between the stream's earlier and later work: copies into pinned staging buffers, the
 // emulated DLA (on CUDA, or the CPU emulator in a host step), copies back; all in this device's queue.
-void Device::submit_cuda(const Task& t, void* stream) {
-  const Module& m = module();
+void Device::submit_cuda(const std::shared_ptr<const Module>& held, const Task& t, void* stream) {
+  const Module& m = *held;
   std::lock_guard<std::mutex> lk(mu_);
   try {
     if (!queue_) queue_ = std::make_unique<gpu::Queue>();
@@ -314,11 +389,14 @@ void Device::submit_cuda(const Task& t, void* stream) {
     for (size_t i = 0; i < ni; ++i) in.push_back(staging_[i].data());
     for (size_t i = 0; i < no; ++i) out.push_back(staging_[ni + i].data());
     if (!dla_on_cuda_) {
-      q.host([this, &m, in, out] {
+      q.host([state = state_, held, in, out, timeout = timeout_ms_.load()] {
         try {
-          m.execute(in, out);
+          held->execute(in, out, RunControl::timeout_ms(timeout, &state->cancelled));
+        } catch (const RuntimeError& e) {
+          state->record(e.status() == cudlaErrorDlaErrEngineTimeout ? e.status()
+                                                                    : cudlaErrorDlaErrInvalidInput);
         } catch (...) {
-          record_failure(cudlaErrorDlaErrInvalidInput);
+          state->record(cudlaErrorDlaErrInvalidInput);
         }
       });
     } else {
@@ -332,30 +410,31 @@ void Device::submit_cuda(const Task& t, void* stream) {
       std::vector<void*> f32;
       for (auto& b : nchw_) f32.push_back(b.data());
       // Descriptor layouts to dense float32 NCHW on the host (the same pack/unpack as the CPU path).
-      q.host([this, &m, in, f32] {
+      q.host([state = state_, held, in, f32] {
         try {
-          for (size_t i = 0; i < m.inputs().size(); ++i) {
-            Tensor x = unpack(in[i], m.inputs()[i]);
+          for (size_t i = 0; i < held->inputs().size(); ++i) {
+            Tensor x = unpack(in[i], held->inputs()[i]);
             std::memcpy(f32[i], x.raw(), x.nbytes());
           }
         } catch (...) {
-          record_failure(cudlaErrorDlaErrInvalidInput);
+          state->record(cudlaErrorDlaErrInvalidInput);
         }
       });
       for (size_t i = 0; i < g.inputs.size(); ++i) q.copy(e.input(i), f32[i], bytes(g.inputs[i]));
       e.enqueue(q.stream());
       for (size_t i = 0; i < g.outputs.size(); ++i)
         q.copy(f32[g.inputs.size() + i], e.output(i), bytes(g.outputs[i]));
-      q.host([this, &m, &g, f32, out] {
+      q.host([state = state_, held, f32, out] {
         try {
-          for (size_t i = 0; i < m.outputs().size(); ++i) {
+          const Graph& g = held->loadable().graph;
+          for (size_t i = 0; i < held->outputs().size(); ++i) {
             const int v = g.outputs[i];
             Tensor y = Tensor::uninitialized(g.value(v).type.dtype, g.value(v).type.shape);
             std::memcpy(y.raw(), f32[g.inputs.size() + i], y.nbytes());
-            pack(y, m.outputs()[i], out[i]);
+            pack(y, held->outputs()[i], out[i]);
           }
         } catch (...) {
-          record_failure(cudlaErrorDlaErrInvalidInput);
+          state->record(cudlaErrorDlaErrInvalidInput);
         }
       });
     }
@@ -372,9 +451,13 @@ void Device::synchronize() {
   if (queue_) {
     try {
       queue_->synchronize();
-      if (module_ && module_->has_gpu_engine()) module_->gpu_engine().synchronize();
+      const std::shared_ptr<const Module> m = [&] {
+        std::lock_guard<std::mutex> lk(mu_);
+        return module_;
+      }();
+      if (m && m->has_gpu_engine()) m->gpu_engine().synchronize();
     } catch (...) {
-      record_failure(cudlaErrorDlaErrInvalidInput);
+      state_->record(cudlaErrorDlaErrInvalidInput);
     }
   }
   uint64_t t;
@@ -392,15 +475,10 @@ void Device::set_timeout_ms(uint32_t ms) {
   timeout_ms_ = ms;
 }
 
-void Device::record_failure(cudlaStatus s) {
-  std::lock_guard<std::mutex> lk(mu_);
-  last_error_ = s;
-}
-
 cudlaStatus Device::take_last_error() {
-  std::lock_guard<std::mutex> lk(mu_);
-  cudlaStatus s = last_error_;
-  last_error_ = cudlaSuccess;
+  std::lock_guard<std::mutex> lk(state_->mu);
+  const cudlaStatus s = state_->last_error;
+  state_->last_error = cudlaSuccess;
   return s;
 }
 
