@@ -16,7 +16,7 @@ cp "$ROOT/tests/device/bench_configs.sh" "$D/"
 cat > "$D/run_gpu.sh" <<'RUN'
 #!/usr/bin/env bash
 cd "$(dirname "$0")"
-export LD_LIBRARY_PATH=$PWD/lib DLAKIT_SOURCE_DIR=$PWD
+export LD_LIBRARY_PATH=$PWD/lib DLAKIT_SOURCE_DIR=$PWD DLAKIT_REQUIRE_GPU=1  # a missing GPU fails, never skips
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 rc=0
 ./dlakit_gpu_tests || rc=1

@@ -24,11 +24,16 @@ using dlakit::test_data::random_calibration;
 using dlakit::test_data::random_inputs;
 namespace fs = std::filesystem;
 
-// GTEST_SKIP returns from the function it is in, so this is a macro.
-#define REQUIRE_GPU()                                               \
-  do {                                                              \
-    std::string why_;                                               \
-    if (!gpu::available(&why_)) GTEST_SKIP() << "no GPU: " << why_; \
+// GTEST_SKIP returns from the function it is in, so this is a macro. With DLAKIT_REQUIRE_GPU=1 (the GPU
+// machine's runs) a missing GPU fails instead of skipping.
+#define REQUIRE_GPU()                                                                           \
+  do {                                                                                          \
+    std::string why_;                                                                           \
+    if (!gpu::available(&why_)) {                                                               \
+      const char* require_ = std::getenv("DLAKIT_REQUIRE_GPU");                                 \
+      if (require_ && std::string(require_) == "1") FAIL() << "DLAKIT_REQUIRE_GPU=1: " << why_; \
+      GTEST_SKIP() << "no GPU: " << why_;                                                       \
+    }                                                                                           \
   } while (0)
 
 namespace {
