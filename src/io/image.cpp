@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "base/error.h"
 #include "base/file.h"
@@ -58,6 +59,28 @@ void check_jpeg_huffman_tables(const std::string& b, const std::string& origin) 
   }
 }
 
+// stb_image fills the rows a BMP lacks with zeros, so a 1 KB file claiming 262144 x 16 pixels decodes to a
+// black image (slowly: found by fuzz_image as a timeout). An uncompressed BMP shorter than its header says
+// is refused as truncated instead.
+void check_bmp_size(const std::string& b, const std::string& origin) {
+  auto u32 = [&](size_t i) {
+    return i + 4 <= b.size() ? uint32_t(uint8_t(b[i])) | uint32_t(uint8_t(b[i + 1])) << 8 |
+                                   uint32_t(uint8_t(b[i + 2])) << 16 | uint32_t(uint8_t(b[i + 3])) << 24
+                             : 0u;
+  };
+  if (b.size() < 34 || u32(14) < 40) return;  // an old OS/2 header: stb checks those itself
+  const int64_t width = int32_t(u32(18)), height = int32_t(u32(22));
+  const int64_t bpp = u32(28) & 0xffff, compression = u32(30);
+  if (compression != 0 && compression != 3) return;  // RLE: its length says nothing about the size
+  // stb refuses dimensions over 2^24 itself; below that the product stays far inside int64.
+  if (std::abs(width) > (1 << 24) || std::abs(height) > (1 << 24)) return;
+  const int64_t stride = (std::abs(width) * bpp + 31) / 32 * 4;
+  const int64_t need = int64_t(u32(10)) + stride * std::abs(height);
+  if (int64_t(b.size()) < need)
+    fail(Status::kParseError, origin, ": truncated BMP: its header says ", width, "x", height, " pixels at ",
+         bpp, " bits (", need, " bytes), the file has ", b.size());
+}
+
 }  // namespace
 
 Image decode_image(const std::string& bytes, const std::string& origin) {
@@ -68,6 +91,7 @@ Image decode_image(const std::string& bytes, const std::string& origin) {
   if (format == ImageFormat::kOther)
     fail(Status::kUnsupported, "cannot read image '", origin, "': not a JPEG, PNG or BMP file");
   if (format == ImageFormat::kJpeg) check_jpeg_huffman_tables(bytes, origin);
+  if (format == ImageFormat::kBmp) check_bmp_size(bytes, origin);
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int len = int(bytes.size());
   int w = 0, h = 0, c = 0;

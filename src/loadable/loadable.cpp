@@ -145,6 +145,13 @@ std::string write_loadable(const Graph& g, const LoadableOptions& opt) {
 Loadable read_loadable(const uint8_t* data, size_t size, const std::string& origin) {
   if (!data || size < 8)
     fail(Status::kParseError, origin, ": ", size, " bytes is too short to be a DLA loadable");
+  // FlatBuffers reads 8-byte fields in place, so a loadable at an address that is not 8-byte aligned (a
+  // plan's payload, a caller's buffer) is read from an aligned copy (misaligned loads found by fuzz_module).
+  if (reinterpret_cast<uintptr_t>(data) % 8) {
+    std::vector<uint64_t> aligned((size + 7) / 8);
+    std::memcpy(aligned.data(), data, size);
+    return read_loadable(reinterpret_cast<const uint8_t*>(aligned.data()), size, origin);
+  }
   if (!fb::LoadableBufferHasIdentifier(data)) {
     std::string id(reinterpret_cast<const char*>(data) + 4, 4);
     for (char& c : id)
@@ -183,7 +190,10 @@ Loadable read_loadable(const uint8_t* data, size_t size, const std::string& orig
         fail(Status::kUnsupported, origin, ": weight '", w->name()->str(), "' has dtype code ",
              int(w->dtype()));
       const bool i8 = w->dtype() == kWeightI8, f32 = w->dtype() == kWeightF32;
-      Shape dims(w->dims()->begin(), w->dims()->end());
+      // The verifier checks a vector's length field, not its elements' alignment: read them bytewise.
+      Shape dims(w->dims()->size());
+      for (size_t k = 0; k < dims.size(); ++k)
+        std::memcpy(&dims[k], w->dims()->Data() + k * sizeof(int64_t), sizeof(int64_t));
       const int64_t count = checked_numel(
           dims, int64_t(1) << 32, cat(origin, ": weight '", w->name()->str(), "'"), Status::kParseError);
       const int64_t bpe = i8 ? 1 : f32 ? 4 : 2;

@@ -7,8 +7,8 @@
 #                          scratch copy of its corpus. Deterministic and short; writes nothing back.
 #   run.sh BUILD N         a campaign: all targets at once, N seconds each, random seeds. Inputs that add
 #                          coverage are merged back into tests/fuzz/corpus (libFuzzer -merge=1 keeps only
-#                          those), crashes are kept in BUILD/fuzz-artifacts/, and each target's executions
-#                          are appended to BUILD/fuzz-campaigns.tsv (for docs/reliability.md).
+#                          those; edges, not hit counts, so the corpora stay small), crashes are kept in
+#                          BUILD/fuzz-artifacts/, and each target's executions are appended to BUILD/fuzz-campaigns.tsv (for docs/reliability.md).
 #   run.sh BUILD minimize  re-minimises every corpus in place (merge into an empty directory).
 #
 # FUZZ_TARGETS="fuzz_npy fuzz_image" limits a run to some targets.
@@ -38,7 +38,7 @@ SCRATCH="$BUILD/fuzz-work"
 
 # common libFuzzer flags of a target
 flags() {
-  local t="$1" f=(-max_len="$(field "$t" 2)" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1
+  local t="$1" f=(-max_len="$(field "$t" 2)" -rss_limit_mb=2048 -timeout=20 -report_slow_units=60 -print_final_stats=1
                   -artifact_prefix="$BUILD/fuzz-artifacts/$t-")
   [ -f "$FUZZ/dict/$t.dict" ] && f+=(-dict="$FUZZ/dict/$t.dict")
   echo "${f[@]}"
@@ -71,7 +71,7 @@ case "$MODE" in
     for t in $TARGETS; do
       rm -rf "${SCRATCH:?}/min-$t" && mkdir -p "$SCRATCH/min-$t"
       # shellcheck disable=SC2046
-      "$BIN/$t" $(flags "$t") -merge=1 "$SCRATCH/min-$t" "$FUZZ/corpus/$t" > "$BUILD/fuzz-logs/$t.min.log" 2>&1
+      "$BIN/$t" $(flags "$t") -merge=1 -use_counters=0 "$SCRATCH/min-$t" "$FUZZ/corpus/$t" > "$BUILD/fuzz-logs/$t.min.log" 2>&1
       before=$(ls "$FUZZ/corpus/$t" | wc -l)
       rm -rf "${FUZZ:?}/corpus/$t" && mv "$SCRATCH/min-$t" "$FUZZ/corpus/$t"
       echo "$t: $before -> $(ls "$FUZZ/corpus/$t" | wc -l) files ($(du -sk "$FUZZ/corpus/$t" | cut -f1) KiB)"
@@ -111,7 +111,7 @@ for t in $TARGETS; do
   before=$(ls "$FUZZ/corpus/$t" 2>/dev/null | wc -l)
   mkdir -p "$FUZZ/corpus/$t"
   # shellcheck disable=SC2046
-  "$BIN/$t" $(flags "$t") -merge=1 "$FUZZ/corpus/$t" "$SCRATCH/$t" > "$BUILD/fuzz-logs/$t.merge.log" 2>&1 || true
+  "$BIN/$t" $(flags "$t") -merge=1 -use_counters=0 "$FUZZ/corpus/$t" "$SCRATCH/$t" > "$BUILD/fuzz-logs/$t.merge.log" 2>&1 || true
   added=$(( $(ls "$FUZZ/corpus/$t" | wc -l) - before ))
   crash=$([ "$rc" -eq 0 ] && echo none || echo "$(ls -t "$BUILD/fuzz-artifacts/$t-"* 2>/dev/null | head -1)")
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$MODE" "$(executions "$t")" "$added" "$crash" \

@@ -101,7 +101,7 @@ PY
 
 merge() {  # merge TARGET SEED_DIR
   mkdir -p "$FUZZ/corpus/$1"
-  "$FUZZ_BUILD/tests/fuzz/$1" -merge=1 -max_len=32768 -rss_limit_mb=2048 -timeout=20 "$FUZZ/corpus/$1" "$2" \
+  "$FUZZ_BUILD/tests/fuzz/$1" -merge=1 -use_counters=0 -max_len=32768 -rss_limit_mb=2048 -timeout=20 "$FUZZ/corpus/$1" "$2" \
     > "$FUZZ_BUILD/seed-$1.log" 2>&1
   echo "$1: $(ls "$FUZZ/corpus/$1" | wc -l) corpus inputs ($(du -sk "$FUZZ/corpus/$1" | cut -f1) KiB)"
 }
