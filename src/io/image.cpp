@@ -81,6 +81,26 @@ void check_bmp_size(const std::string& b, const std::string& origin) {
          bpp, " bits (", need, " bytes), the file has ", b.size());
 }
 
+// A zero-length IDAT chunk is valid PNG but makes stb copy 0 bytes into a buffer it has not allocated yet
+// (memcpy from NULL, undefined behaviour: found by fuzz_image). Such chunks carry no data and are dropped
+// before stb reads the file; every other chunk is kept byte for byte.
+std::string without_empty_png_idat(const std::string& b) {
+  auto u32 = [&](size_t i) {
+    return uint32_t(uint8_t(b[i])) << 24 | uint32_t(uint8_t(b[i + 1])) << 16 |
+           uint32_t(uint8_t(b[i + 2])) << 8 | uint32_t(uint8_t(b[i + 3]));
+  };
+  std::string out = b.substr(0, 8);
+  size_t at = 8;
+  while (at + 12 <= b.size()) {
+    const size_t chunk = 12 + size_t(u32(at));
+    if (chunk > b.size() - at) break;  // truncated: stb reports it
+    if (!(chunk == 12 && b.compare(at + 4, 4, "IDAT") == 0)) out.append(b, at, chunk);
+    at += chunk;
+  }
+  out.append(b, at, std::string::npos);
+  return out;
+}
+
 }  // namespace
 
 Image decode_image(const std::string& bytes, const std::string& origin) {
@@ -92,8 +112,10 @@ Image decode_image(const std::string& bytes, const std::string& origin) {
     fail(Status::kUnsupported, "cannot read image '", origin, "': not a JPEG, PNG or BMP file");
   if (format == ImageFormat::kJpeg) check_jpeg_huffman_tables(bytes, origin);
   if (format == ImageFormat::kBmp) check_bmp_size(bytes, origin);
-  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
-  const int len = int(bytes.size());
+  const std::string png = format == ImageFormat::kPng ? without_empty_png_idat(bytes) : std::string();
+  const std::string& file = format == ImageFormat::kPng ? png : bytes;
+  const auto* data = reinterpret_cast<const stbi_uc*>(file.data());
+  const int len = int(file.size());
   int w = 0, h = 0, c = 0;
   // The header's size is checked before stb allocates anything for it.
   if (stbi_info_from_memory(data, len, &w, &h, &c) && int64_t(w) * int64_t(h) > kMaxImagePixels)
