@@ -27,6 +27,7 @@ class Tensor {
   int rank() const { return int(type_.shape.size()); }
   int64_t dim(int i) const { return type_.shape[size_t(i)]; }
   bool empty() const { return !data_; }
+  long storage_users() const { return data_.use_count(); }  // tensors sharing this storage (caches ask)
 
   void* raw() { return data_.get(); }
   const void* raw() const { return data_.get(); }

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "cli.h"
 #include "latency/predict.h"
+#include "placement/overrides.h"
 #include "placement/placement.h"
 #include "quant/qdq.h"
 #include "runtime/io_format.h"
@@ -60,21 +61,8 @@ PlacementOptions PlacementFlags::options() const {
   o.layer_devices = parse_device_overrides(layer_devices);
   o.op_devices = parse_device_overrides(op_devices);
   o.layer_precisions = parse_precision_overrides(layer_precisions);
-  if (!overrides_file.empty()) {  // after the command line's: first match wins
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_file(overrides_file));
-    } catch (const nlohmann::json::exception& e) {
-      fail(Status::kParseError, overrides_file, ": not valid JSON (", e.what(), ")");
-    }
-    auto str = [&](const char* key) {
-      if (!j.contains(key)) return std::string();
-      if (!j[key].is_string()) fail(Status::kParseError, overrides_file, ": '", key, "' must be a string");
-      return j[key].get<std::string>();
-    };
-    for (auto& x : parse_device_overrides(str("layerDeviceTypes"))) o.layer_devices.push_back(x);
-    for (auto& x : parse_precision_overrides(str("layerPrecisions"))) o.layer_precisions.push_back(x);
-  }
+  if (!overrides_file.empty())  // after the command line's: first match wins
+    add_overrides_json(read_file(overrides_file), overrides_file, o);
   o.op_precisions = parse_precision_overrides(op_precisions);
   return o;
 }

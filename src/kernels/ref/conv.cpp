@@ -153,7 +153,8 @@ void add_bias(float* y, const float* b, int64_t N, int64_t M, int64_t vol) {
 }
 
 // Constant weights are packed for the GEMM once and kept (keyed by their storage, which the cache holds
-// alive so the key cannot be reused). Bounded; cleared when full.
+// alive so the key cannot be reused). Entries whose weights only the cache still holds belong to models
+// that are gone (a runtime that loads and unloads modules) and are dropped. Bounded; cleared when full.
 std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64_t Mg, int64_t K) {
   static std::mutex mu;
   static std::map<std::pair<const void*, int64_t>, std::pair<Tensor, std::shared_ptr<const PackedA>>> cache;
@@ -166,6 +167,11 @@ std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64
     cache.clear();
     bytes = 0;
   }
+  std::erase_if(cache, [&](const auto& entry) {
+    const bool gone = entry.second.first.storage_users() == 1;
+    if (gone) bytes -= entry.second.second->data.size() * sizeof(float);
+    return gone;
+  });
   auto p = sgemm_pack_a(Mg, K, W.data<float>() + gi * Mg * K, K, 1);
   bytes += p->data.size() * sizeof(float);
   cache[key] = {W, p};
