@@ -6,7 +6,6 @@
 #include <set>
 
 #include "base/checked.h"
-
 #include "program_generated.h"
 #include "targets/dla/limits.h"
 
