@@ -32,12 +32,12 @@ test-fast: build fetch   ## unit tests, ONNX conformance and the real-model comp
 
 test-asan: setup fetch   ## the unit and conformance tests again under AddressSanitizer + UBSan
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLAKIT_SANITIZE=ON -DDLAKIT_BENCH=OFF
-	cmake --build $(ASAN_BUILD) -j $(JOBS) --target dlakit_unit_tests dlakit_conformance dlakit_capi_tests cudla_hybrid_steps dlakit_cudla_client_tests
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target dlakit_unit_tests dlakit_conformance dlakit_capi_tests cudla_hybrid_steps dlakit_cudla_client_tests dlakit_stress_tests
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L "unit|conformance"
 
-fuzz: setup       ## libFuzzer on the ONNX importer, .npy, loadable and calibration-cache readers (FUZZ_SECONDS=ci: deterministic smoke run; =N: N s each)
+fuzz: setup       ## libFuzzer, 9 targets (parsers, runtime, C ABI) from the corpora in tests/fuzz/corpus; FUZZ_SECONDS=ci: deterministic smoke run; =N: N s each in parallel, new coverage merged back
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLAKIT_FUZZ=ON -DDLAKIT_BENCH=OFF
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_onnx_import fuzz_npy fuzz_loadable fuzz_calib_cache
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 test: test-fast test-asan fuzz   ## everything CI runs

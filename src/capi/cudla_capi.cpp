@@ -22,14 +22,18 @@ using dlakit::rt::RuntimeError;
 
 constexpr int kMaxHandlesPerCore = 16;
 
+// The handles given out are the addresses of these objects; the registries own them. A look-up returns a
+// shared_ptr, so a handle one thread uses stays alive while another thread destroys it: the destroyed
+// handle is out of the registry (later calls get InvalidDevice/InvalidModule) and the object goes when the
+// last call using it returns.
 struct ModuleRef {  // what a cudlaModule points at
-  Device* device;
+  std::shared_ptr<Device> device;
 };
 
 struct Registry {
   std::mutex mu;
-  std::map<Device*, std::unique_ptr<Device>> devices;
-  std::map<ModuleRef*, std::unique_ptr<ModuleRef>> modules;
+  std::map<Device*, std::shared_ptr<Device>> devices;
+  std::map<ModuleRef*, std::shared_ptr<ModuleRef>> modules;
   int per_core[2] = {0, 0};
   std::string last_message;  // the context of the most recent failure (dlakit extension)
 };
@@ -49,18 +53,18 @@ Registry& reg() {
   return *r;
 }
 
-Device* find_device(cudlaDevHandle h) {
+std::shared_ptr<Device> find_device(cudlaDevHandle h) {
   auto& r = reg();
   std::lock_guard<std::mutex> lk(r.mu);
   auto it = r.devices.find(reinterpret_cast<Device*>(h));
-  return it == r.devices.end() ? nullptr : it->first;
+  return it == r.devices.end() ? nullptr : it->second;
 }
 
-ModuleRef* find_module(cudlaModule m) {
+std::shared_ptr<ModuleRef> find_module(cudlaModule m) {
   auto& r = reg();
   std::lock_guard<std::mutex> lk(r.mu);
   auto it = r.modules.find(reinterpret_cast<ModuleRef*>(m));
-  return it == r.modules.end() ? nullptr : it->first;
+  return it == r.modules.end() ? nullptr : it->second;
 }
 
 cudlaStatus fail(cudlaStatus s, const std::string& msg) {
@@ -119,7 +123,8 @@ CUDLA_EXPORT cudlaStatus cudlaCreateDevice(uint64_t const device, cudlaDevHandle
       r.last_message = "cudlaCreateDevice: at most 16 device handles per DLA core";
       return cudlaErrorOutOfResources;
     }
-    auto d = std::make_unique<Device>(int(device));
+    // Hybrid mode takes the memory cuDLA takes (CUDA memory where a GPU answers).
+    auto d = std::make_shared<Device>(int(device), dlakit::rt::MemoryPolicy::kLikeCudla);
     Device* raw = d.get();
     r.devices[raw] = std::move(d);
     ++r.per_core[device];
@@ -130,7 +135,8 @@ CUDLA_EXPORT cudlaStatus cudlaCreateDevice(uint64_t const device, cudlaDevHandle
 
 CUDLA_EXPORT cudlaStatus cudlaDestroyDevice(cudlaDevHandle const devHandle) {
   return guarded("cudlaDestroyDevice", [&] {
-    std::unique_ptr<Device> owned;
+    std::shared_ptr<Device> owned;
+    std::vector<std::shared_ptr<ModuleRef>> modules;  // released outside the lock, with the device
     {
       auto& r = reg();
       std::lock_guard<std::mutex> lk(r.mu);
@@ -139,13 +145,20 @@ CUDLA_EXPORT cudlaStatus cudlaDestroyDevice(cudlaDevHandle const devHandle) {
         r.last_message = "cudlaDestroyDevice: not a live device handle";
         return cudlaErrorInvalidDevice;
       }
-      for (auto m = r.modules.begin(); m != r.modules.end();)
-        m = m->second->device == it->first ? r.modules.erase(m) : std::next(m);
+      for (auto m = r.modules.begin(); m != r.modules.end();) {
+        if (m->second->device == it->second) {
+          modules.push_back(m->second);
+          m = r.modules.erase(m);
+        } else {
+          ++m;
+        }
+      }
       --r.per_core[it->first->core()];
       owned = std::move(it->second);
       r.devices.erase(it);
     }
-    owned.reset();  // waits for the device's queued tasks, outside the registry lock
+    modules.clear();
+    owned.reset();  // unless a concurrent call still holds it, this cancels and waits for queued tasks
     return cudlaSuccess;
   });
 }
@@ -153,7 +166,7 @@ CUDLA_EXPORT cudlaStatus cudlaDestroyDevice(cudlaDevHandle const devHandle) {
 CUDLA_EXPORT cudlaStatus cudlaMemRegister(cudlaDevHandle const devHandle, const uint64_t* const ptr,
                                           size_t const size, uint64_t** const devPtr, uint32_t const flags) {
   return guarded("cudlaMemRegister", [&] {
-    Device* d = find_device(devHandle);
+    const std::shared_ptr<Device> d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "cudlaMemRegister: not a live device handle");
     if (!devPtr) return fail(cudlaErrorInvalidParam, "cudlaMemRegister: devPtr is NULL");
     if (flags != 0 && flags != CUDLA_TASK_STATISTICS)
@@ -165,7 +178,7 @@ CUDLA_EXPORT cudlaStatus cudlaMemRegister(cudlaDevHandle const devHandle, const 
 
 CUDLA_EXPORT cudlaStatus cudlaMemUnregister(cudlaDevHandle const devHandle, const uint64_t* const devPtr) {
   return guarded("cudlaMemUnregister", [&] {
-    Device* d = find_device(devHandle);
+    const std::shared_ptr<Device> d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "cudlaMemUnregister: not a live device handle");
     d->unregister_memory(devPtr);
     return cudlaSuccess;
@@ -176,7 +189,7 @@ CUDLA_EXPORT cudlaStatus cudlaModuleLoadFromMemory(cudlaDevHandle const devHandl
                                                    const uint8_t* const pModule, size_t const moduleSize,
                                                    cudlaModule* const hModule, uint32_t const flags) {
   return guarded("cudlaModuleLoadFromMemory", [&] {
-    Device* d = find_device(devHandle);
+    const std::shared_ptr<Device> d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "cudlaModuleLoadFromMemory: not a live device handle");
     if (flags == CUDLA_MODULE_ENABLE_FAULT_DIAGNOSTICS)
       return fail(cudlaErrorUnsupportedOperation,
@@ -189,7 +202,11 @@ CUDLA_EXPORT cudlaStatus cudlaModuleLoadFromMemory(cudlaDevHandle const devHandl
     d->load(pModule, moduleSize);
     auto& r = reg();
     std::lock_guard<std::mutex> lk(r.mu);
-    auto m = std::make_unique<ModuleRef>(ModuleRef{d});
+    if (!r.devices.count(d.get())) {  // destroyed by another thread meanwhile: no handle to a dead device
+      r.last_message = "cudlaModuleLoadFromMemory: the device was destroyed during the call";
+      return cudlaErrorInvalidDevice;
+    }
+    auto m = std::make_shared<ModuleRef>(ModuleRef{d});
     *hModule = reinterpret_cast<cudlaModule>(m.get());
     r.modules[m.get()] = std::move(m);
     return cudlaSuccess;
@@ -198,13 +215,13 @@ CUDLA_EXPORT cudlaStatus cudlaModuleLoadFromMemory(cudlaDevHandle const devHandl
 
 CUDLA_EXPORT cudlaStatus cudlaModuleUnload(cudlaModule const hModule, uint32_t const flags) {
   return guarded("cudlaModuleUnload", [&] {
-    ModuleRef* m = find_module(hModule);
+    const std::shared_ptr<ModuleRef> m = find_module(hModule);
     if (!m) return fail(cudlaErrorInvalidModule, "cudlaModuleUnload: not a live module handle");
     if (flags != 0) return fail(cudlaErrorInvalidParam, "cudlaModuleUnload: flags must be 0");
     m->device->unload();
     auto& r = reg();
     std::lock_guard<std::mutex> lk(r.mu);
-    r.modules.erase(m);
+    r.modules.erase(m.get());
     return cudlaSuccess;
   });
 }
@@ -231,10 +248,11 @@ CUDLA_EXPORT cudlaStatus cudlaModuleGetAttributes(cudlaModule const hModule,
                                                   cudlaModuleAttributeType const attrType,
                                                   cudlaModuleAttribute* const attribute) {
   return guarded("cudlaModuleGetAttributes", [&] {
-    ModuleRef* m = find_module(hModule);
+    const std::shared_ptr<ModuleRef> m = find_module(hModule);
     if (!m) return fail(cudlaErrorInvalidModule, "cudlaModuleGetAttributes: not a live module handle");
     if (!attribute) return fail(cudlaErrorInvalidParam, "cudlaModuleGetAttributes: attribute is NULL");
-    const auto& mod = m->device->module();
+    const std::shared_ptr<const dlakit::rt::Module> held = m->device->loaded_module();
+    const auto& mod = *held;
     switch (raw(attrType)) {
       case CUDLA_NUM_INPUT_TENSORS:
         attribute->numInputTensors = uint32_t(mod.inputs().size());
@@ -270,31 +288,37 @@ CUDLA_EXPORT cudlaStatus cudlaModuleGetAttributes(cudlaModule const hModule,
 CUDLA_EXPORT cudlaStatus cudlaSubmitTask(cudlaDevHandle const devHandle, const cudlaTask* const ptrToTasks,
                                          uint32_t const numTasks, void* const stream, uint32_t const flags) {
   return guarded("cudlaSubmitTask", [&] {
-    Device* d = find_device(devHandle);
+    const std::shared_ptr<Device> d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "cudlaSubmitTask: not a live device handle");
     if (!ptrToTasks || numTasks == 0) return fail(cudlaErrorInvalidParam, "cudlaSubmitTask: no tasks");
     if (flags & CUDLA_SUBMIT_DIAGNOSTICS_TASK)
       return fail(cudlaErrorUnsupportedOperation, "cudlaSubmitTask: no diagnostics module");
     if (flags & ~uint32_t(CUDLA_SUBMIT_NOOP | CUDLA_SUBMIT_SKIP_LOCK_ACQUIRE))
       return fail(cudlaErrorInvalidParam, "cudlaSubmitTask: unknown flags");
-    // Check every task before running any, so a bad task list has no partial effect.
+    // All or nothing: every task is checked (its counts before its arrays are read) before any runs.
+    const std::shared_ptr<const dlakit::rt::Module> held = d->loaded_module();
+    const auto& mod = *held;
     std::vector<dlakit::rt::Task> tasks(numTasks);
     for (uint32_t i = 0; i < numTasks; ++i) {
       const cudlaTask& t = ptrToTasks[i];
-      ModuleRef* m = find_module(t.moduleHandle);
+      const std::string task = "cudlaSubmitTask: task " + std::to_string(i);
+      const std::shared_ptr<ModuleRef> m = find_module(t.moduleHandle);
       if (!m || m->device != d)
-        return fail(cudlaErrorInvalidModule,
-                    "cudlaSubmitTask: task " + std::to_string(i) + " names no module of this device");
+        return fail(cudlaErrorInvalidModule, task + " names no module of this device");
       if (t.waitEvents || t.signalEvents)
         return fail(cudlaErrorUnsupportedOperation,
-                    "cudlaSubmitTask: wait/signal events are standalone-mode (NvSci) features");
+                    task + ": wait/signal events are standalone-mode (NvSci) features");
       if (!t.inputTensor || !t.outputTensor)
-        return fail(cudlaErrorUnsupportedOperation,
-                    "cudlaSubmitTask: hybrid tasks need input and output tensors");
+        return fail(cudlaErrorUnsupportedOperation, task + ": hybrid tasks need input and output tensors");
+      if (t.numInputTensors != mod.inputs().size() || t.numOutputTensors != mod.outputs().size())
+        return fail(cudlaErrorInvalidParam,
+                    task + " has " + std::to_string(t.numInputTensors) + " inputs / " +
+                        std::to_string(t.numOutputTensors) + " outputs; the module has " +
+                        std::to_string(mod.inputs().size()) + " / " + std::to_string(mod.outputs().size()));
       tasks[i].inputs.assign(t.inputTensor, t.inputTensor + t.numInputTensors);
       tasks[i].outputs.assign(t.outputTensor, t.outputTensor + t.numOutputTensors);
     }
-    for (auto& t : tasks) d->submit(t, stream, (flags & CUDLA_SUBMIT_NOOP) != 0);
+    d->submit(tasks, stream, (flags & CUDLA_SUBMIT_NOOP) != 0);
     return cudlaSuccess;
   });
 }
@@ -303,7 +327,7 @@ CUDLA_EXPORT cudlaStatus cudlaDeviceGetAttribute(cudlaDevHandle const devHandle,
                                                  cudlaDevAttributeType const attrib,
                                                  cudlaDevAttribute* const pAttribute) {
   return guarded("cudlaDeviceGetAttribute", [&] {
-    Device* d = find_device(devHandle);
+    const std::shared_ptr<Device> d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "cudlaDeviceGetAttribute: not a live device handle");
     if (!pAttribute) return fail(cudlaErrorInvalidParam, "cudlaDeviceGetAttribute: pAttribute is NULL");
     const uint32_t a = raw(attrib);
@@ -322,7 +346,7 @@ CUDLA_EXPORT cudlaStatus cudlaDeviceGetAttribute(cudlaDevHandle const devHandle,
 
 CUDLA_EXPORT cudlaStatus cudlaGetLastError(cudlaDevHandle const devHandle) {
   return guarded("cudlaGetLastError", [&] {
-    Device* d = find_device(devHandle);
+    const std::shared_ptr<Device> d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "cudlaGetLastError: not a live device handle");
     return d->take_last_error();
   });
@@ -330,7 +354,7 @@ CUDLA_EXPORT cudlaStatus cudlaGetLastError(cudlaDevHandle const devHandle) {
 
 CUDLA_EXPORT cudlaStatus cudlaSetTaskTimeoutInMs(cudlaDevHandle const devHandle, uint32_t const timeout) {
   return guarded("cudlaSetTaskTimeoutInMs", [&] {
-    Device* d = find_device(devHandle);
+    const std::shared_ptr<Device> d = find_device(devHandle);
     if (!d)
       return fail(cudlaErrorInvalidParam,
                   "cudlaSetTaskTimeoutInMs: not a live device handle");  // documented: InvalidParam
@@ -385,7 +409,7 @@ CUDLA_EXPORT const char* dlakitCudlaLastMessage(void) {
 
 CUDLA_EXPORT cudlaStatus dlakitCudlaSynchronize(cudlaDevHandle const devHandle) {
   return guarded("dlakitCudlaSynchronize", [&] {
-    Device* d = find_device(devHandle);
+    const std::shared_ptr<Device> d = find_device(devHandle);
     if (!d) return fail(cudlaErrorInvalidDevice, "dlakitCudlaSynchronize: not a live device handle");
     d->synchronize();
     return cudlaSuccess;

@@ -26,10 +26,12 @@ inline bool cuda_chosen(const char* env_var) {
   return available() && !(v && std::string(v) == "cpu");
 }
 
-enum class MemoryKind { kHost, kDevice, kManaged };
+// kHost: pageable host memory (malloc, new) or anything CUDA does not know; kPinned: page-locked host
+// memory CUDA knows (cudaHostAlloc, cudaMallocHost, cudaHostRegister).
+enum class MemoryKind { kHost, kPinned, kDevice, kManaged };
 MemoryKind memory_kind(const void* p);  // unknown to CUDA (or no GPU): kHost
 
-// CUDA-allocated memory owned by one object: page-locked host memory (kHost: fast asynchronous copies)
+// CUDA-allocated memory owned by one object: page-locked host memory (kPinned: fast asynchronous copies)
 // or device memory (kDevice).
 class Buffer {
  public:
@@ -47,11 +49,11 @@ class Buffer {
  private:
   void* p_ = nullptr;
   size_t n_ = 0;
-  MemoryKind kind_ = MemoryKind::kHost;
+  MemoryKind kind_ = MemoryKind::kPinned;
 };
 struct PinnedBuffer : Buffer {
   PinnedBuffer() = default;
-  explicit PinnedBuffer(size_t bytes) : Buffer(bytes, MemoryKind::kHost) {}
+  explicit PinnedBuffer(size_t bytes) : Buffer(bytes, MemoryKind::kPinned) {}
 };
 struct DeviceBuffer : Buffer {
   DeviceBuffer() = default;

@@ -46,7 +46,8 @@ MemoryKind memory_kind(const void* p) {
   }
   if (a.type == cudaMemoryTypeDevice) return MemoryKind::kDevice;
   if (a.type == cudaMemoryTypeManaged) return MemoryKind::kManaged;
-  return MemoryKind::kHost;
+  if (a.type == cudaMemoryTypeHost) return MemoryKind::kPinned;
+  return MemoryKind::kHost;  // cudaMemoryTypeUnregistered: pageable
 }
 
 Buffer::Buffer(size_t bytes, MemoryKind kind) : n_(bytes), kind_(kind) {

@@ -5,21 +5,132 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "base/error.h"
+#include "base/file.h"
 
 namespace dlakit {
 
-Image load_image(const std::string& path) {
+namespace {
+
+enum class ImageFormat { kJpeg, kPng, kBmp, kOther };
+
+ImageFormat format_of(const std::string& b) {
+  auto starts = [&](const char* magic, size_t n) { return b.size() >= n && b.compare(0, n, magic, n) == 0; };
+  if (starts("\xff\xd8\xff", 3)) return ImageFormat::kJpeg;
+  if (starts("\x89PNG\r\n\x1a\n", 8)) return ImageFormat::kPng;
+  if (starts("BM", 2)) return ImageFormat::kBmp;
+  return ImageFormat::kOther;
+}
+
+// Debian's stb_image (2022-09) trusts a JPEG Huffman table's 16 code counts: their sum indexes a 257-entry
+// array, so a table declaring more than 256 codes writes past it (found by fuzz_image; later stb refuses
+// it). Every table stb would read is checked here first, walking the markers as stb does (tables are read
+// while the segment's length lasts; missing bytes read as 0).
+void check_jpeg_huffman_tables(const std::string& b, const std::string& origin) {
+  auto at = [&](size_t i) { return i < b.size() ? uint8_t(b[i]) : 0; };
+  size_t i = 2;
+  while (i + 1 < b.size()) {
+    if (at(i) != 0xFF) {  // entropy-coded data
+      ++i;
+      continue;
+    }
+    const uint8_t marker = at(i + 1);
+    if (marker == 0xFF || marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
+      i += marker == 0xFF ? 1 : 2;  // fill byte, stuffed 0xFF, TEM, RSTn: no length
+      continue;
+    }
+    if (marker == 0xD9) return;  // end of image
+    const int64_t length = int64_t(at(i + 2)) << 8 | at(i + 3);
+    if (marker == 0xC4) {
+      size_t table = i + 4;
+      for (int64_t left = length - 2; left > 0;) {
+        int64_t codes = 0;
+        for (size_t k = 0; k < 16; ++k) codes += at(table + 1 + k);
+        if (codes > 256)
+          fail(Status::kParseError, origin, ": corrupt JPEG: a Huffman table declares ", codes,
+               " codes (at most 256)");
+        left -= 17 + codes;
+        table += size_t(17 + codes);
+      }
+    }
+    i += size_t(2 + length);
+  }
+}
+
+// stb_image fills the rows a BMP lacks with zeros, so a 1 KB file claiming 262144 x 16 pixels decodes to a
+// black image (slowly: found by fuzz_image as a timeout). An uncompressed BMP shorter than its header says
+// is refused as truncated instead.
+void check_bmp_size(const std::string& b, const std::string& origin) {
+  auto u32 = [&](size_t i) {
+    return i + 4 <= b.size() ? uint32_t(uint8_t(b[i])) | uint32_t(uint8_t(b[i + 1])) << 8 |
+                                   uint32_t(uint8_t(b[i + 2])) << 16 | uint32_t(uint8_t(b[i + 3])) << 24
+                             : 0u;
+  };
+  if (b.size() < 34 || u32(14) < 40) return;  // an old OS/2 header: stb checks those itself
+  const int64_t width = int32_t(u32(18)), height = int32_t(u32(22));
+  const int64_t bpp = u32(28) & 0xffff, compression = u32(30);
+  if (compression != 0 && compression != 3) return;  // RLE: its length says nothing about the size
+  // stb refuses dimensions over 2^24 itself; below that the product stays far inside int64.
+  if (std::abs(width) > (1 << 24) || std::abs(height) > (1 << 24)) return;
+  const int64_t stride = (std::abs(width) * bpp + 31) / 32 * 4;
+  const int64_t need = int64_t(u32(10)) + stride * std::abs(height);
+  if (int64_t(b.size()) < need)
+    fail(Status::kParseError, origin, ": truncated BMP: its header says ", width, "x", height, " pixels at ",
+         bpp, " bits (", need, " bytes), the file has ", b.size());
+}
+
+// A zero-length IDAT chunk is valid PNG but makes stb copy 0 bytes into a buffer it has not allocated yet
+// (memcpy from NULL, undefined behaviour: found by fuzz_image). Such chunks carry no data and are dropped
+// before stb reads the file; every other chunk is kept byte for byte.
+std::string without_empty_png_idat(const std::string& b) {
+  auto u32 = [&](size_t i) {
+    return uint32_t(uint8_t(b[i])) << 24 | uint32_t(uint8_t(b[i + 1])) << 16 |
+           uint32_t(uint8_t(b[i + 2])) << 8 | uint32_t(uint8_t(b[i + 3]));
+  };
+  std::string out = b.substr(0, 8);
+  size_t at = 8;
+  while (at + 12 <= b.size()) {
+    const size_t chunk = 12 + size_t(u32(at));
+    if (chunk > b.size() - at) break;  // truncated: stb reports it
+    if (!(chunk == 12 && b.compare(at + 4, 4, "IDAT") == 0)) out.append(b, at, chunk);
+    at += chunk;
+  }
+  out.append(b, at, std::string::npos);
+  return out;
+}
+
+}  // namespace
+
+Image decode_image(const std::string& bytes, const std::string& origin) {
+  if (bytes.size() > size_t(INT32_MAX)) fail(Status::kUnsupported, origin, ": image files over 2 GiB");
+  // JPEG, PNG and BMP are what dlakit reads (the photos and renders users feed models); stb_image's other
+  // decoders (GIF, PSD, PIC, PNM, HDR, TGA) are not exposed to untrusted files.
+  const ImageFormat format = format_of(bytes);
+  if (format == ImageFormat::kOther)
+    fail(Status::kUnsupported, "cannot read image '", origin, "': not a JPEG, PNG or BMP file");
+  if (format == ImageFormat::kJpeg) check_jpeg_huffman_tables(bytes, origin);
+  if (format == ImageFormat::kBmp) check_bmp_size(bytes, origin);
+  const std::string png = format == ImageFormat::kPng ? without_empty_png_idat(bytes) : std::string();
+  const std::string& file = format == ImageFormat::kPng ? png : bytes;
+  const auto* data = reinterpret_cast<const stbi_uc*>(file.data());
+  const int len = int(file.size());
   int w = 0, h = 0, c = 0;
-  unsigned char* data = stbi_load(path.c_str(), &w, &h, &c, 3);
-  if (!data)
-    fail(Status::kIoError, "cannot read image '", path,
+  // The header's size is checked before stb allocates anything for it.
+  if (stbi_info_from_memory(data, len, &w, &h, &c) && int64_t(w) * int64_t(h) > kMaxImagePixels)
+    fail(Status::kUnsupported, origin, ": image of ", w, "x", h, " pixels is over dlakit's limit of ",
+         kMaxImagePixels, " pixels");
+  unsigned char* pixels = stbi_load_from_memory(data, len, &w, &h, &c, 3);
+  if (!pixels)
+    fail(Status::kIoError, "cannot read image '", origin,
          "': ", stbi_failure_reason() ? stbi_failure_reason() : "unknown error");
-  Image img{w, h, 3, std::vector<uint8_t>(data, data + size_t(w) * size_t(h) * 3)};
-  stbi_image_free(data);
+  Image img{w, h, 3, std::vector<uint8_t>(pixels, pixels + size_t(w) * size_t(h) * 3)};
+  stbi_image_free(pixels);
   return img;
 }
+
+Image load_image(const std::string& path) { return decode_image(read_file(path), path); }
 
 Image resize_image(const Image& img, int width, int height) {
   if (width == img.width && height == img.height) return img;

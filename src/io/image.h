@@ -14,7 +14,11 @@ struct Image {
   std::vector<uint8_t> pixels;
 };
 
-Image load_image(const std::string& path);                    // always 3 channels (RGB)
+Image load_image(const std::string& path);  // always 3 channels (RGB)
+// The same from a file's bytes; `origin` names it in errors. JPEG, PNG and BMP only; images over
+// kMaxImagePixels are refused before decoding.
+Image decode_image(const std::string& bytes, const std::string& origin);
+inline constexpr int64_t kMaxImagePixels = int64_t(1) << 27;  // 134 M pixels (e.g. 16384 x 8192)
 Image resize_image(const Image& img, int width, int height);  // bilinear
 void write_png(const std::string& path, const Image& img);
 

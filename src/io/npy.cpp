@@ -1,5 +1,6 @@
 #include "io/npy.h"
 
+#include "base/checked.h"
 #include "base/file.h"
 
 #include <algorithm>
@@ -99,12 +100,8 @@ Tensor parse_npy(const std::string& b, const std::string& origin) {
     shape.push_back(v);
   }
   const size_t data_off = off + hlen;
-  int64_t count = 1;
-  for (int64_t s : shape) {
-    count *= s;
-    if (count > (int64_t(1) << 34)) fail(Status::kParseError, origin, ": .npy shape ", sh, " is too large");
-  }
-  const size_t need = size_t(count) * dtype_size(*dt);
+  const int64_t count = checked_numel(shape, kMaxElements, origin + ": .npy array", Status::kParseError);
+  const size_t need = size_t(count) * dtype_size(*dt);  // kMaxElements * 8 fits in size_t
   if (b.size() - data_off != need)
     fail(Status::kParseError, origin, ": .npy holds ", b.size() - data_off, " data bytes, shape ", sh,
          " needs ", need);

@@ -130,10 +130,25 @@ void Graph::topological_sort() {
       if (--indeg[size_t(u)] == 0) ready.push(u);
   }
   if (sorted.size() != nodes.size()) {
-    std::string stuck;
-    for (size_t n = 0; n < nodes.size(); ++n)
-      if (indeg[n] > 0 && stuck.size() < 200) stuck += cat(stuck.empty() ? "" : ", ", nodes[n].label());
-    fail(Status::kParseError, "graph has a cycle (or a value with two producers) involving ", stuck);
+    // Every node left waits on an input whose producer is also left, so walking from one of them to such a
+    // producer must come back to a node already seen: that loop is the cycle to name.
+    size_t at = 0;
+    while (indeg[at] == 0) ++at;
+    std::vector<int> seen_at(nodes.size(), -1), path;
+    while (seen_at[at] < 0) {
+      seen_at[at] = int(path.size());
+      path.push_back(int(at));
+      for (int i : nodes[at].inputs)
+        if (auto it = producer.find(i); i >= 0 && it != producer.end() && indeg[size_t(it->second)] > 0) {
+          at = size_t(it->second);
+          break;
+        }
+    }
+    std::string cycle;
+    for (size_t k = size_t(seen_at[at]); k < path.size(); ++k)
+      cycle += cat(nodes[size_t(path[k])].label(), " <- ");
+    fail(Status::kParseError, "graph has a cycle: ", cycle, nodes[at].label(),
+         " (each node reads the output of the one after it)");
   }
   nodes = std::move(sorted);
   relink();

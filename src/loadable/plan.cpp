@@ -1,5 +1,6 @@
 #include "loadable/plan.h"
 
+#include <cstring>
 #include <map>
 
 #include "loadable/loadable.h"
@@ -18,6 +19,12 @@ bool is_plan(const uint8_t* data, size_t size) {
 PlanContents read_plan(const uint8_t* data, size_t size, const std::string& origin) {
   if (!is_plan(data, size))
     fail(Status::kParseError, origin, ": not a dlakit hybrid plan (file identifier is not 'DLKP')");
+  // As for loadables: FlatBuffers reads 8-byte fields in place, so an unaligned plan is read from a copy.
+  if (reinterpret_cast<uintptr_t>(data) % 8) {
+    std::vector<uint64_t> aligned((size + 7) / 8);
+    std::memcpy(aligned.data(), data, size);
+    return read_plan(reinterpret_cast<const uint8_t*>(aligned.data()), size, origin);
+  }
   flatbuffers::Verifier v(data, size);
   if (!fbp::VerifyPlanBuffer(v))
     fail(Status::kParseError, origin, ": the plan is corrupt or truncated (", size,

@@ -9,9 +9,11 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "base/checked.h"
 #include "base/file.h"
 #include "engine/engine.h"
 #include "kernels/registry.h"
+#include "onnx/op_schema.h"
 
 namespace dlakit {
 namespace {
@@ -19,6 +21,9 @@ namespace {
 // 7..17 is the supported range. Older opsets import too: legacy broadcast/axis attributes are honoured and
 // consumed_inputs/is_test are ignored, which is what they mean for inference.
 constexpr int kMinOpset = 1, kMaxOpset = 17;
+// A model file is at most 2 GiB, so no tensor in it holds more than 2^31 bytes; 2^34 elements leaves room
+// for headers that disagree with their data, which the length checks then name.
+constexpr int64_t kMaxFileTensorElements = int64_t(1) << 34;
 
 void parse_model(onnx::ModelProto& m, const void* data, size_t size, const std::string& origin) {
   if (size == 0) fail(Status::kParseError, origin, ": file is empty");
@@ -44,39 +49,35 @@ Tensor to_tensor(const onnx::TensorProto& t, const std::string& where) {
   auto dt = dtype_from_onnx(t.data_type());
   if (!dt)
     fail(Status::kUnsupported, where, ": tensor '", t.name(), "' has dtype ", onnx_dtype_name(t.data_type()));
-  Shape shape;
-  int64_t count = 1;
-  for (int64_t d : t.dims()) {
-    if (d < 0 || d > (int64_t(1) << 40))
-      fail(Status::kParseError, where, ": tensor '", t.name(), "' has dimension ", d);
-    shape.push_back(d);
-    count *= d;
-    if (count > (int64_t(1) << 34))
-      fail(Status::kParseError, where, ": tensor '", t.name(), "' is too large");
-  }
+  const Shape shape(t.dims().begin(), t.dims().end());
+  const int64_t count = checked_numel(shape, kMaxFileTensorElements, cat(where, ": tensor '", t.name(), "'"),
+                                      Status::kParseError);
   const size_t es = dtype_size(*dt);
   auto mismatch = [&](size_t got) {
     fail(Status::kParseError, where, ": tensor '", t.name(), "' of shape ", shape_str(shape), " holds ", got,
          " values, expected ", count);
   };
+  // Lengths are compared before anything is allocated: a header cannot make dlakit reserve memory that
+  // the file does not back.
   if (t.has_raw_data()) {
     if (t.raw_data().size() != size_t(count) * es) mismatch(t.raw_data().size() / es);
     Tensor out(*dt, shape);
     if (count) std::memcpy(out.raw(), t.raw_data().data(), t.raw_data().size());
     return out;
   }
+  const int64_t held = *dt == DType::kF32   ? t.float_data_size()
+                       : *dt == DType::kI64 ? t.int64_data_size()
+                                            : t.int32_data_size();  // int32, int8, uint8, bool, float16 bits
+  if (held != count) mismatch(size_t(held));
   Tensor out(*dt, shape);
   switch (*dt) {
     case DType::kF32:
-      if (t.float_data_size() != count) mismatch(size_t(t.float_data_size()));
       for (int64_t i = 0; i < count; ++i) out.data<float>()[i] = t.float_data(int(i));
       break;
     case DType::kI64:
-      if (t.int64_data_size() != count) mismatch(size_t(t.int64_data_size()));
       for (int64_t i = 0; i < count; ++i) out.data<int64_t>()[i] = t.int64_data(int(i));
       break;
     default:  // int32, int8, uint8, bool and float16 bits all travel in int32_data
-      if (t.int32_data_size() != count) mismatch(size_t(t.int32_data_size()));
       for (int64_t i = 0; i < count; ++i) {
         const int32_t v = t.int32_data(int(i));
         switch (*dt) {
@@ -143,6 +144,9 @@ OnnxSignature::Io io_of(const onnx::ValueInfoProto& v) {
 }
 
 class Importer {
+  static constexpr const char* kInitializer = "an initializer";
+  static constexpr const char* kGraphInput = "a graph input";
+
  public:
   Importer(const onnx::ModelProto& m, const ImportOptions& opt, std::string origin)
       : m_(m), opt_(opt), origin_(std::move(origin)) {}
@@ -155,14 +159,14 @@ class Importer {
            kMaxOpset, " (convert the model with onnx.version_converter)");
     const auto& gp = m_.graph();
     for (const auto& init : gp.initializer())
-      define(init.name(), -1, to_tensor(init, origin_ + " initializer"));
+      define(init.name(), kInitializer, to_tensor(init, origin_ + " initializer"));
     add_inputs(gp);
     add_nodes(gp);
     for (const auto& o : gp.output()) {
-      auto it = ids_.find(o.name());
-      if (it == ids_.end())
-        fail(Status::kParseError, origin_, ": graph output '", o.name(), "' is never produced");
-      g_.outputs.push_back(it->second);
+      if (!defined_by_.count(o.name()))
+        fail(Status::kParseError, origin_, ": graph output '", o.name(),
+             "' is produced by no node, initializer or graph input");
+      g_.outputs.push_back(ids_.at(o.name()));
     }
     check_references();
     g_.topological_sort();
@@ -181,17 +185,20 @@ class Importer {
     return id;
   }
 
-  void define(const std::string& name, int producer, std::optional<Tensor> constant) {
-    if (defined_.count(name)) {
-      if (constant && producer < 0 && !defined_as_node_.count(name)) {
-        g_.value(ids_[name]).constant = std::move(constant);  // duplicate initializer: last wins
+  // Records that `by` ("initializer", "graph input" or a node's label) defines `name`; a second
+  // definition is an error naming both, except a repeated initializer (the last one wins, as in ONNX
+  // Runtime).
+  void define(const std::string& name, const std::string& by, std::optional<Tensor> constant = std::nullopt) {
+    auto [it, first] = defined_by_.emplace(name, by);
+    if (!first) {
+      if (constant && by == kInitializer && it->second == kInitializer) {
+        g_.value(ids_[name]).constant = std::move(constant);
         g_.value(ids_[name]).type = g_.value(ids_[name]).constant->type();
         return;
       }
-      fail(Status::kParseError, origin_, ": value '", name, "' is defined more than once");
+      fail(Status::kParseError, origin_, ": value '", name, "' is defined twice: by ", it->second, " and by ",
+           by);
     }
-    defined_.insert(name);
-    if (producer >= 0) defined_as_node_.insert(name);
     int id = id_of(name);
     if (constant) {
       g_.value(id).type = constant->type();
@@ -203,9 +210,10 @@ class Importer {
     std::vector<std::string> dynamic;
     std::set<std::string> seen_pins;
     for (const auto& in : gp.input()) {
-      if (defined_.count(in.name())) continue;  // an initializer listed as input (IR < 4)
+      if (defined_by_.count(in.name()) && defined_by_[in.name()] == kInitializer)
+        continue;  // an initializer listed as input (IR < 4)
       if (auto bound = opt_.constant_inputs.find(in.name()); bound != opt_.constant_inputs.end()) {
-        define(in.name(), -1, bound->second);
+        define(in.name(), kGraphInput, bound->second);
         seen_pins.insert(in.name());
         continue;
       }
@@ -234,12 +242,16 @@ class Importer {
             fail(Status::kInvalidArgument, "--input-shape ", in.name(), ":", shape_str(pin->second),
                  " sets dim ", i, " to ", pin->second[i], " but the model fixes it to ", shape[i]);
         shape = pin->second;
+        dyn = false;
       } else if (dyn) {
         std::string dims;
         for (const auto& d : tt.shape().dim()) dims += (dims.empty() ? "" : "x") + dim_text(d);
         dynamic.push_back(cat(in.name(), " [", dims, "]"));
       }
-      define(in.name(), -1, std::nullopt);
+      if (!dyn)  // bounded before any shape formula multiplies the dims
+        checked_numel(shape, kMaxElements, cat(origin_, ": graph input '", in.name(), "'"),
+                      Status::kInvalidArgument);
+      define(in.name(), kGraphInput);
       int id = ids_[in.name()];
       g_.value(id).type = {*dt, shape};
       g_.inputs.push_back(id);
@@ -264,7 +276,7 @@ class Importer {
   }
 
   void add_nodes(const onnx::GraphProto& gp) {
-    std::vector<std::string> unsupported;
+    std::vector<std::string> unsupported, malformed;
     int index = 0;
     for (const auto& np : gp.node()) {
       const std::string name = np.name().empty() ? cat(np.op_type(), "_", index) : np.name();
@@ -288,15 +300,13 @@ class Importer {
         continue;
       }
       for (const auto& i : np.input()) n.inputs.push_back(i.empty() ? -1 : id_of(i));
-      int node_index = int(g_.nodes.size());
-      for (const auto& o : np.output()) {
-        if (o.empty()) {
-          n.outputs.push_back(-1);
-          continue;
-        }
-        define(o, node_index, std::nullopt);
-        n.outputs.push_back(ids_[o]);
-      }
+      for (const auto& o : np.output()) n.outputs.push_back(o.empty() ? -1 : id_of(o));
+      // The op's definition is checked before anything reads the node (inference, folding, kernels).
+      std::vector<std::string> violations = schema_violations(n);
+      malformed.insert(malformed.end(), violations.begin(), violations.end());
+      if (!violations.empty()) continue;
+      for (int o : n.outputs)
+        if (o >= 0) define(g_.value(o).name, n.label());
       g_.nodes.push_back(std::move(n));
     }
     if (!unsupported.empty()) {
@@ -304,12 +314,18 @@ class Importer {
       for (auto& u : unsupported) list += "\n  " + u;
       fail(Status::kUnsupported, origin_, ": ", unsupported.size(), " unsupported node(s):", list);
     }
+    if (!malformed.empty()) {
+      std::string list;
+      for (auto& m : malformed) list += "\n  " + m;
+      fail(Status::kParseError, origin_, ": ", malformed.size(),
+           " violation(s) of the ONNX operator definitions:", list);
+    }
   }
 
   void check_references() {
     for (const Node& n : g_.nodes)
       for (int i : n.inputs)
-        if (i >= 0 && !defined_.count(g_.value(i).name))
+        if (i >= 0 && !defined_by_.count(g_.value(i).name))
           fail(Status::kParseError, origin_, ": ", n.label(), " reads '", g_.value(i).name,
                "', which no node, initializer or input defines");
   }
@@ -412,7 +428,7 @@ class Importer {
   std::string origin_;
   Graph g_;
   std::unordered_map<std::string, int> ids_;
-  std::set<std::string> defined_, defined_as_node_;
+  std::unordered_map<std::string, std::string> defined_by_;  // value name -> what defines it
 };
 
 }  // namespace

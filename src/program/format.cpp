@@ -2,8 +2,10 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <set>
 
+#include "base/checked.h"
 #include "program_generated.h"
 #include "targets/dla/limits.h"
 
@@ -69,22 +71,26 @@ Offset<fb::Step> write_step(FlatBufferBuilder& b, const Step& s) {
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
-// Element count of a shape read from a file: every dim in [0, 2^31], the product at most 2^36, so
-// nothing downstream overflows.
+// The verifier checks a vector's length field, not its elements' alignment (a vector of int64 may sit at
+// 4 bytes past an 8-byte boundary): int64 elements are read bytewise.
+std::vector<int64_t> read_i64s(const flatbuffers::Vector<int64_t>* v) {
+  std::vector<int64_t> out(v->size());
+  if (!out.empty()) std::memcpy(out.data(), v->Data(), out.size() * sizeof(int64_t));
+  return out;
+}
+
+// Element count of a shape read from a file: every dim in [0, 2^31], the product at most 2^36 (checked
+// before each multiplication), so nothing downstream overflows.
 int64_t checked_count(const std::string& origin, const std::string& what, const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) {
+  for (int64_t d : s)
     if (d < 0 || d > (int64_t(1) << 31)) bad(origin, what, " has dimension ", d);
-    n *= d;
-    if (n > (int64_t(1) << 36)) bad(origin, what, " has more than 2^36 elements");
-  }
-  return n;
+  return checked_numel(s, int64_t(1) << 36, origin + ": " + what, Status::kParseError);
 }
 
 Shape read_shape(const std::string& origin, const std::string& what, const flatbuffers::Vector<int64_t>* v) {
   if (!v) bad(origin, what, " has no shape");
   if (v->size() > 8) bad(origin, what, " has rank ", v->size());
-  Shape s(v->begin(), v->end());
+  Shape s = read_i64s(v);
   checked_count(origin, what, s);
   return s;
 }
@@ -122,7 +128,7 @@ Attribute read_attr(const std::string& origin, const std::string& what, const fb
       if (a->s()) return a->s()->str();
       break;
     case 3:
-      if (a->ints()) return std::vector<int64_t>(a->ints()->begin(), a->ints()->end());
+      if (a->ints()) return read_i64s(a->ints());
       break;
     case 4:
       if (a->floats()) return std::vector<float>(a->floats()->begin(), a->floats()->end());
@@ -196,6 +202,13 @@ std::string serialize(const Program& p) {
 
 Program deserialize(const uint8_t* data, size_t size, const std::string& origin) {
   if (!data || size < 8) bad(origin, size, " bytes is too short to be a DLA loadable");
+  // FlatBuffers reads 8-byte fields in place, so a loadable at an address that is not 8-byte aligned (a
+  // plan's payload, a caller's buffer) is read from an aligned copy (misaligned loads found by fuzz_module).
+  if (reinterpret_cast<uintptr_t>(data) % 8) {
+    std::vector<uint64_t> aligned((size + 7) / 8);
+    std::memcpy(aligned.data(), data, size);
+    return deserialize(reinterpret_cast<const uint8_t*>(aligned.data()), size, origin);
+  }
   if (!fb::ProgramBufferHasIdentifier(data)) {
     std::string id(reinterpret_cast<const char*>(data) + 4, 4);
     for (char& c : id)

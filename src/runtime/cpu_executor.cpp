@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <map>
 
 #include "runtime/surface_io.h"
@@ -13,9 +14,10 @@ using prog::Ref;
 
 CpuExecutor::CpuExecutor(const PreparedProgram& p) : p_(p) {}
 
-void CpuExecutor::run(const std::vector<const void*>& in, const std::vector<void*>& out) const {
+void CpuExecutor::run(const std::vector<const void*>& in, const std::vector<void*>& out,
+                      const RunControl& control) const {
   std::lock_guard<std::mutex> lk(mu_);
-  run_locked(in, out, nullptr, SIZE_MAX);
+  run_locked(in, out, nullptr, SIZE_MAX, control);
 }
 
 void CpuExecutor::run_prefix(const std::vector<const void*>& in, const std::vector<void*>& out,
@@ -38,7 +40,8 @@ std::vector<std::pair<std::string, double>> CpuExecutor::profile(const std::vect
 }
 
 void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vector<void*>& out,
-                             std::vector<std::pair<std::string, double>>* times, size_t op_count) const {
+                             std::vector<std::pair<std::string, double>>* times, size_t op_count,
+                             const RunControl& control) const {
   const prog::Program& p = p_.program();
   if (in.size() != p.inputs.size() || out.size() != p.outputs.size())
     fail(Status::kInvalidArgument, "program run with ", in.size(), " input and ", out.size(),
@@ -47,6 +50,18 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
   for (void* b : out) DLAKIT_CHECK(b, Status::kInvalidArgument, "program run with a null output buffer");
   sram_.resize(p.sram.used);
   local_dram_.resize(p.local_dram.used);
+  // A run that may stop works on copies of the output buffers (operations write them, some read them
+  // back, and not every byte is written) and copies them out only once it has completed.
+  const bool staged = control.can_stop();
+  std::vector<void*> dst = out;
+  if (staged) {
+    out_staging_.resize(out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      const size_t size = p.output_desc(i).size;
+      out_staging_[i].assign(static_cast<const uint8_t*>(out[i]), static_cast<const uint8_t*>(out[i]) + size);
+      dst[i] = out_staging_[i].data();
+    }
+  }
   auto base = [&](const prog::Surface& s) -> uint8_t* {
     switch (s.pool) {
       case Pool::kSram:
@@ -56,7 +71,7 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
       case Pool::kInput:
         return static_cast<uint8_t*>(const_cast<void*>(in[s.io_index])) + s.offset;
       case Pool::kOutput:
-        return static_cast<uint8_t*>(out[s.io_index]) + s.offset;
+        return static_cast<uint8_t*>(dst[s.io_index]) + s.offset;
       case Pool::kGlobalDram:
         break;
     }
@@ -65,6 +80,7 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
   for (size_t oi = 0; oi < p.ops.size() && oi < op_count; ++oi) {
     const auto t0 = std::chrono::steady_clock::now();
     const prog::Op& op = p.ops[oi];
+    control.check(op.steps[0].layer.c_str());
     std::vector<Tensor> temps;
     std::map<uint32_t, Tensor> loaded;  // surfaces this operation read
     for (size_t k = 0; k < op.steps.size(); ++k) {
@@ -102,6 +118,11 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
       times->push_back(
           {op.steps[0].layer,
            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+  }
+  if (staged) {
+    control.check("the output copy");
+    for (size_t i = 0; i < out.size(); ++i)
+      std::memcpy(out[i], out_staging_[i].data(), out_staging_[i].size());
   }
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/prepared_program.h"
+#include "runtime/run_control.h"
 
 namespace dlakit::rt {
 
@@ -15,8 +16,10 @@ class CpuExecutor {
  public:
   explicit CpuExecutor(const PreparedProgram& p);
   // One run on the task's buffers (laid out per the program's descriptors). Runs are serialised: the
-  // arenas are the executor's, like one DLA core's memory.
-  void run(const std::vector<const void*>& in, const std::vector<void*>& out) const;
+  // arenas are the executor's, like one DLA core's memory. `control` is checked before every operation and
+  // before the outputs are written: a run it stops throws with the output buffers untouched.
+  void run(const std::vector<const void*>& in, const std::vector<void*>& out,
+           const RunControl& control = {}) const;
   // Milliseconds per operation of one run (with the operation's first layer name).
   std::vector<std::pair<std::string, double>> profile(const std::vector<const void*>& in,
                                                       const std::vector<void*>& out) const;
@@ -27,10 +30,12 @@ class CpuExecutor {
 
  private:
   void run_locked(const std::vector<const void*>& in, const std::vector<void*>& out,
-                  std::vector<std::pair<std::string, double>>* times, size_t op_count) const;
+                  std::vector<std::pair<std::string, double>>* times, size_t op_count,
+                  const RunControl& control = {}) const;
   const PreparedProgram& p_;
   mutable std::mutex mu_;
   mutable std::vector<uint8_t> sram_, local_dram_;
+  mutable std::vector<std::vector<uint8_t>> out_staging_;  // runs that may stop write their outputs here
 };
 
 }  // namespace dlakit::rt

@@ -62,7 +62,36 @@ const char* status_name(cudlaStatus s) {
   return "cudlaError(unrecognised)";
 }
 
+// ---- RunControl
+void RunControl::check(const char* layer) const {
+  if (cancel_requested())
+    throw RuntimeError(cudlaErrorDlaErrEngineTimeout,
+                       std::string("task cancelled (its device was destroyed) at ") + layer);
+  if (Clock::now() > deadline)
+    throw RuntimeError(cudlaErrorDlaErrEngineTimeout, std::string("task timed out at ") + layer);
+}
+
+namespace {
+// Runs f, turning every failure that is not already a RuntimeError into one with `status`, so nothing but
+// RuntimeError leaves the runtime's C++ API.
+template <typename F>
+auto as_runtime_error(cudlaStatus status, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const RuntimeError&) {
+    throw;
+  } catch (const Error& e) {
+    throw RuntimeError(status, e.what());
+  } catch (const std::bad_alloc&) {
+    throw RuntimeError(cudlaErrorOutOfResources, "out of memory");
+  } catch (const std::exception& e) {
+    throw RuntimeError(cudlaErrorUnknown, std::string("internal error: ") + e.what());
+  }
+}
+}  // namespace
+
 // ---- Module
+// A bad loadable is cudlaErrorUmd, like the real UMD.
 Module::Module(const uint8_t* data, size_t size) try : prepared_(prog::deserialize(data, size, "loadable")) {
   for (size_t i = 0; i < program().inputs.size(); ++i) inputs_.push_back(program().input_desc(i));
   for (size_t i = 0; i < program().outputs.size(); ++i) outputs_.push_back(program().output_desc(i));
@@ -77,8 +106,24 @@ Module::Module(const uint8_t* data, size_t size) try : prepared_(prog::deseriali
 
 Module::~Module() = default;
 
-void Module::execute(const std::vector<const void*>& in, const std::vector<void*>& out) const {
-  cpu_->run(in, out);
+void Module::execute(const std::vector<const void*>& in, const std::vector<void*>& out,
+                     const RunControl& control) const {
+  if (in.size() != inputs_.size() || out.size() != outputs_.size())
+    throw RuntimeError(cudlaErrorInvalidParam,
+                       "execute: " + std::to_string(in.size()) + " input / " + std::to_string(out.size()) +
+                           " output buffers; the module has " + std::to_string(inputs_.size()) + " / " +
+                           std::to_string(outputs_.size()));
+  for (size_t i = 0; i < in.size() + out.size(); ++i)
+    if (!(i < in.size() ? in[i] : out[i - in.size()]))
+      throw RuntimeError(cudlaErrorInvalidParam,
+                         "execute: buffer for " +
+                             std::string(i < in.size() ? "input '" + inputs_[i].name
+                                                       : "output '" + outputs_[i - in.size()].name) +
+                             "' is null");
+  as_runtime_error(cudlaErrorDlaErrInvalidInput, [&] {
+    control.check("the start");
+    cpu_->run(in, out, control);
+  });
 }
 
 std::vector<std::pair<std::string, double>> Module::profile(const std::vector<const void*>& in,
@@ -148,31 +193,48 @@ void Core::loop() {
 }
 
 // ---- Device
-Device::Device(int core) : core_(core), dla_on_cuda_(gpu::cuda_chosen("DLAKIT_DLA_BACKEND")) {
+void Device::TaskState::record(cudlaStatus s) {
+  std::lock_guard<std::mutex> lk(mu);
+  last_error = s;
+}
+
+Device::Device(int core, MemoryPolicy memory)
+    : core_(core), memory_(memory), dla_on_cuda_(gpu::cuda_chosen("DLAKIT_DLA_BACKEND")) {
   if (core != 0 && core != 1)
     throw RuntimeError(cudlaErrorInvalidDevice,
                        "DLA core " + std::to_string(core) + " does not exist (0 or 1)");
 }
 
-Device::~Device() { synchronize(); }
+Device::~Device() {
+  state_->cancelled = true;  // queued tasks stop at their next check; the caller's buffers are freed next
+  synchronize();
+}
 
 void Device::load(const uint8_t* data, size_t size) {
   std::lock_guard<std::mutex> lk(mu_);
   if (module_)
     throw RuntimeError(cudlaErrorUnsupportedOperation,
                        "this device handle already has a module (one per handle)");
-  module_ = std::make_unique<Module>(data, size);
+  module_ = std::make_shared<const Module>(data, size);
 }
 
-const Module& Device::module() const {
-  if (!module_) throw RuntimeError(cudlaErrorInvalidModule, "no module loaded on this device");
-  return *module_;
+bool Device::has_module() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return module_ != nullptr;
 }
+
+std::shared_ptr<const Module> Device::loaded_module() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!module_) throw RuntimeError(cudlaErrorInvalidModule, "no module loaded on this device");
+  return module_;
+}
+
+const Module& Device::module() const { return *loaded_module(); }
 
 void Device::unload() {
   synchronize();
   std::lock_guard<std::mutex> lk(mu_);
-  module_.reset();
+  module_.reset();  // a task queued meanwhile holds its own reference
 }
 
 uint64_t* Device::register_memory(const void* ptr, size_t size) {
@@ -180,7 +242,12 @@ uint64_t* Device::register_memory(const void* ptr, size_t size) {
   if (!ptr || size == 0) throw RuntimeError(cudlaErrorInvalidAddress, "null pointer or zero size");
   if (p & 31u)
     throw RuntimeError(cudlaErrorInvalidAddress, "address is not 32-byte aligned (the DLA requires it)");
-  const bool cuda = gpu::memory_kind(ptr) != gpu::MemoryKind::kHost;  // asked once, here, not per task
+  if (p + size < p) throw RuntimeError(cudlaErrorInvalidAddress, "the buffer wraps around the address space");
+  const gpu::MemoryKind kind = gpu::memory_kind(ptr);  // asked once, here, not per task
+  if (memory_ == MemoryPolicy::kLikeCudla && kind == gpu::MemoryKind::kHost && gpu::available())
+    throw RuntimeError(cudlaErrorInvalidAddress,
+                       "pageable host memory (malloc/new) cannot be registered in hybrid mode; allocate it "
+                       "with cudaMalloc, cudaMallocManaged or cudaHostAlloc, as cuDLA requires on the board");
   std::lock_guard<std::mutex> lk(mu_);
   auto it = registered_.upper_bound(p);
   if (it != registered_.begin()) {
@@ -190,7 +257,7 @@ uint64_t* Device::register_memory(const void* ptr, size_t size) {
   }
   if (it != registered_.end() && it->first < p + size)
     throw RuntimeError(cudlaErrorMemoryRegistered, "memory overlaps a registered buffer");
-  registered_[p] = {size, cuda};
+  registered_[p] = {size, kind != gpu::MemoryKind::kHost};
   return reinterpret_cast<uint64_t*>(p);
 }
 
@@ -206,47 +273,56 @@ std::optional<Device::Registration> Device::registration(const void* ptr, size_t
   auto it = registered_.upper_bound(p);
   if (it == registered_.begin()) return std::nullopt;
   --it;
-  if (p >= it->first && p + size <= it->first + it->second.size) return it->second;
+  if (p >= it->first && p + size >= p && p + size <= it->first + it->second.size) return it->second;
   return std::nullopt;
 }
 
 bool Device::is_registered(const void* ptr, size_t size) const { return registration(ptr, size).has_value(); }
 
-void Device::submit(const Task& t, void* stream, bool noop) {
-  const Module& m = module();
-  if (t.inputs.size() != m.inputs().size() || t.outputs.size() != m.outputs().size())
-    throw RuntimeError(cudlaErrorInvalidParam,
-                       "task has " + std::to_string(t.inputs.size()) + " inputs / " +
-                           std::to_string(t.outputs.size()) + " outputs; the module has " +
-                           std::to_string(m.inputs().size()) + " / " + std::to_string(m.outputs().size()));
-  bool on_gpu = false;  // some buffer is CUDA memory: the task goes in stream order (submit_cuda)
-  auto check = [&](const auto& buffers, const std::vector<TensorDesc>& descs, const char* what) {
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      const auto r = buffers[i] ? registration(buffers[i], descs[i].size) : std::nullopt;
-      if (!r)
-        throw RuntimeError(cudlaErrorInvalidAddress, std::string(what) + " " + std::to_string(i) + " ('" +
-                                                         descs[i].name + "', " +
-                                                         std::to_string(descs[i].size) +
-                                                         " bytes) is not a registered buffer of that size");
-      on_gpu = on_gpu || r->cuda;
-    }
-  };
-  check(t.inputs, m.inputs(), "input");
-  check(t.outputs, m.outputs(), "output");
+void Device::submit(const std::vector<Task>& tasks, void* stream, bool noop) {
+  const std::shared_ptr<const Module> m = loaded_module();
+  // Every task is checked before any runs.
+  std::vector<char> on_gpu(tasks.size(), 0);  // some buffer is CUDA memory: the task goes in stream order
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    const Task& t = tasks[k];
+    const std::string task = tasks.size() > 1 ? "task " + std::to_string(k) + ": " : "";
+    if (t.inputs.size() != m->inputs().size() || t.outputs.size() != m->outputs().size())
+      throw RuntimeError(cudlaErrorInvalidParam, task + std::to_string(t.inputs.size()) + " inputs / " +
+                                                     std::to_string(t.outputs.size()) +
+                                                     " outputs; the module has " +
+                                                     std::to_string(m->inputs().size()) + " / " +
+                                                     std::to_string(m->outputs().size()));
+    auto check = [&](const auto& buffers, const std::vector<TensorDesc>& descs, const char* what) {
+      for (size_t i = 0; i < buffers.size(); ++i) {
+        const auto r = buffers[i] ? registration(buffers[i], descs[i].size) : std::nullopt;
+        if (!r)
+          throw RuntimeError(cudlaErrorInvalidAddress, task + what + " " + std::to_string(i) + " ('" +
+                                                           descs[i].name + "', " +
+                                                           std::to_string(descs[i].size) +
+                                                           " bytes) is not a registered buffer of that size");
+        on_gpu[k] = on_gpu[k] || r->cuda;
+      }
+    };
+    check(t.inputs, m->inputs(), "input");
+    check(t.outputs, m->outputs(), "output");
+  }
   if (noop) return;
-  if (on_gpu) return submit_cuda(t, stream);
+  for (size_t k = 0; k < tasks.size(); ++k)
+    on_gpu[k] ? submit_cuda(m, tasks[k], stream) : run_now_or_queue(m, tasks[k], stream);
+}
+
+// On the device's emulated core: now (null stream) or queued in order. The job holds the module and the
+// task state, never the device.
+void Device::run_now_or_queue(const std::shared_ptr<const Module>& m, const Task& t, void* stream) {
   std::vector<const void*> in(t.inputs.begin(), t.inputs.end());
   std::vector<void*> out(t.outputs.begin(), t.outputs.end());
-  const uint32_t timeout = timeout_ms_;
-  auto job = [this, &m, in, out, timeout] {
-    const auto t0 = std::chrono::steady_clock::now();
+  auto job = [state = state_, m, in, out, timeout = timeout_ms_.load()] {
     try {
-      m.execute(in, out);
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (ms > double(timeout)) record_failure(cudlaErrorDlaErrEngineTimeout);
+      m->execute(in, out, RunControl::timeout_ms(timeout, &state->cancelled));
+    } catch (const RuntimeError& e) {
+      state->record(e.status() == cudlaErrorDlaErrEngineTimeout ? e.status() : cudlaErrorDlaErrInvalidInput);
     } catch (...) {
-      record_failure(cudlaErrorDlaErrInvalidInput);
+      state->record(cudlaErrorDlaErrInvalidInput);
     }
   };
   Core& core = Core::get(core_);
@@ -261,9 +337,10 @@ void Device::submit(const Task& t, void* stream, bool noop) {
 
 // The DLA task between the stream's earlier and later work, in this device's queue: the emulated DLA on
 // CUDA reading and writing the task's device buffers in place, or (DLAKIT_DLA_BACKEND=cpu) the CPU
-// executor in a host step between copies to and from pinned staging buffers.
-void Device::submit_cuda(const Task& t, void* stream) {
-  const Module& m = module();
+// executor in a host step between copies to and from pinned staging buffers. The host step holds the
+// module and the task state, never the device.
+void Device::submit_cuda(const std::shared_ptr<const Module>& held, const Task& t, void* stream) {
+  const Module& m = *held;
   std::lock_guard<std::mutex> lk(mu_);
   try {
     if (!queue_) queue_ = std::make_unique<gpu::Queue>();
@@ -283,11 +360,16 @@ void Device::submit_cuda(const Task& t, void* stream) {
       for (size_t i = 0; i < ni; ++i) in.push_back(staging_[i].data());
       for (size_t i = 0; i < no; ++i) out.push_back(staging_[ni + i].data());
       for (size_t i = 0; i < ni; ++i) q.copy(staging_[i].data(), t.inputs[i], m.inputs()[i].size);
-      q.host([this, &m, in, out] {
+      // The outputs' staging starts as the outputs: a task stopped by its timeout copies back what was there.
+      for (size_t i = 0; i < no; ++i) q.copy(staging_[ni + i].data(), t.outputs[i], m.outputs()[i].size);
+      q.host([state = state_, held, in, out, timeout = timeout_ms_.load()] {
         try {
-          m.execute(in, out);
+          held->execute(in, out, RunControl::timeout_ms(timeout, &state->cancelled));
+        } catch (const RuntimeError& e) {
+          state->record(e.status() == cudlaErrorDlaErrEngineTimeout ? e.status()
+                                                                    : cudlaErrorDlaErrInvalidInput);
         } catch (...) {
-          record_failure(cudlaErrorDlaErrInvalidInput);
+          state->record(cudlaErrorDlaErrInvalidInput);
         }
       });
       for (size_t i = 0; i < no; ++i) q.copy(t.outputs[i], staging_[ni + i].data(), m.outputs()[i].size);
@@ -304,9 +386,13 @@ void Device::synchronize() {
   if (queue_) {
     try {
       queue_->synchronize();
-      if (module_ && module_->has_gpu_engine()) module_->gpu_engine().synchronize();
+      const std::shared_ptr<const Module> m = [&] {
+        std::lock_guard<std::mutex> lk(mu_);
+        return module_;
+      }();
+      if (m && m->has_gpu_engine()) m->gpu_engine().synchronize();
     } catch (...) {
-      record_failure(cudlaErrorDlaErrInvalidInput);
+      state_->record(cudlaErrorDlaErrInvalidInput);
     }
   }
   uint64_t t;
@@ -324,15 +410,10 @@ void Device::set_timeout_ms(uint32_t ms) {
   timeout_ms_ = ms;
 }
 
-void Device::record_failure(cudlaStatus s) {
-  std::lock_guard<std::mutex> lk(mu_);
-  last_error_ = s;
-}
-
 cudlaStatus Device::take_last_error() {
-  std::lock_guard<std::mutex> lk(mu_);
-  cudlaStatus s = last_error_;
-  last_error_ = cudlaSuccess;
+  std::lock_guard<std::mutex> lk(state_->mu);
+  const cudlaStatus s = state_->last_error;
+  state_->last_error = cudlaSuccess;
   return s;
 }
 

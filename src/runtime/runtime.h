@@ -10,6 +10,7 @@
 // pre-processing, the DLA task and GPU post-processing run in stream order. It runs on the emulated DLA on
 // CUDA (gpu::GpuEngine) or, with DLAKIT_DLA_BACKEND=cpu, on the CPU emulator between two copies.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -30,6 +31,7 @@
 #include "program/program.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/prepared_program.h"
+#include "runtime/run_control.h"
 
 namespace dlakit::rt {
 
@@ -58,8 +60,12 @@ class Module {
   const std::vector<TensorDesc>& outputs() const { return outputs_; }
   const prog::Program& program() const { return prepared_.program(); }
   const PreparedProgram& prepared() const { return prepared_; }
-  // Runs on buffers laid out per the descriptors (each at least desc.size bytes).
-  void execute(const std::vector<const void*>& in, const std::vector<void*>& out) const;
+  // Runs on buffers laid out per the descriptors: one per input and output, each at least desc.size
+  // bytes. `control` is checked before every operation and before the outputs are written; a task that
+  // must stop throws RuntimeError(cudlaErrorDlaErrEngineTimeout) with its outputs untouched. Wrong buffer
+  // counts or null buffers: RuntimeError(cudlaErrorInvalidParam). Every failure is a RuntimeError.
+  void execute(const std::vector<const void*>& in, const std::vector<void*>& out,
+               const RunControl& control = {}) const;
   // Milliseconds per operation of one run on the given buffers (named by the operation's first layer).
   std::vector<std::pair<std::string, double>> profile(const std::vector<const void*>& in,
                                                       const std::vector<void*>& out) const;
@@ -103,47 +109,68 @@ struct Task {
   std::vector<uint64_t*> outputs;
 };
 
+// What register_memory accepts. kAnyHost: host memory of any kind and CUDA memory (dlakit's C++ API and
+// CLI). kLikeCudla: what cuDLA's hybrid mode accepts. Where a GPU answers that is CUDA memory only
+// (device, managed, pinned host); pageable host memory (malloc, new) is cudlaErrorInvalidAddress, so a
+// program tested here does not fail on the board. Without a GPU both accept host memory, the only kind.
+enum class MemoryPolicy { kAnyHost, kLikeCudla };
+
 class Device {
  public:
-  explicit Device(int core);  // RuntimeError(cudlaErrorInvalidDevice) unless 0 or 1
-  ~Device();                  // waits for this device's tasks
+  // RuntimeError(cudlaErrorInvalidDevice) unless core is 0 or 1.
+  explicit Device(int core, MemoryPolicy memory = MemoryPolicy::kAnyHost);
+  ~Device();  // cancels this device's queued tasks (each stops at its next check), then waits for them
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
   int core() const { return core_; }
   void load(const uint8_t* data, size_t size);  // one module per device
-  bool has_module() const { return module_ != nullptr; }
-  const Module& module() const;
+  bool has_module() const;
+  const Module& module() const;  // valid until unload(); queued tasks keep their module alive
+  // The module, held: a concurrent unload() cannot free it. RuntimeError(InvalidModule) without one.
+  std::shared_ptr<const Module> loaded_module() const;
   void unload();
 
   uint64_t* register_memory(const void* ptr, size_t size);  // 32-byte aligned; MemoryRegistered if known
   void unregister_memory(const uint64_t* ptr);
   bool is_registered(const void* ptr, size_t size) const;
 
-  // Validates the task fully, then runs it (stream == nullptr: now; else queued on the core, in order).
-  void submit(const Task& t, void* stream, bool noop = false);
+  // All or nothing: every task is validated (module, buffer counts, registrations and sizes) before any
+  // runs; a bad one throws and none runs. Then they run in order (stream == nullptr: before submit
+  // returns; else queued on the core, or in CUDA stream order for CUDA buffers).
+  void submit(const std::vector<Task>& tasks, void* stream, bool noop = false);
+  void submit(const Task& t, void* stream, bool noop = false) { submit(std::vector<Task>{t}, stream, noop); }
   void synchronize();  // waits for every task this device queued
   void set_timeout_ms(uint32_t ms);
-  uint32_t timeout_ms() const { return timeout_ms_; }
+  uint32_t timeout_ms() const { return timeout_ms_.load(); }
   cudlaStatus take_last_error();  // the failure of the most recent failed task, then cleared
 
  private:
-  void record_failure(cudlaStatus s);
-  void submit_cuda(const Task& t, void* stream);
+  // What queued tasks share with the device: they hold it, not the device, so a task never reaches a
+  // destroyed device.
+  struct TaskState {
+    std::mutex mu;
+    cudlaStatus last_error = cudlaSuccess;
+    std::atomic<bool> cancelled{false};
+    void record(cudlaStatus s);
+  };
   struct Registration {
     size_t size;
-    bool cuda;  // CUDA device or managed memory
+    bool cuda;  // CUDA memory (device, managed or pinned host): the task runs in CUDA stream order
   };
   std::optional<Registration> registration(const void* ptr, size_t size) const;  // covering [ptr, +size)
+  void run_now_or_queue(const std::shared_ptr<const Module>& m, const Task& t, void* stream);
+  void submit_cuda(const std::shared_ptr<const Module>& m, const Task& t, void* stream);
   int core_;
+  MemoryPolicy memory_;
   bool dla_on_cuda_;  // tasks on CUDA buffers run the emulated DLA on CUDA (else the CPU emulator)
+  std::shared_ptr<TaskState> state_ = std::make_shared<TaskState>();
   std::unique_ptr<gpu::Queue> queue_;       // CUDA tasks of this device, in order
   std::vector<gpu::PinnedBuffer> staging_;  // CUDA tasks on the CPU emulator: inputs then outputs
-  std::unique_ptr<Module> module_;
+  std::shared_ptr<const Module> module_;
   std::map<uintptr_t, Registration> registered_;
   mutable std::mutex mu_;
-  uint32_t timeout_ms_ = 30000;
-  cudlaStatus last_error_ = cudlaSuccess;
+  std::atomic<uint32_t> timeout_ms_{30000};
   uint64_t last_ticket_ = 0;
 };
 

@@ -1,9 +1,8 @@
 #include "workflow/placed_model.h"
 
-#include <nlohmann/json.hpp>
-
 #include "base/error.h"
 #include "base/file.h"
+#include "placement/overrides.h"
 #include "quant/qdq.h"
 
 namespace dlakit::workflow {
@@ -51,19 +50,7 @@ PlacementOptions placement_options(const PlacementRequest& r) {
 }
 
 void add_overrides_file(const std::string& path, PlacementOptions& options) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    fail(Status::kParseError, path, ": not valid JSON (", e.what(), ")");
-  }
-  auto str = [&](const char* key) {
-    if (!j.contains(key)) return std::string();
-    if (!j[key].is_string()) fail(Status::kParseError, path, ": '", key, "' must be a string");
-    return j[key].get<std::string>();
-  };
-  for (auto& x : parse_device_overrides(str("layerDeviceTypes"))) options.layer_devices.push_back(x);
-  for (auto& x : parse_precision_overrides(str("layerPrecisions"))) options.layer_precisions.push_back(x);
+  add_overrides_json(read_file(path), path, options);
 }
 
 }  // namespace dlakit::workflow

@@ -5,6 +5,8 @@
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +18,7 @@
 #include "cudla.h"
 #include "dlakit/cudla_ext.h"
 #include "engine/engine.h"
+#include "gpu/gpu.h"
 #include "loadable/loadable.h"
 #include "onnx/importer.h"
 #include "passes/passes.h"
@@ -24,6 +27,14 @@
 
 namespace fs = std::filesystem;
 using namespace dlakit;
+
+// These tests register pageable host memory, which the C ABI takes only where no GPU answers (with a GPU,
+// hybrid mode takes CUDA memory only, as cuDLA does; tests/gpu covers that). GTEST_SKIP returns from the
+// test, so this is a macro.
+#define HOST_MEMORY_SEMANTICS_ONLY()                                                                  \
+  do {                                                                                                \
+    if (dlakit::gpu::available()) GTEST_SKIP() << "a GPU answers: pageable buffers are refused here"; \
+  } while (0)
 
 namespace {
 
@@ -128,6 +139,7 @@ TEST(CudlaAbi, BadHandlesAreStatusesNeverCrashes) {
 }
 
 TEST(CudlaAbi, DeviceMemoryModuleAndTaskRules) {
+  HOST_MEMORY_SEMANTICS_ONLY();
   const std::string lb = tiny_loadable();
   cudlaDevHandle d = nullptr;
   ASSERT_EQ(cudlaCreateDevice(0, &d, CUDLA_CUDA_DLA), cudlaSuccess);
@@ -242,6 +254,7 @@ TEST(CudlaAbi, DeviceMemoryModuleAndTaskRules) {
 }
 
 TEST(CudlaAbi, TwoCoresFromTwoThreadsAtOnce) {
+  HOST_MEMORY_SEMANTICS_ONLY();
   const std::string lb = tiny_loadable();
   rt::Module ref(bytes(lb), lb.size());
   const size_t in_size = ref.inputs()[0].size, out_size = ref.outputs()[0].size;
@@ -290,6 +303,7 @@ TEST(CudlaAbi, TwoCoresFromTwoThreadsAtOnce) {
 }
 
 TEST(CudlaAbi, PlainCClientOnARealModelMatchesTheReference) {
+  HOST_MEMORY_SEMANTICS_ONLY();
   const fs::path model = fs::path(DLAKIT_SOURCE_DIR) / ".cache" / "models" / "mobilenet_v2.onnx";
   ASSERT_TRUE(fs::exists(model)) << "run scripts/fetch-models.sh";
   Graph g = import_onnx_file(model.string());
@@ -406,4 +420,141 @@ TEST(CudlaAbi, PlainCClientRunsACnnEndingInA16x16GlobalAveragePool) {
   }
   EXPECT_GE(dot / std::sqrt(na * nb), 0.999) << "FP16 emulation vs FP32 cosine";
   fs::remove_all(dir);
+}
+
+// A task list is all or nothing: with one bad task (anywhere in the list) none runs, whatever is wrong
+// with it. The counts are compared with the module before the caller's arrays are read (the array here
+// holds one pointer while the task claims two: reading two would be an out-of-bounds read).
+TEST(CudlaAbi, SubmitIsAllOrNothing) {
+  HOST_MEMORY_SEMANTICS_ONLY();
+  const std::string lb = tiny_loadable();
+  cudlaDevHandle d = nullptr;
+  cudlaModule m = nullptr;
+  ASSERT_EQ(cudlaCreateDevice(0, &d, CUDLA_CUDA_DLA), cudlaSuccess);
+  ASSERT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m, 0), cudlaSuccess);
+  rt::Module ref(bytes(lb), lb.size());
+  const size_t in_size = ref.inputs()[0].size, out_size = ref.outputs()[0].size;
+  Buffer ib(in_size), o0(out_size), o1(out_size), stray(out_size);
+  std::memset(ib.p, 0x3c, in_size);  // fp16 1.0
+  uint64_t *ip, *op0, *op1;
+  ASSERT_EQ(cudlaMemRegister(d, ib.u64(), in_size, &ip, 0), cudlaSuccess);
+  ASSERT_EQ(cudlaMemRegister(d, o0.u64(), out_size, &op0, 0), cudlaSuccess);
+  ASSERT_EQ(cudlaMemRegister(d, o1.u64(), out_size, &op1, 0), cudlaSuccess);
+  uint64_t* unregistered = stray.u64();
+  auto untouched = [&] {
+    for (const Buffer* b : {&o0, &o1})
+      for (size_t i = 0; i < out_size; ++i)
+        if (static_cast<uint8_t*>(b->p)[i] != 0) return false;
+    return true;
+  };
+  const cudlaTask good0{m, &op0, 1, 1, &ip, nullptr, nullptr}, good1{m, &op1, 1, 1, &ip, nullptr, nullptr};
+  cudlaTask bad_count = good1;
+  bad_count.numInputTensors = 2;  // the array holds one pointer
+  cudlaTask bad_address = good1;
+  bad_address.outputTensor = &unregistered;
+  cudlaTask bad_module = good1;
+  bad_module.moduleHandle = reinterpret_cast<cudlaModule>(&stray);
+  const struct {
+    cudlaTask bad;
+    cudlaStatus status;
+    const char* message;
+  } cases[] = {{bad_count, cudlaErrorInvalidParam, "task 2 has 2 inputs / 1 outputs; the module has 1 / 1"},
+               {bad_address, cudlaErrorInvalidAddress, "task 2: output 0"},
+               {bad_module, cudlaErrorInvalidModule, "task 2 names no module of this device"}};
+  int stream_token = 0;
+  for (const auto& c : cases)
+    for (void* stream : {static_cast<void*>(nullptr), static_cast<void*>(&stream_token)}) {
+      const cudlaTask list[] = {good0, good1, c.bad};
+      EXPECT_EQ(cudlaSubmitTask(d, list, 3, stream, 0), c.status) << c.message;
+      EXPECT_NE(std::string(dlakitCudlaLastMessage()).find(c.message), std::string::npos)
+          << dlakitCudlaLastMessage();
+      ASSERT_EQ(dlakitCudlaSynchronize(d), cudlaSuccess);
+      EXPECT_TRUE(untouched()) << "a task before the bad one ran: " << c.message;
+    }
+  // The same list without the bad task runs both.
+  const cudlaTask both[] = {good0, good1};
+  ASSERT_EQ(cudlaSubmitTask(d, both, 2, nullptr, 0), cudlaSuccess);
+  EXPECT_FALSE(untouched());
+  EXPECT_EQ(0, std::memcmp(o0.p, o1.p, out_size));
+  EXPECT_EQ(cudlaDestroyDevice(d), cudlaSuccess);
+}
+
+// One thread keeps using a device and its module while another destroys them: every call returns a
+// status (success, or InvalidDevice/InvalidModule once the handle is gone), never a use-after-free
+// (AddressSanitizer checks this in make test-asan).
+TEST(CudlaAbi, HandlesDestroyedWhileAnotherThreadUsesThem) {
+  HOST_MEMORY_SEMANTICS_ONLY();
+  const std::string lb = tiny_loadable();
+  rt::Module ref(bytes(lb), lb.size());
+  const size_t in_size = ref.inputs()[0].size, out_size = ref.outputs()[0].size;
+  for (int round = 0; round < 20; ++round) {
+    cudlaDevHandle d = nullptr;
+    cudlaModule m = nullptr;
+    ASSERT_EQ(cudlaCreateDevice(uint64_t(round % 2), &d, CUDLA_CUDA_DLA), cudlaSuccess);
+    ASSERT_EQ(cudlaModuleLoadFromMemory(d, bytes(lb), lb.size(), &m, 0), cudlaSuccess);
+    Buffer ib(in_size), ob(out_size);
+    uint64_t *ip, *op;
+    ASSERT_EQ(cudlaMemRegister(d, ib.u64(), in_size, &ip, 0), cudlaSuccess);
+    ASSERT_EQ(cudlaMemRegister(d, ob.u64(), out_size, &op, 0), cudlaSuccess);
+    std::atomic<bool> go{false};
+    std::atomic<int> unexpected{0};
+    std::thread user([&] {
+      while (!go) std::this_thread::yield();
+      for (int i = 0; i < 50; ++i) {
+        cudlaTask t{m, &op, 1, 1, &ip, nullptr, nullptr};
+        const cudlaStatus s = cudlaSubmitTask(d, &t, 1, nullptr, 0);
+        cudlaModuleAttribute a;
+        const cudlaStatus g = cudlaModuleGetAttributes(m, CUDLA_NUM_INPUT_TENSORS, &a);
+        const cudlaStatus e = cudlaGetLastError(d);
+        if ((s != cudlaSuccess && s != cudlaErrorInvalidDevice && s != cudlaErrorInvalidModule) ||
+            (g != cudlaSuccess && g != cudlaErrorInvalidModule) ||
+            (e != cudlaSuccess && e != cudlaErrorInvalidDevice))
+          ++unexpected;
+      }
+    });
+    go = true;
+    std::this_thread::sleep_for(std::chrono::microseconds(200 * (round % 5)));
+    if (round % 2 == 0) {  // odd rounds: destroy only
+      EXPECT_EQ(cudlaModuleUnload(m, 0), cudlaSuccess);
+    }
+    EXPECT_EQ(cudlaDestroyDevice(d), cudlaSuccess);
+    user.join();
+    EXPECT_EQ(unexpected.load(), 0) << "round " << round;
+  }
+}
+
+// The C++ runtime API: wrong buffer lists and every failure are rt::RuntimeError; a run past its deadline
+// stops between layers with its outputs untouched.
+TEST(RuntimeApi, ExecuteRejectsWrongBuffersAndStopsAtTheDeadline) {
+  const std::string lb = tiny_loadable();
+  const rt::Module m(bytes(lb), lb.size());
+  Buffer in(m.inputs()[0].size), out(m.outputs()[0].size);
+  auto status_of = [&](auto&& f) {
+    try {
+      f();
+    } catch (const rt::RuntimeError& e) {
+      return std::make_pair(e.status(), std::string(e.what()));
+    }
+    return std::make_pair(cudlaSuccess, std::string());
+  };
+  EXPECT_EQ(status_of([&] { m.execute({}, {out.p}); }).first, cudlaErrorInvalidParam);
+  EXPECT_EQ(status_of([&] { m.execute({in.p, in.p}, {out.p}); }).first, cudlaErrorInvalidParam);
+  const auto null_out = status_of([&] { m.execute({in.p}, {nullptr}); });
+  EXPECT_EQ(null_out.first, cudlaErrorInvalidParam);
+  EXPECT_NE(null_out.second.find("output 'y' is null"), std::string::npos) << null_out.second;
+  std::memset(out.p, 0xAB, m.outputs()[0].size);
+  rt::RunControl past;
+  past.deadline = rt::RunControl::Clock::now() - std::chrono::seconds(1);
+  const auto stopped = status_of([&] { m.execute({in.p}, {out.p}, past); });
+  EXPECT_EQ(stopped.first, cudlaErrorDlaErrEngineTimeout);
+  EXPECT_NE(stopped.second.find("timed out at the start"), std::string::npos) << stopped.second;
+  std::atomic<bool> cancel{true};
+  rt::RunControl cancelled;
+  cancelled.cancelled = &cancel;
+  EXPECT_EQ(status_of([&] { m.execute({in.p}, {out.p}, cancelled); }).first, cudlaErrorDlaErrEngineTimeout);
+  for (size_t i = 0; i < m.outputs()[0].size; ++i)
+    ASSERT_EQ(static_cast<uint8_t*>(out.p)[i], 0xAB) << "a stopped run wrote its output";
+  EXPECT_EQ(status_of([&] { m.execute({in.p}, {out.p}, rt::RunControl::timeout_ms(60000)); }).first,
+            cudlaSuccess);
+  EXPECT_EQ(status_of([] { rt::Module bad(bytes("DLAK"), 4); }).first, cudlaErrorUmd);
 }

@@ -95,12 +95,16 @@ check "hybrid plan runs" grep -q "hybrid plan" "$TMP/plan.txt"
 check "bench reports percentiles and the split" /usr/bin/python3 -c "
 import json; j=json.load(open('$TMP/bench.json')); assert j['latency_ms']['p99']>0 and 'compute' in j['split_ms_mean'] and j['cores']==[0,1]"
 rc=0; "$DLAKIT" bench --loadEngine="$TMP/r18.dla" --config=dla-int8 > "$TMP/cfg.txt" 2>&1 || rc=$?
-check "bench --config=dla-int8 refuses an FP16 loadable, saying why" has "$TMP/cfg.txt" "needs an INT8 loadable"
+check "bench --config=dla-int8 refuses an FP16 loadable: exit 1, saying why" bash -c "test $rc -eq 1 && grep -q 'needs an INT8 loadable' '$TMP/cfg.txt'"
 rc=0; "$DLAKIT" bench --config=fastest --loadEngine="$TMP/r18.dla" > "$TMP/cfg.txt" 2>&1 || rc=$?
-check "bench --config lists the four configurations" has "$TMP/cfg.txt" "gpu-fp16, gpu-int8, dla-int8 or dla-int8-2cores"
+check "bench --config lists the four configurations: exit 1" bash -c "test $rc -eq 1 && grep -q 'gpu-fp16, gpu-int8, dla-int8 or dla-int8-2cores' '$TMP/cfg.txt'"
+rc=0; "$DLAKIT" bench --loadEngine="$TMP/r18.dla" --iterations 0 --duration 0 --warmUp 0 --json > "$TMP/zero.json" 2>&1 || rc=$?
+check "bench --iterations 0 --duration 0 runs one iteration (no empty statistics)" bash -c "test $rc -eq 0 && /usr/bin/python3 -c \"import json; j=json.load(open('$TMP/zero.json')); assert j['iterations']>=1 and j['latency_ms']['max']>0\""
+rc=0; "$DLAKIT" bench --loadEngine="$TMP/r18.dla" --iterations -1 > "$TMP/neg.txt" 2>&1 || rc=$?
+check "bench --iterations -1: a usage error, not a crash" bash -c "test $rc -ne 0 -a $rc -lt 128 && grep -q 'iterations' '$TMP/neg.txt'"
 if ! nvidia-smi > /dev/null 2>&1; then  # CI: no GPU, so the CUDA paths must say so clearly
   rc=0; "$DLAKIT" bench --loadEngine="$TMP/r18.dla" --backend=cuda > "$TMP/cuda.txt" 2>&1 || rc=$?
-  check "bench --backend=cuda without a GPU: clear error" bash -c "test $rc -ne 0 && grep -q 'backend=cuda' '$TMP/cuda.txt'"
+  check "bench --backend=cuda without a GPU: exit 1, clear error" bash -c "test $rc -eq 1 && grep -q 'backend=cuda' '$TMP/cuda.txt'"
 fi
 head -c 1000 "$TMP/r18.dla" > "$TMP/trunc.dla"
 "$DLAKIT" run --loadEngine="$TMP/trunc.dla" --random-inputs > "$TMP/trunc.txt" 2>&1; rc=$?
@@ -121,8 +125,14 @@ l=j['before']['layers']; assert len(l)>100 and all('own_rel_l2' in x and 'cosine
 assert j['before']['outputs'][0]['cosine']>0.9 and 'layerPrecisions' in j['fix']"
 check "compare --html is a self-contained report with an SVG chart" bash -c "grep -q '<svg' '$TMP/cmp.html' && ! grep -q '<script src' '$TMP/cmp.html'"
 check "--apply writes overrides JSON" /usr/bin/python3 -c "import json; j=json.load(open('$TMP/fix.json')); assert set(j)=={'layerPrecisions','layerDeviceTypes'}"
-"$DLAKIT" inspect "$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --int8 --overrides "$TMP/fix.json" > /dev/null 2>&1; rc=$?
-check "--overrides file is accepted" test "$rc" -ne 1
+"$DLAKIT" inspect "$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --int8 --overrides "$TMP/fix.json" > "$TMP/ovr2.txt" 2>&1; rc=$?
+check "--overrides file is accepted (exit 0 or 3: a verdict, not an error)" bash -c "test $rc -eq 0 -o $rc -eq 3"
+printf '{"layerPrecisions": "p2o.Conv.0:fp16"}' > "$TMP/ovr_conv0.json"
+"$DLAKIT" inspect "$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --int8 --overrides "$TMP/ovr_conv0.json" > "$TMP/ovr3.txt" 2>&1
+check "--overrides file's layer runs fp16 under --int8, the others int8" bash -c "grep -E -- ' p2o.Conv.0 +' '$TMP/ovr3.txt' | grep -q ' fp16 ' && grep -E -- ' p2o.Conv.1 +' '$TMP/ovr3.txt' | grep -q ' int8 '"
+printf '[1, 2]' > "$TMP/notobj.json"
+"$DLAKIT" inspect "$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --overrides "$TMP/notobj.json" > "$TMP/notobj.txt" 2>&1; rc=$?
+check "--overrides that is not a JSON object: exit 1 naming the file" bash -c "test $rc -eq 1 && grep -q 'notobj.json: expected a JSON object' '$TMP/notobj.txt'"
 "$DLAKIT" compare "$M/ppocr_cls.onnx" "${CAL[@]}" --int8 --data "$IMG/ocr_calib" --max-samples 8 > "$TMP/nocal.txt" 2>&1; rc=$?
 check "--int8 without --calib: calibrates on --data" bash -c "test $rc -eq 0 && grep -q 'no --calib given: calibrated on these samples' '$TMP/nocal.txt'"
 printf 'TRT-8602-EntropyCalibration2\nx 3c010204\n' > "$TMP/bad.cache"
@@ -132,6 +142,11 @@ check "malformed cache: error names the line" bash -c "test $rc -eq 1 && grep -q
 check "qdq-to-cache folds a torch QAT export" bash -c "test $rc -eq 0 && grep -q 'per-channel weight scales' '$TMP/qdq.txt' && test \$(wc -l < '$TMP/qdq.cache') -gt 10"
 "$DLAKIT" info "$TMP/noqdq.onnx" > "$TMP/noqdq.txt"; rc=$?
 check "the folded model has no Q/DQ nodes" bash -c "test $rc -eq 0 && ! grep -q 'QuantizeLinear' '$TMP/noqdq.txt'"
+/usr/bin/python3 -c "import numpy as np; np.save('$TMP/empty_batch.npy', np.zeros((0, 3, 48, 192), np.float32))"
+"$DLAKIT" calibrate "$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --data "$TMP/empty_batch.npy" --cache "$TMP/e.cache" > "$TMP/empty.txt" 2>&1; rc=$?
+check "--data .npy with batch dimension 0: exit 1 naming the file (was a division by zero)" bash -c "test $rc -eq 1 && grep -q 'empty_batch.npy.*holds no samples' '$TMP/empty.txt'"
+"$DLAKIT" info "$ROOT/tests/fuzz/regressions/fuzz_onnx_import/conv_constant_inputs_no_outputs.onnx" > "$TMP/conv0.txt" 2>&1; rc=$?
+check "Conv with constant inputs and no outputs: exit 1 naming the node (was SIGSEGV)" bash -c "test $rc -eq 1 && grep -q \"Conv 'Conv_1' (opset 13): has 0 outputs, expected 1\" '$TMP/conv0.txt'"
 # INT8 I/O formats and INT8 hybrid plans.
 "$DLAKIT" calibrate "$M/mobilenet_v2.onnx" --data "$IMG/messi5.jpg" --cache "$TMP/mb.cache" > /dev/null 2>&1
 "$DLAKIT" build --onnx="$M/mobilenet_v2.onnx" --int8 --calib "$TMP/mb.cache" --inputIOFormats=int8:chw32 \
@@ -141,7 +156,7 @@ check "build with int8:chw32 in and int8:dla_linear out" bash -c "test $rc -eq 0
 check "run an int8-I/O loadable" bash -c "test $rc -eq 0 && grep -q 'INT8' '$TMP/i8run.txt'"
 rc=0; "$DLAKIT" build --onnx="$M/mobilenet_v2.onnx" --inputIOFormats=int8:chw32 \
   --saveEngine="$TMP/x.dla" > "$TMP/i8bad.txt" 2>&1 || rc=$?
-check "int8 I/O without --int8: clear error" bash -c "test $rc -ne 0 && grep -q 'needs an INT8 build' '$TMP/i8bad.txt'"
+check "int8 I/O without --int8: exit 1, clear error" bash -c "test $rc -eq 1 && grep -q 'needs an INT8 build' '$TMP/i8bad.txt'"
 "$DLAKIT" calibrate "$M/squeezenet1_1.onnx" --data "$IMG/messi5.jpg" --cache "$TMP/sq.cache" > /dev/null 2>&1
 "$DLAKIT" build --onnx="$M/squeezenet1_1.onnx" --int8 --calib "$TMP/sq.cache" --allowGPUFallback --no-adjust-for-dla \
   --saveEngine="$TMP/sq.plan" > "$TMP/sqplan.txt"; rc=$?

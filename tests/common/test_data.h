@@ -2,30 +2,66 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 
+#include "base/fp16.h"
 #include "engine/engine.h"
 #include "quant/calibrate.h"
 
 namespace dlakit::test_data {
 
-// N(0, 1) for every graph input, one generator per input seeded seed, seed + 1, ... (never zeros).
+// Fills `t` with random values of its dtype: N(0, 1) for float tensors (stored as fp16 for f16), uniform
+// integers in [-8, 8] for integer tensors ([0, 8] for u8), 0/1 for bool. Never all zeros.
+inline void fill_random(Tensor& t, std::mt19937& gen) {
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_int_distribution<int> level(-8, 8), bit(0, 1);
+  for (int64_t i = 0; i < t.numel(); ++i) switch (t.dtype()) {
+      case DType::kF32:
+        t.data<float>()[i] = normal(gen);
+        break;
+      case DType::kF16:
+        t.data<uint16_t>()[i] = float_to_half(normal(gen));
+        break;
+      case DType::kI8:
+        t.data<int8_t>()[i] = int8_t(level(gen));
+        break;
+      case DType::kU8:
+        t.data<uint8_t>()[i] = uint8_t(std::abs(level(gen)));
+        break;
+      case DType::kBool:
+        t.data<uint8_t>()[i] = uint8_t(bit(gen));
+        break;
+      case DType::kI32:
+        t.data<int32_t>()[i] = level(gen);
+        break;
+      case DType::kI64:
+        t.data<int64_t>()[i] = level(gen);
+        break;
+    }
+}
+
+// Random values (fill_random) for every graph input, one generator per input seeded seed, seed + 1, ...
 inline TensorMap random_inputs(const Graph& g, uint32_t seed = 11) {
   TensorMap in;
   for (int id : g.inputs) {
     std::mt19937 gen(seed++);
-    std::normal_distribution<float> d(0.f, 1.f);
     Tensor t(g.value(id).type.dtype, g.value(id).type.shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(gen);
+    fill_random(t, gen);
     in[g.value(id).name] = t;
   }
   return in;
 }
 
-// Scales from `batches` random batches (random_inputs with the default seed), dlakit's default calibrator.
+// Inputs for scoring INT8 results: seeds no calibration batch uses, so a test never scores the INT8
+// build on the data it was calibrated on.
+inline constexpr uint32_t kEvalSeed = 90001;
+
+// Scales from `batches` different random batches (random_inputs seeded 11, 11 + 1000, ...), dlakit's
+// default calibrator.
 inline quant::ScaleTable random_calibration(const Graph& g, int batches) {
   quant::HistogramCollector hc(g);
-  for (int i = 0; i < batches; ++i) hc.add(random_inputs(g));
+  for (int i = 0; i < batches; ++i) hc.add(random_inputs(g, 11 + 1000 * uint32_t(i)));
   return hc.compute({});
 }
 

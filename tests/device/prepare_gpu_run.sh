@@ -41,7 +41,7 @@ done
 cat > "$D/run_gpu.sh" <<'RUN'
 #!/usr/bin/env bash
 cd "$(dirname "$0")"
-export LD_LIBRARY_PATH=$PWD/lib DLAKIT_SOURCE_DIR=$PWD DLAKIT_REQUIRE_GPU=1
+export LD_LIBRARY_PATH=$PWD/lib DLAKIT_SOURCE_DIR=$PWD DLAKIT_REQUIRE_GPU=1  # a missing GPU fails, never skips
 LOG="${OUT:-/tmp}"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 rc=0

@@ -10,10 +10,17 @@ print("cuda.bindings.cudla from", cudla.__file__)
 print("len(Status) =", len(cudla.Status))
 print("get_version() =", cudla.get_version(), " device_get_count() =", cudla.device_get_count())
 
-def aligned(nbytes, align=64):
+from cuda.bindings import runtime as cudart
+
+def aligned(nbytes, align=64):  # pageable host memory (numpy)
     raw = np.zeros(nbytes + align, np.uint8)
     off = (-raw.ctypes.data) % align
     return raw[off:off + nbytes]
+
+def pinned(nbytes):  # CUDA pinned host memory: what cuDLA's hybrid mode registers (numpy view on it)
+    err, ptr = cudart.cudaMallocHost(nbytes)
+    assert err == cudart.cudaError_t.cudaSuccess, err
+    return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
 
 h = cudla.create_device(1, cudla.Mode.CUDA_DLA)
 blob = np.fromfile(os.path.join(here, "model.dla"), np.uint8)
@@ -25,9 +32,9 @@ dout = cudla.module_get_attributes(m, cudla.ModuleAttributeType.OUTPUT_TENSOR_DE
 for d in din + dout:
     print(f"  tensor {d.name}: size {d.size_}, n{d.n} c{d.c} h{d.h} w{d.w}, format {d.data_format}, type {d.data_type}, "
           f"stride {list(d.stride[:4])}")
-inb = aligned(din[0].size_)
+inb = pinned(din[0].size_)
 inb[:] = np.fromfile(os.path.join(here, "in.bin"), np.uint8)
-outb = aligned(dout[0].size_)
+outb = pinned(dout[0].size_)
 pin = cudla.mem_register(h, inb.ctypes.data, inb.size, 0)
 pout = cudla.mem_register(h, outb.ctypes.data, outb.size, 0)
 task = cudla.Task()
@@ -35,8 +42,9 @@ task.module_handle = m
 task.input_tensor = [pin]
 task.output_tensor = [pout]
 t0 = time.time()
-cudla.submit_task(h, task.ptr, 1, 0, 0)
-print(f"submit_task: {1000 * (time.time() - t0):.1f} ms, get_last_error = {cudla.get_last_error(h)}")
+cudla.submit_task(h, task.ptr, 1, 0, 0)  # pinned buffers: queued on the default stream, in stream order
+cudart.cudaDeviceSynchronize()
+print(f"submit_task + sync: {1000 * (time.time() - t0):.1f} ms, get_last_error = {cudla.get_last_error(h)}")
 expected = np.fromfile(os.path.join(here, "expected_out.bin"), np.uint8)
 same = np.array_equal(outb, expected)
 print("output identical to the C client's on the dev machine:", same)
@@ -56,8 +64,10 @@ expect("ErrorInvalidDevice", cudla.create_device, 5, 0)
 expect("ErrorUnsupportedOperation", cudla.create_device, 0, cudla.Mode.STANDALONE)
 expect("ErrorInvalidParam", cudla.set_task_timeout_in_ms, h, 0)
 expect("ErrorMemoryRegistered", cudla.mem_register, h, inb.ctypes.data, inb.size, 0)
-bad = aligned(128)
+bad = pinned(128)
 expect("ErrorInvalidAddress", cudla.mem_register, h, bad.ctypes.data + 8, 64, 0)
+pageable = aligned(128)  # malloc'ed memory: cuDLA's hybrid mode does not take it, nor does dlakit on a GPU
+expect("ErrorInvalidAddress", cudla.mem_register, h, pageable.ctypes.data, 128, 0)
 h2 = cudla.create_device(0, cudla.Mode.CUDA_DLA)
 junk = np.frombuffer(b"not a loadable, a TensorRT engine say" * 4, np.uint8)
 expect("ErrorUmd", cudla.module_load_from_memory, h2, junk, junk.size, 0)

@@ -1,48 +1,122 @@
 #!/usr/bin/env bash
-# Runs each fuzzer from a seed corpus of real files (small ONNX backend-test models, .npy, loadables).
-# SECONDS = "ci" (what make test uses): a deterministic smoke run (fixed seed and run counts, fresh corpus),
-# so a landing never depends on luck; a number: that many seconds per target with random seeds (real fuzzing).
+# Runs the fuzz targets from the corpora kept in the repository (tests/fuzz/corpus/<target>, minimised,
+# seeded from real files by seed_corpora.sh) with their dictionaries (tests/fuzz/dict/<target>.dict).
+#
+#   run.sh BUILD ci        what `make test` runs: every crash found before (tests/fuzz/regressions/<target>)
+#                          is replayed, then each target runs a fixed number of inputs with a fixed seed on a
+#                          scratch copy of its corpus. Deterministic and short; writes nothing back.
+#   run.sh BUILD N         a campaign: all targets at once, N seconds each, random seeds. Inputs that add
+#                          coverage are merged back into tests/fuzz/corpus (libFuzzer -merge=1 keeps only
+#                          those; edges, not hit counts, so the corpora stay small), crashes are kept in
+#                          BUILD/fuzz-artifacts/, and each target's executions are appended to BUILD/fuzz-campaigns.tsv (for docs/reliability.md).
+#   run.sh BUILD minimize  re-minimises every corpus in place (merge into an empty directory).
+#
+# FUZZ_TARGETS="fuzz_npy fuzz_image" limits a run to some targets.
 set -euo pipefail
-BUILD="$1"; SECONDS_EACH="${2:-60}"
+BUILD="$1"; MODE="${2:-ci}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-CORPUS="$BUILD/fuzz-corpus"
-rm -rf "$CORPUS"
-mkdir -p "$CORPUS/onnx" "$CORPUS/npy"
-if [ "$SECONDS_EACH" = ci ]; then
-  LIMIT_ONNX=(-seed=1 -runs=300000); LIMIT_NPY=(-seed=1 -runs=1000000); LIMIT_LOADABLE=(-seed=1 -runs=100000); LIMIT_CALIB=(-seed=1 -runs=300000)
-else
-  LIMIT_ONNX=(-max_total_time="$SECONDS_EACH"); LIMIT_NPY=("${LIMIT_ONNX[@]}"); LIMIT_LOADABLE=("${LIMIT_ONNX[@]}"); LIMIT_CALIB=("${LIMIT_ONNX[@]}")
-fi
-for c in test_conv_with_strides_padding test_resize_upsample_scales_linear test_reshape_negative_dim test_slice \
-         test_maxpool_2d_pads test_gemm_all_attributes test_concat_2d_axis_0 test_pad_reflect_pad; do
-  cp "/usr/share/libonnx-testdata/data/node/$c/model.onnx" "$CORPUS/onnx/$c.onnx" 2>/dev/null || true
-done
-/usr/bin/python3 - "$CORPUS/npy" <<'PY'
-import sys, numpy as np
-d = sys.argv[1]
-np.save(d + "/f32.npy", np.arange(12, dtype=np.float32).reshape(3, 4))
-np.save(d + "/i64.npy", np.arange(5, dtype=np.int64))
-np.save(d + "/u8.npy", np.zeros((2, 2, 3), dtype=np.uint8))
-np.save(d + "/scalar.npy", np.float32(1.5))
-PY
-# Regression inputs (crashes found before) run first; new crashes are kept in $BUILD/fuzz-artifacts/.
-mkdir -p "$BUILD/fuzz-artifacts"
-run() {
-  local name="$1"; shift
-  if ! "$BUILD/tests/fuzz/$name" -artifact_prefix="$BUILD/fuzz-artifacts/" "$@" > "$BUILD/$name.log" 2>&1; then
-    grep -v '^#' "$BUILD/$name.log" | tail -40
-    echo "fuzz: $name FAILED; the input is in $BUILD/fuzz-artifacts/"
-    exit 1
-  fi
-  grep -E '^Done|^#[0-9]+ *DONE' "$BUILD/$name.log" | tail -1
+FUZZ="$ROOT/tests/fuzz"
+BIN="$BUILD/tests/fuzz"
+
+# target  max input bytes  inputs in the CI run
+TABLE="
+fuzz_onnx_import 16384  100000
+fuzz_npy          4096  400000
+fuzz_loadable    16384   20000
+fuzz_calib_cache  4096  200000
+fuzz_image       16384   50000
+fuzz_plan        32768    5000
+fuzz_overrides    1024  100000
+fuzz_module      16384    5000
+fuzz_capi         2048   20000
+"
+TARGETS="${FUZZ_TARGETS:-$(awk 'NF {print $1}' <<<"$TABLE")}"
+field() { awk -v t="$1" -v c="$2" '$1 == t {print $c}' <<<"$TABLE"; }
+
+mkdir -p "$BUILD/fuzz-artifacts" "$BUILD/fuzz-logs"
+SCRATCH="$BUILD/fuzz-work"
+
+# common libFuzzer flags of a target
+flags() {
+  local t="$1" f=(-max_len="$(field "$t" 2)" -rss_limit_mb=2048 -timeout=20 -report_slow_units=60 -print_final_stats=1
+                  -artifact_prefix="$BUILD/fuzz-artifacts/$t-")
+  [ -f "$FUZZ/dict/$t.dict" ] && f+=(-dict="$FUZZ/dict/$t.dict")
+  echo "${f[@]}"
 }
-run fuzz_onnx_import -runs=0 "$ROOT/tests/fuzz/regressions/onnx"
-run fuzz_onnx_import "${LIMIT_ONNX[@]}" -rss_limit_mb=2048 -max_len=65536 "$CORPUS/onnx"
-run fuzz_npy -runs=0 "$ROOT/tests/fuzz/regressions/npy"
-run fuzz_npy "${LIMIT_NPY[@]}" -rss_limit_mb=2048 "$CORPUS/npy"
-mkdir -p "$CORPUS/loadable" && cp "$ROOT/tests/fuzz/seeds/"*.dla "$CORPUS/loadable/"
-run fuzz_loadable -runs=0 "$ROOT/tests/fuzz/regressions/loadable"
-run fuzz_loadable "${LIMIT_LOADABLE[@]}" -rss_limit_mb=2048 "$CORPUS/loadable"
-mkdir -p "$CORPUS/calib" && cp "$ROOT/tests/fuzz/seeds/calib/"*.cache "$CORPUS/calib/"
-run fuzz_calib_cache "${LIMIT_CALIB[@]}" -rss_limit_mb=2048 -max_len=4096 "$CORPUS/calib"
-echo "fuzz: all four targets ran (${SECONDS_EACH}) without a crash"
+
+replay_regressions() {
+  local t="$1"
+  [ -d "$FUZZ/regressions/$t" ] || return 0
+  # shellcheck disable=SC2046
+  if ! "$BIN/$t" $(flags "$t") -runs=0 "$FUZZ/regressions/$t" > "$BUILD/fuzz-logs/$t.regressions.log" 2>&1; then
+    grep -v -e '^#' -e 'NEW_FUNC' "$BUILD/fuzz-logs/$t.regressions.log" | tail -30
+    echo "fuzz: $t crashes again on a recorded regression input"
+    return 1
+  fi
+}
+
+# Runs one target on a scratch copy of its corpus; $2: extra libFuzzer flags.
+run_target() {
+  local t="$1"; shift
+  rm -rf "${SCRATCH:?}/$t" && mkdir -p "$SCRATCH/$t"
+  [ -d "$FUZZ/corpus/$t" ] && cp "$FUZZ/corpus/$t/"* "$SCRATCH/$t/" 2>/dev/null || true
+  # shellcheck disable=SC2046
+  "$BIN/$t" $(flags "$t") "$@" "$SCRATCH/$t" > "$BUILD/fuzz-logs/$t.log" 2>&1
+}
+
+executions() { grep -o 'stat::number_of_executed_units: *[0-9]*' "$BUILD/fuzz-logs/$1.log" | grep -o '[0-9]*$' || echo 0; }
+
+case "$MODE" in
+  minimize)
+    for t in $TARGETS; do
+      rm -rf "${SCRATCH:?}/min-$t" && mkdir -p "$SCRATCH/min-$t"
+      # shellcheck disable=SC2046
+      "$BIN/$t" $(flags "$t") -merge=1 -use_counters=0 "$SCRATCH/min-$t" "$FUZZ/corpus/$t" > "$BUILD/fuzz-logs/$t.min.log" 2>&1
+      before=$(ls "$FUZZ/corpus/$t" | wc -l)
+      rm -rf "${FUZZ:?}/corpus/$t" && mv "$SCRATCH/min-$t" "$FUZZ/corpus/$t"
+      echo "$t: $before -> $(ls "$FUZZ/corpus/$t" | wc -l) files ($(du -sk "$FUZZ/corpus/$t" | cut -f1) KiB)"
+    done
+    exit 0 ;;
+  ci)
+    failed=0
+    for t in $TARGETS; do replay_regressions "$t" || failed=1; done
+    pids=()
+    for t in $TARGETS; do run_target "$t" -seed=1 -runs="$(field "$t" 3)" & pids+=($!); done
+    i=0
+    for t in $TARGETS; do
+      if ! wait "${pids[$i]}"; then
+        grep -v -e '^#' -e 'NEW_FUNC' "$BUILD/fuzz-logs/$t.log" | tail -30
+        echo "fuzz: $t FAILED; the input is in $BUILD/fuzz-artifacts/"
+        failed=1
+      else
+        echo "fuzz: $t $(executions "$t") inputs, no crash"
+      fi
+      i=$((i + 1))
+    done
+    [ "$failed" -eq 0 ] && echo "fuzz: every target ran its deterministic smoke run (and its regressions) without a crash"
+    exit "$failed" ;;
+  *[!0-9]*|'')
+    echo "usage: run.sh BUILD ci|SECONDS|minimize" >&2; exit 2 ;;
+esac
+
+# A campaign.
+failed=0
+for t in $TARGETS; do replay_regressions "$t" || failed=1; done
+pids=()
+for t in $TARGETS; do run_target "$t" -max_total_time="$MODE" & pids+=($!); done
+i=0
+for t in $TARGETS; do
+  rc=0; wait "${pids[$i]}" || rc=$?
+  i=$((i + 1))
+  before=$(ls "$FUZZ/corpus/$t" 2>/dev/null | wc -l)
+  mkdir -p "$FUZZ/corpus/$t"
+  # shellcheck disable=SC2046
+  "$BIN/$t" $(flags "$t") -merge=1 -use_counters=0 "$FUZZ/corpus/$t" "$SCRATCH/$t" > "$BUILD/fuzz-logs/$t.merge.log" 2>&1 || true
+  added=$(( $(ls "$FUZZ/corpus/$t" | wc -l) - before ))
+  crash=$([ "$rc" -eq 0 ] && echo none || echo "$(ls -t "$BUILD/fuzz-artifacts/$t-"* 2>/dev/null | head -1)")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$MODE" "$(executions "$t")" "$added" "$crash" \
+    >> "$BUILD/fuzz-campaigns.tsv"
+  echo "fuzz: $t $(executions "$t") executions, $added new corpus inputs, crash: $crash"
+  [ "$rc" -eq 0 ] || failed=1
+done
+exit "$failed"

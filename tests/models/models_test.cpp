@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 
+#include "../common/test_data.h"
 #include "engine/engine.h"
 #include "io/image.h"
 #include "io/npy.h"
@@ -61,6 +62,8 @@ Compared compare(const Tensor& got, const Tensor& want) {
   return c;
 }
 
+const std::string kNoise = "random N(0,1)";
+
 // Runs the model on ORT with the same inputs; returns outputs by name.
 TensorMap run_ort(const fs::path& model, const TensorMap& inputs, const fs::path& dir) {
   fs::create_directories(dir);
@@ -86,15 +89,18 @@ TensorMap run_ort(const fs::path& model, const TensorMap& inputs, const fs::path
 
 Tensor random_input(const TensorType& t, uint32_t seed) {
   std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
   Tensor r(t.dtype, t.shape);
-  for (int64_t i = 0; i < r.numel(); ++i) r.data<float>()[i] = dist(gen);
+  dlakit::test_data::fill_random(r, gen);  // N(0,1) for float inputs, levels for integer ones
   return r;
 }
 
 // Outputs that pass through a comparison (M-LSD's Equal(x, MaxPool(x)) peak mask) are discontinuous: a
 // last-bit difference flips an element. They are checked by element agreement (>= 99.9%) instead.
 const std::set<std::string> kDiscreteOutputs = {"mlsd_tiny_320/scores"};
+// Outputs that sit entirely in a sigmoid's tail on noise inputs (a detector fed N(0,1)): tiny values, and
+// ORT's approximated logistic has ~1e-7 absolute error there, so relative L2 measures ORT. These (only)
+// are checked by max |diff| <= 1e-6, on random inputs only.
+const std::set<std::string> kSaturatedOnNoise = {"ppocr_det/sigmoid_0.tmp_0"};
 
 // Checks g, and each graph in `rewritten` (the same model after dlakit's passes, labelled), against ORT
 // running the original model file on the same inputs.
@@ -112,10 +118,9 @@ void check_against_ort(const std::string& model, const Graph& g, const TensorMap
       const std::string& name = g.value(id).name;
       ASSERT_TRUE(ort.count(name)) << "ORT has no output " << name;
       Compared c = compare(ours.at(name), ort.at(name));
-      // Relative L2 is the check. Outputs that sit entirely in a sigmoid's tail (noise inputs to a detector)
-      // are tiny, and ORT's approximated logistic has ~1e-7 absolute error there; for them max |diff| <=
-      // 1e-6.
-      const bool rel_ok = c.rel_l2 <= 1e-4, abs_ok = c.max_abs <= 1e-6;
+      // Relative L2 is the check; max |diff| only for the documented saturated outputs on noise.
+      const bool saturated = kSaturatedOnNoise.count(model + "/" + name) && input_desc == kNoise;
+      const bool rel_ok = c.rel_l2 <= 1e-4, abs_ok = saturated && c.max_abs <= 1e-6;
       if (kDiscreteOutputs.count(model + "/" + name)) {
         EXPECT_GE(c.agree, 0.999) << model << " output " << name << " on " << desc << ": only "
                                   << c.agree * 100 << "% of elements agree";
@@ -162,7 +167,7 @@ TEST_P(ModelVsOrt, RandomInputsMatchOnnxRuntime) {
     run_passes(r, o);
     rewritten.push_back({std::string("passes incl. adjust-for-dla for ") + target, std::move(r)});
   }
-  check_against_ort(m.name, g, inputs, "random N(0,1)", "", rewritten);
+  check_against_ort(m.name, g, inputs, kNoise, "", rewritten);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -18,12 +18,12 @@
 #include "io/image.h"
 #include "loadable/loadable.h"
 #include "loadable/plan.h"
+#include "loadable/plan_executor.h"
 #include "onnx/importer.h"
 #include "placement/placement.h"
 #include "placement/split.h"
 #include "quant/calibrate.h"
 #include "quant/numerics.h"
-#include "loadable/plan_executor.h"
 #include "runtime/runtime.h"
 
 namespace fs = std::filesystem;
@@ -78,6 +78,7 @@ void golden(const fs::path& file, const std::string& actual) {
 }
 
 using dlakit::test_data::cosine;
+using dlakit::test_data::kEvalSeed;
 using dlakit::test_data::random_calibration;
 using dlakit::test_data::random_inputs;
 
@@ -127,9 +128,12 @@ TEST_P(RealModel, PassesPreserveOutputs) {
     const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
     if (GetParam().name == "mlsd_tiny_320" && name == "scores")
       continue;  // discontinuous peak mask (see models_test)
-    // Saturated sigmoid outputs (noise into a detector) are tiny: there max |diff| <= 1e-6 is the check.
-    EXPECT_TRUE(rel <= 1e-5 || max_abs <= 1e-6)
-        << GetParam().name << " output " << name << ": relative L2 " << rel << ", max abs " << max_abs;
+    // PP-OCRv4 det's output sits entirely in its sigmoid's tail on noise inputs: tiny values whose relative
+    // error means nothing; there (only) max |diff| <= 1e-6 is the check, as in models_test.
+    if (GetParam().name == "ppocr_det" && name == "sigmoid_0.tmp_0")
+      EXPECT_LE(max_abs, 1e-6) << GetParam().name << " output " << name;
+    else
+      EXPECT_LE(rel, 1e-5) << GetParam().name << " output " << name << " (max abs " << max_abs << ")";
   }
 }
 
@@ -164,7 +168,9 @@ TEST(HybridPlan, RealModelsMatchTheReferenceWithinFp16) {
     const Placement p = place(opt, {});
     const std::string plan = write_plan(opt, p);
     rt::PlanExecutor exec(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
-    EXPECT_GE(exec.gpu_segments() + exec.dla_segments(), 1u);
+    // A hybrid plan: both kinds of segment (each of these models has layers the DLA cannot run).
+    EXPECT_GE(exec.dla_segments(), 1u) << name;
+    EXPECT_GE(exec.gpu_segments(), 1u) << name;
     const TensorMap in = random_inputs(g);
     TensorMap want = ReferenceEngine(g).run(in), got = exec.run(in);
     for (auto& [out, t] : want) {
@@ -214,7 +220,7 @@ TEST(Int8Loadable, RuntimeMatchesTheEmulationBitForBit) {
   const std::string& bytes = b.bytes;
   rt::Module m(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   ASSERT_TRUE(m.program().int8);
-  const TensorMap in = random_inputs(g);
+  const TensorMap in = random_inputs(g, kEvalSeed);  // not a calibration batch
   std::vector<std::vector<uint8_t>> ib, ob;
   std::vector<const void*> ip;
   std::vector<void*> op;
@@ -259,7 +265,7 @@ TEST(Int8Loadable, Int8IoFormatsMatchTheEmulationBitForBit) {
   EXPECT_EQ(m.inputs()[0].format, rt::IoFormat::kChw32);
   EXPECT_EQ(m.inputs()[0].scale, *scales.find_scale(m.inputs()[0].name));
   EXPECT_GT(m.outputs()[0].scale, 0.f);
-  const TensorMap in = random_inputs(g);
+  const TensorMap in = random_inputs(g, kEvalSeed);  // not the calibration batch
   std::vector<uint8_t> ib(m.inputs()[0].size), ob(m.outputs()[0].size);
   rt::pack(in.at(m.inputs()[0].name), m.inputs()[0], ib.data());
   m.execute({ib.data()}, {ob.data()});
@@ -302,7 +308,7 @@ TEST(HybridPlan, Int8PlanRunsWithInt8DlaSegments) {
   EXPECT_TRUE(exec.int8());
   EXPECT_GE(exec.gpu_segments(), 1u) << "squeezenet's 13x13 global pool runs on the GPU";
   EXPECT_GT(int8_layers, int(opt.nodes.size()) / 2);
-  const TensorMap in = random_inputs(g);
+  const TensorMap in = random_inputs(g, kEvalSeed);  // not the calibration batch
   TensorMap want = ReferenceEngine(g).run(in), got = exec.run(in);
   for (auto& [out, t] : want) {
     const double cos = cosine(got.at(out), t);

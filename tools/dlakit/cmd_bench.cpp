@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -112,6 +113,7 @@ struct Stats {
   double min, mean, median, p90, p95, p99, max;
 };
 Stats stats(std::vector<double> v) {
+  if (v.empty()) fail(Status::kInternal, "bench: no timed iteration to report");
   std::sort(v.begin(), v.end());
   auto pct = [&](double p) { return v[std::min(v.size() - 1, size_t(p * double(v.size())))]; };
   double sum = 0;
@@ -211,7 +213,7 @@ void run_bench_gpu_model(const BenchFlags& f) {
   while (ms_since(w0) < f.warmup_ms);
   const auto start = Clock::now();
   int n = 0;
-  while (n < f.iterations || ms_since(start) < f.duration_s * 1000.0) one(true), ++n;
+  while (n < std::max(f.iterations, 1) || ms_since(start) < f.duration_s * 1000.0) one(true), ++n;
   const double wall_s = ms_since(start) / 1000.0;
   const Stats L = stats(times.total), C = stats(times.compute), H = stats(times.h2d), D = stats(times.d2h);
   nlohmann::json j;
@@ -398,21 +400,29 @@ void run_bench(BenchFlags f) {
   std::atomic<int> done_iters{0};
   const auto start = Clock::now();
   std::vector<std::thread> threads;
+  std::exception_ptr failure;  // the first thread's failure, rethrown here (an exception leaving a thread
+                               // would terminate the process)
   for (size_t k = 0; k < devs.size(); ++k)
     threads.emplace_back([&, k] {
-      int n = 0;
-      while (n < f.iterations || ms_since(start) < f.duration_s * 1000.0) {
-        if (k == 0) {
-          std::lock_guard<std::mutex> lk(mu);
-          one(k, true);
-        } else {
-          one(k, false);
+      try {
+        int n = 0;
+        while (n < std::max(f.iterations, 1) || ms_since(start) < f.duration_s * 1000.0) {
+          if (k == 0) {
+            std::lock_guard<std::mutex> lk(mu);
+            one(k, true);
+          } else {
+            one(k, false);
+          }
+          ++n;
+          ++done_iters;
         }
-        ++n;
-        ++done_iters;
+      } catch (...) {
+        std::lock_guard<std::mutex> lk(mu);
+        if (!failure) failure = std::current_exception();
       }
     });
   for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
   const double wall_s = ms_since(start) / 1000.0;
   const Stats L = stats(times.total), C = stats(times.compute), H = stats(times.h2d), D = stats(times.d2h);
   nlohmann::json j;
@@ -478,11 +488,17 @@ void register_bench(CLI::App& app) {
                   "not build (its int8 I/O scales)")
       ->check(CLI::ExistingFile);
   sub->add_option("--input-shape", f->input_shape, "Pin dynamic input dims of --onnx: name:1x3x224x224");
-  sub->add_option("--warmUp", f->warmup_ms, "Warm-up time in ms (trtexec's meaning; default 200)");
-  sub->add_option("--iterations", f->iterations, "At least this many timed iterations (default 10)");
-  sub->add_option("--duration", f->duration_s, "Run at least this many seconds (default 3)");
+  sub->add_option("--warmUp", f->warmup_ms, "Warm-up time in ms (trtexec's meaning; default 200)")
+      ->check(CLI::Range(0, 3600 * 1000));
+  sub->add_option("--iterations", f->iterations,
+                  "At least this many timed iterations (default 10; at least one always runs)")
+      ->check(CLI::Range(0, 1000 * 1000 * 1000));
+  sub->add_option("--duration", f->duration_s, "Run at least this many seconds (default 3)")
+      ->check(CLI::Range(0.0, 24.0 * 3600));
   sub->add_option("--useDLACore", f->cores, "0, 1 or all (both cores concurrently)");
-  sub->add_option("--streams", f->streams, "Device handles (streams) per core, each with its own thread");
+  sub->add_option("--streams", f->streams,
+                  "Device handles (streams) per core, each with its own thread (1..16)")
+      ->check(CLI::Range(1, 16));
   sub->add_option("--exportTimes", f->export_times, "Write per-iteration latencies (ms) as JSON");
   sub->add_flag("--dumpProfile", f->dump_profile, "Print per-layer times");
   sub->add_option("--exportProfile", f->export_profile, "Write per-layer times as JSON");

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "cli.h"
 #include "latency/predict.h"
+#include "placement/overrides.h"
 #include "placement/placement.h"
 #include "quant/qdq.h"
 #include "report/inspect_html.h"

@@ -117,6 +117,9 @@ std::vector<TensorMap> DataFlags::load(const Graph& g) const {
       if (t.dtype() != in.type.dtype || one != s || s.empty() || s[0] != 1)
         fail(Status::kInvalidArgument, f.string(), " is ", type_str(t.type()), " but input '", in.name,
              "' is ", type_str(in.type), " (a leading batch dimension may differ)");
+      if (t.dim(0) == 0)
+        fail(Status::kInvalidArgument, f.string(), " is ", type_str(t.type()),
+             ": its batch dimension is 0, so it holds no samples");
       const size_t per = t.nbytes() / size_t(t.dim(0));
       for (int64_t b = 0; b < t.dim(0) && !full(); ++b) {
         Tensor x = Tensor::uninitialized(t.dtype(), one);

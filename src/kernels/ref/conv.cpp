@@ -160,8 +160,9 @@ void add_bias(float* y, const float* b, int64_t N, int64_t M, int64_t vol) {
 }
 
 // Constant weights are packed once and kept (keyed by their storage, which the cache holds alive so the
-// key cannot be reused, the group and the layout: sgemm's or the direct kernel's). Bounded; cleared when
-// full.
+// key cannot be reused, the group and the layout: sgemm's or the direct kernel's). Entries whose weights
+// only the cache still holds belong to models that are gone (a runtime that loads and unloads modules) and
+// are dropped. Bounded; cleared when full.
 std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64_t Mg, int64_t K,
                                               bool direct) {
   static std::mutex mu;
@@ -176,6 +177,11 @@ std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64
     cache.clear();
     bytes = 0;
   }
+  std::erase_if(cache, [&](const auto& entry) {
+    const bool gone = entry.second.first.storage_users() == 1;
+    if (gone) bytes -= entry.second.second->data.size() * sizeof(float);
+    return gone;
+  });
   const float* wg = W.data<float>() + gi * Mg * K;
   auto p = direct ? conv_direct_pack_weights(Mg, K, wg) : sgemm_pack_a(Mg, K, wg, K, 1);
   bytes += p->data.size() * sizeof(float);

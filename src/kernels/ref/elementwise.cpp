@@ -1,6 +1,7 @@
 // Binary and variadic element-wise ops with NumPy broadcasting: Add Sub Mul Div Pow Max Min Sum Equal.
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "base/threadpool.h"
 #include "kernels/ref/common.h"
@@ -113,11 +114,23 @@ Tensor operand(const KernelContext& c, int k) {
   return c.in(k).reshaped(effective_shape(c.node(), k, c.in(0).shape(), c.in(k).shape()));
 }
 
+// Integer + - * wrap around in two's complement (as ONNX Runtime's do); signed overflow is undefined in
+// C++, so they are computed unsigned (an overflow found by fuzz_onnx_import when folding constants).
+template <typename T, typename Op>
+T wrapping(T x, T y, Op op) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return T(U(op(U(x), U(y))));
+  } else {
+    return T(op(x, y));
+  }
+}
+
 template <typename T>
 T int_div(T a, T b) {
   if (b == 0) return T(0);  // defined result instead of a trap; ONNX leaves it undefined
   if constexpr (std::is_signed_v<T>)
-    if (b == T(-1)) return T(0 - a);  // avoids the INT_MIN / -1 overflow trap
+    if (b == T(-1)) return wrapping<T>(T(0), a, std::minus<>());  // avoids the INT_MIN / -1 overflow trap
   return T(a / b);
 }
 
@@ -138,13 +151,13 @@ void run_typed(const KernelContext& c, Tensor& out) {
     switch (op) {
       case OpKind::Add:
       case OpKind::Sum:
-        apply_inplace<T>(out, b, [](T x, T y) { return T(x + y); });
+        apply_inplace<T>(out, b, [](T x, T y) { return wrapping<T>(x, y, std::plus<>()); });
         break;
       case OpKind::Sub:
-        apply_inplace<T>(out, b, [](T x, T y) { return T(x - y); });
+        apply_inplace<T>(out, b, [](T x, T y) { return wrapping<T>(x, y, std::minus<>()); });
         break;
       case OpKind::Mul:
-        apply_inplace<T>(out, b, [](T x, T y) { return T(x * y); });
+        apply_inplace<T>(out, b, [](T x, T y) { return wrapping<T>(x, y, std::multiplies<>()); });
         break;
       case OpKind::Div:
         if constexpr (std::is_floating_point_v<T>)

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/checked.h"
 #include "kernels/ref/common.h"
 
 namespace dlakit::ref {
@@ -85,7 +86,7 @@ std::vector<TensorType> infer_reshape(const InferContext& c) {
       c.node().opset >= 5 ? c.require_constant(1, "shape").to_i64() : c.node().attr_ints("shape");
   const bool allowzero = c.node().attr_int("allowzero", 0) != 0;
   Shape out(spec.size());
-  int64_t known = 1, infer_at = -1;
+  int64_t infer_at = -1;
   for (size_t i = 0; i < spec.size(); ++i) {
     if (spec[i] == -1) {
       if (infer_at >= 0) c.invalid("shape ", shape_str(spec), " has more than one -1");
@@ -102,8 +103,11 @@ std::vector<TensorType> infer_reshape(const InferContext& c) {
     } else {
       out[i] = spec[i];
     }
-    known *= out[i];
   }
+  Shape known_dims = out;
+  if (infer_at >= 0) known_dims[size_t(infer_at)] = 1;
+  const int64_t known =
+      checked_numel(known_dims, kMaxElements, cat(c.node().label(), ": shape ", shape_str(spec)));
   if (infer_at >= 0) {
     if (known == 0 || numel(in) % known) c.invalid("cannot reshape ", shape_str(in), " to ", shape_str(spec));
     out[size_t(infer_at)] = numel(in) / known;
