@@ -79,9 +79,9 @@ case_ "bench" "--config=fastest" bench --loadEngine="$T/sq.dla" --config=fastest
 case_ "bench" "--config=dla-int8 on an FP16 loadable" bench --loadEngine="$T/sq.dla" --config=dla-int8
 case_ "bench" "truncated loadable" bench --loadEngine="$T/trunc.dla"
 case_ "calibrate" "--data .npy with batch 0 (was SIGFPE)" calibrate "$M/resnet18.onnx" --data "$T/batch0.npy" --cache "$T/c.cache"
-case_ "calibrate" "--data folder without images" calibrate "$M/resnet18.onnx" --data "$ROOT/docs" --cache "$T/c.cache"
+case_ "calibrate" "--data folder without images" calibrate "$M/resnet18.onnx" --data "$ROOT/tests/cli" --cache "$T/c.cache"
 case_ "calibrate" "--mean with two values" calibrate "$M/resnet18.onnx" --data "$IMG/fruits.jpg" --mean 0.5,0.5 --cache "$T/c.cache"
-case_ "compare" "--int8 without --calib" compare "$M/resnet18.onnx" --int8 --data "$IMG/fruits.jpg"
+case_ "compare" "--int8 with a missing calibration cache" compare "$M/resnet18.onnx" --int8 --calib "$T/missing.cache" --data "$IMG/fruits.jpg"
 case_ "compare" "malformed calibration cache" compare "$M/resnet18.onnx" --int8 --calib "$T/bad.cache" --data "$IMG/fruits.jpg"
 case_ "qdq-to-cache" "a model without Q/DQ nodes" qdq-to-cache "$M/resnet18.onnx" -o "$T/q.cache"
 echo
