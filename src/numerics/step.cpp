@@ -35,7 +35,8 @@ Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::
     c.mult.push_back(mult);
     c.bias_q.push_back(bq);
   }
-  const int64_t group = conv.attr_int("group", 1);
+  // Chunks are ranges of each group's input channels (the same range in every group), so a grouped
+  // convolution splits into grouped convolutions over fewer channels per group.
   std::vector<double> col(size_t(Cg), 0.0);  // per input channel: max over k of sum |w_q[k, c, :]|
   const float* q = w_levels.data<float>();
   for (int64_t k = 0; k < M; ++k)
@@ -48,7 +49,7 @@ Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::
   int64_t start = 0;
   double run = 0;
   for (int64_t ch = 0; ch < Cg; ++ch) {
-    if (group == 1 && ch > start && run + col[size_t(ch)] > limit) {
+    if (ch > start && run + col[size_t(ch)] > limit) {
       c.chunks.push_back({start, ch});
       start = ch;
       run = 0;
@@ -93,14 +94,18 @@ Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor& x, float s_
     const Tensor* xin = &xq;
     Tensor part;
     if (c.chunks.size() > 1) {
+      // Channels c0..c1 of every group: [N, G * Cg, ...] -> [N, G * (c1 - c0), ...].
       const auto [c0, c1] = c.chunks[k];
+      const int64_t groups = c.node.attr_int("group", 1), width = c1 - c0;
       Shape s = x.shape();
-      const int64_t C = s[1], inner = x.numel() / (s[0] * C);
-      s[1] = c1 - c0;
+      const int64_t C = s[1], Cg = C / groups, inner = x.numel() / (s[0] * C);
+      s[1] = groups * width;
       part = Tensor::uninitialized(DType::kF32, s);
       for (int64_t b = 0; b < s[0]; ++b)
-        std::memcpy(part.data<float>() + b * (c1 - c0) * inner, xq.data<float>() + (b * C + c0) * inner,
-                    size_t((c1 - c0) * inner) * sizeof(float));
+        for (int64_t g = 0; g < groups; ++g)
+          std::memcpy(part.data<float>() + (b * groups + g) * width * inner,
+                      xq.data<float>() + (b * C + g * Cg + c0) * inner,
+                      size_t(width * inner) * sizeof(float));
       xin = &part;
     }
     conv(KernelContext(c.node, {xin, &c.w_q[k]}, {&acc}, {0, 1}));

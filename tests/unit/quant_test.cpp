@@ -7,10 +7,11 @@
 #include <random>
 
 #include "base/fp16.h"
+#include "numerics/quantize.h"
+#include "numerics/step.h"
 #include "quant/calib_cache.h"
 #include "quant/calibrator.h"
 #include "quant/numerics.h"
-#include "numerics/quantize.h"
 
 using namespace dlakit;
 using namespace dlakit::quant;
@@ -277,9 +278,10 @@ TEST(Entropy2, LongSparseTailIsClipped) {
 namespace {
 
 // x [1, C, H, W] -> Conv(w [M, C, K, K], b, pad) -> y, optionally with a fused Relu.
-Graph conv_graph(const Tensor& w, const Tensor& b, int64_t H, int64_t W, int64_t pad, bool relu) {
+Graph conv_graph(const Tensor& w, const Tensor& b, int64_t H, int64_t W, int64_t pad, bool relu,
+                 int64_t groups = 1) {
   Graph g;
-  const int64_t M = w.dim(0), C = w.dim(1), K = w.dim(2);
+  const int64_t M = w.dim(0), C = w.dim(1) * groups, K = w.dim(2);
   const int x = g.add_value("x", {DType::kF32, {1, C, H, W}});
   const int wi = g.add_constant("w", w), bi = g.add_constant("b", b);
   const int y = g.add_value("y", {DType::kF32, {1, M, H + 2 * pad - K + 1, W + 2 * pad - K + 1}});
@@ -290,6 +292,7 @@ Graph conv_graph(const Tensor& w, const Tensor& b, int64_t H, int64_t W, int64_t
   n.inputs = {x, wi, bi};
   n.outputs = {y};
   n.attrs["pads"] = std::vector<int64_t>{pad, pad, pad, pad};
+  if (groups > 1) n.attrs["group"] = groups;
   if (relu) n.attrs["dlakit_activation"] = std::string("Relu");
   g.nodes.push_back(n);
   g.inputs = {x};
@@ -308,8 +311,9 @@ Tensor random_tensor(const Shape& s, uint32_t seed, float lo = -1.f, float hi = 
 
 // The INT8 conv written out with integer loops: the oracle for the im2col/sgemm/chunked path.
 std::vector<int> int8_conv_levels(const Tensor& x, const Tensor& w, const Tensor& b, int64_t pad,
-                                  float amax_in, float amax_out, bool relu, Rounding r) {
-  const int64_t C = x.dim(1), H = x.dim(2), W = x.dim(3), M = w.dim(0), K = w.dim(2);
+                                  float amax_in, float amax_out, bool relu, Rounding r, int64_t groups = 1) {
+  const int64_t C = w.dim(1), H = x.dim(2), W = x.dim(3), M = w.dim(0), K = w.dim(2);
+  const int64_t per_group = M / groups;  // output channels per group; group g reads input channels g*C..
   const int64_t OH = H + 2 * pad - K + 1, OW = W + 2 * pad - K + 1;
   const float s_in = amax_in / 127, s_out = amax_out / 127;
   auto sw = per_channel_scales(w, 0);
@@ -323,7 +327,8 @@ std::vector<int> int8_conv_levels(const Tensor& x, const Tensor& w, const Tensor
             for (int64_t kw = 0; kw < K; ++kw) {
               const int64_t ih = oh - pad + kh, iw = ow - pad + kw;
               if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-              const int qx = quantize(x.data<float>()[(c * H + ih) * W + iw], s_in, r);
+              const int64_t xc = m / per_group * C + c;
+              const int qx = quantize(x.data<float>()[(xc * H + ih) * W + iw], s_in, r);
               const int qw = quantize(w.data<float>()[((m * C + c) * K + kh) * K + kw], sw[size_t(m)], r);
               acc += int64_t(qx) * qw;
             }
@@ -374,20 +379,23 @@ TEST(Int8Emulation, HandComputedOneByOneConv) {
 
 TEST(Int8Emulation, ConvMatchesIntegerLoopsIncludingChunkedSums) {
   struct Case {
-    int64_t C, M, K, H, pad;
+    int64_t C, M, K, H, pad;  // C: input channels per group
     bool relu;
     Rounding r;
+    int64_t groups = 1;
   };
-  // 256 channels x 3x3 taps of levels up to 127 overflow fp32's 2^24 exact range: the chunked path.
+  // 256 channels x 3x3 taps of levels up to 127 overflow fp32's 2^24 exact range: the chunked path, also
+  // for a grouped convolution (2 groups of 240 channels: each group chunked alike).
   const Case cases[] = {{3, 8, 3, 9, 1, true, Rounding::kHalfAwayFromZero},
                         {16, 4, 1, 6, 0, false, Rounding::kHalfToEven},
-                        {256, 3, 3, 5, 1, false, Rounding::kHalfAwayFromZero}};
+                        {256, 3, 3, 5, 1, false, Rounding::kHalfAwayFromZero},
+                        {240, 4, 3, 5, 1, false, Rounding::kHalfAwayFromZero, 2}};
   uint32_t seed = 1;
   for (const Case& c : cases) {
     Tensor w = random_tensor({c.M, c.C, c.K, c.K}, seed++);
     Tensor b = random_tensor({c.M}, seed++);
-    Tensor x = random_tensor({1, c.C, c.H, c.H}, seed++, -2.f, 2.f);
-    Graph g = conv_graph(w, b, c.H, c.H, c.pad, c.relu);
+    Tensor x = random_tensor({1, c.C * c.groups, c.H, c.H}, seed++, -2.f, 2.f);
+    Graph g = conv_graph(w, b, c.H, c.H, c.pad, c.relu, c.groups);
     const float amax_in = 1.5f, amax_out = c.C > 100 ? 40.f : 3.f;  // inputs beyond 1.5 saturate
     // Keep y internal (a graph output would leave as fp16): observe it through an Identity.
     const Shape ys = g.value(g.outputs[0]).type.shape;
@@ -413,11 +421,32 @@ TEST(Int8Emulation, ConvMatchesIntegerLoopsIncludingChunkedSums) {
       if (n.name == "conv") y = outs[0].to_f32();
     });
     e.run({{"x", x}});
-    const auto expect = int8_conv_levels(x, w, b, c.pad, amax_in, amax_out, c.relu, c.r);
+    const auto expect = int8_conv_levels(x, w, b, c.pad, amax_in, amax_out, c.relu, c.r, c.groups);
     ASSERT_EQ(y.size(), expect.size());
     int mismatches = 0;
     for (size_t i = 0; i < y.size(); ++i) mismatches += std::lround(y[i] * 127 / amax_out) != expect[i];
-    EXPECT_EQ(mismatches, 0) << "C=" << c.C;
+    EXPECT_EQ(mismatches, 0) << "C=" << c.C << " groups=" << c.groups;
+  }
+}
+
+// The worst-case bound behind the chunks: every chunk's sum of |w| * 128 stays below 2^24, so its fp32
+// partial sums are exact; a grouped convolution is chunked the same way as a plain one (it was not).
+TEST(Int8Emulation, GroupedConvolutionsAreChunkedLikePlainOnes) {
+  for (const int64_t groups : {int64_t(1), int64_t(2)}) {
+    const int64_t Cg = 240, M = 4, K = 3;
+    Tensor w_levels(DType::kF32, {M, Cg, K, K});
+    for (int64_t i = 0; i < w_levels.numel(); ++i) w_levels.data<float>()[i] = i % 2 ? 127.f : -127.f;
+    Node conv;
+    conv.op = OpKind::Conv;
+    conv.name = "conv";
+    conv.opset = 13;
+    conv.attrs["group"] = groups;
+    const numerics::Int8Conv c = numerics::prepare_int8_conv(
+        conv, w_levels, std::vector<float>(size_t(M), 0.01f), {}, 0.01f, Rounding::kHalfAwayFromZero);
+    ASSERT_GT(c.chunks.size(), 1u) << "groups=" << groups;
+    for (auto [c0, c1] : c.chunks)
+      EXPECT_LE(double(c1 - c0) * K * K * 127 * 128, double(1 << 24)) << "groups=" << groups;
+    EXPECT_EQ(c.chunks.back().second, Cg);
   }
 }
 
