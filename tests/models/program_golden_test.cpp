@@ -21,11 +21,14 @@
 
 #include "../common/test_data.h"
 #include "engine/engine.h"
+#include "loadable/loadable.h"
 #include "loadable/plan.h"
 #include "onnx/importer.h"
 #include "passes/passes.h"
 #include "placement/placement.h"
 #include "plan_generated.h"
+#include "program/format.h"
+#include "program/print.h"
 #include "quant/calib_cache.h"
 #include "runtime/runtime.h"
 
@@ -249,5 +252,41 @@ std::string label(const ::testing::TestParamInfo<std::tuple<ModelSpec, bool>>& i
 
 INSTANTIATE_TEST_SUITE_P(RealModels, ProgramGolden,
                          ::testing::Combine(::testing::ValuesIn(kModels), ::testing::Bool()), label);
+
+}  // namespace
+
+// `dlakit info model.dla --dump program` on two real models (FP16 standalone loadables, fp16:chw16 I/O):
+// the operations, surfaces, memory plan and constants as text, against files reviewed when recorded
+// (DLAKIT_UPDATE_GOLDEN=1 rewrites them; review the diff). A change in lowering, fusion or the memory plan
+// shows here as text.
+namespace {
+
+class ProgramText : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ProgramText, DumpMatchesTheRecordedText) {
+  const std::string name = GetParam();
+  Graph g = import_onnx_file((kSource / ".cache" / "models" / (name + ".onnx")).string());
+  run_passes(g);
+  PlacementOptions po;
+  po.standalone = true;
+  place(g, po);  // throws if the model cannot be one DLA graph
+  LoadableOptions lo;
+  lo.inputs.assign(g.inputs.size(), rt::IoSpec{});
+  lo.outputs.assign(g.outputs.size(), rt::IoSpec{});
+  const std::string bytes = write_loadable(g, lo);
+  const std::string text =
+      prog::to_text(prog::deserialize(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  const fs::path file = kGolden / (name + ".fp16.program.txt");
+  if (std::getenv("DLAKIT_UPDATE_GOLDEN")) {
+    std::ofstream(file) << text;
+    GTEST_SKIP() << "recorded " << file;
+  }
+  ASSERT_TRUE(fs::exists(file)) << file << " is missing; run with DLAKIT_UPDATE_GOLDEN=1 to record it";
+  std::ifstream in(file);
+  const std::string want((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, want) << name << ": the program's text differs from " << file;
+}
+
+INSTANTIATE_TEST_SUITE_P(RealModels, ProgramText, ::testing::Values("squeezenet1_1", "mobilenet_v2"));
 
 }  // namespace
