@@ -15,6 +15,7 @@ has() { grep -q -- "$2" "$1"; }
 "$DLAKIT" inspect "$M/resnet18.onnx" > "$TMP/r18.txt"; rc=$?
 check "resnet18 standalone possible -> exit 0" test "$rc" -eq 0
 check "resnet18 report says standalone" has "$TMP/r18.txt" "standalone build possible: yes"
+check "inspect shows the DLA program: hardware operations and SRAM" bash -c "grep -q '^  segment 0: .* -> [0-9]* hardware operations' '$TMP/r18.txt' && grep -q 'memory: SRAM .* of 1.0 MiB' '$TMP/r18.txt'"
 
 # As imported (--no-adjust-for-dla), det's global pools over 20..160 keep it off one DLA graph.
 NOADJ=(--input-shape x:1x3x640x640 --no-adjust-for-dla)
