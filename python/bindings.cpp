@@ -18,11 +18,12 @@
 #include "quant/calib_cache.h"
 #include "report/compare_html.h"
 #include "report/inspect_html.h"
-#include "workflow/engine_runner.h"
 #include "runtime/runtime.h"
 #include "workflow/build.h"
 #include "workflow/calibrate.h"
 #include "workflow/compare.h"
+#include "workflow/engine_runner.h"
+#include "workflow/inspect.h"
 #include "workflow/placed_model.h"
 
 namespace py = pybind11;
@@ -293,8 +294,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readwrite("overrides_file", &workflow::PlacementRequest::overrides_file);
 
   py::class_<Placed>(m, "Placed")
-      .def("json", [](const Placed& p) { return placement_json(p.pm->graph, p.pm->placement).dump(2); })
-      .def("text", [](const Placed& p) { return placement_text(p.pm->graph, p.pm->placement); })
+      .def("json",
+           [](const Placed& p) { return workflow::inspect_json(p.pm->graph, p.pm->placement).dump(2); })
+      .def("text", [](const Placed& p) { return workflow::inspect_text(p.pm->graph, p.pm->placement); })
       .def("html", [](const Placed& p) { return report::inspect_html(p.pm->graph, p.pm->placement); })
       .def("explain", [](const Placed& p, const std::string& layer) {
         return explain_node(p.pm->graph, p.pm->placement, layer);

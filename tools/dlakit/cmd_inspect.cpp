@@ -18,6 +18,7 @@
 #include "report/inspect_html.h"
 #include "runtime/io_format.h"
 #include "targets/dla/matrix.h"
+#include "workflow/inspect.h"
 
 namespace dlakit::cli {
 
@@ -132,31 +133,6 @@ latency::LatencyOptions latency_options(const InspectFlags& f) {
   return o;
 }
 
-// Each DLA segment compiled as `dlakit build --allowGPUFallback` would (FP16 without a calibration): its
-// hardware operations and what it needs of each memory pool. Empty with the reason when it cannot compile.
-nlohmann::json dla_programs(const Graph& g, const Placement& p, std::string& why_not) {
-  nlohmann::json out = nlohmann::json::array();
-  try {
-    const std::string bytes = write_plan(g, p);
-    const PlanContents c = read_plan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    for (size_t k = 0; k < c.segments.size(); ++k) {
-      if (!c.segments[k].dla) continue;
-      const std::string& b = c.segments[k].payload;
-      const prog::Program prog = prog::deserialize(reinterpret_cast<const uint8_t*>(b.data()), b.size());
-      out.push_back({{"segment", k},
-                     {"operations", prog.ops.size()},
-                     {"engines", prog::engine_counts(prog)},
-                     {"sram_bytes", prog.sram.used},
-                     {"sram_budget", prog.sram.budget},
-                     {"local_dram_bytes", prog.local_dram.used},
-                     {"summary", prog::summary(prog)}});
-    }
-  } catch (const Error& e) {
-    why_not = e.what();
-  }
-  return out;
-}
-
 void run_inspect(const InspectFlags& f) {
   const PlacedModel pm = load_and_place(f.model, f.placement);
   const Graph& g = pm.graph;
@@ -182,24 +158,14 @@ void run_inspect(const InspectFlags& f) {
         }
     }
   } else if (f.json) {
-    nlohmann::json j = placement_json(g, p);
-    std::string why_not;
-    j["dla_programs"] = dla_programs(g, p, why_not);
-    if (!why_not.empty()) j["dla_programs_error"] = why_not;
+    nlohmann::json j = workflow::inspect_json(g, p);
     if (lat) {
       j["latency"] = latency::latency_json(g, *lat);
       for (size_t k = 0; k < g.nodes.size(); ++k) j["layers"][k]["latency_us"] = lat->layers[k].latency_us;
     }
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << "model: " << f.model.model << "\n" << placement_text(g, p);
-    std::string why_not;
-    const nlohmann::json programs = dla_programs(g, p, why_not);
-    std::cout << "DLA programs (each DLA segment compiled as `dlakit build` would, FP16 without a "
-                 "calibration; `dlakit info --dump program` shows one whole):\n";
-    for (const auto& q : programs)
-      std::cout << "  segment " << q["segment"].get<size_t>() << ": " << q["summary"].get<std::string>();
-    if (!why_not.empty()) std::cout << "  not compiled: " << why_not << "\n";
+    std::cout << "model: " << f.model.model << "\n" << workflow::inspect_text(g, p);
     if (lat) std::cout << latency::latency_text(g, p, *lat);
     if (!f.html.empty()) std::cout << "report: " << f.html << "\n";
   }
