@@ -7,8 +7,11 @@
 
 namespace dlakit::report {
 
-std::string inspect_html(const Graph& g, const Placement& p) {
-  const nlohmann::json j = placement_json(g, p);
+std::string inspect_html(const Graph& g, const Placement& p, const std::vector<double>* latency_us) {
+  nlohmann::json j = placement_json(g, p);
+  if (latency_us)
+    for (size_t k = 0; k < latency_us->size() && k < j["layers"].size(); ++k)
+      j["layers"][k]["latency_us"] = (*latency_us)[k];
   const nlohmann::json& s = j["summary"];
   auto percent = [](double part, double whole) {
     char b[32];
@@ -37,7 +40,7 @@ std::string inspect_html(const Graph& g, const Placement& p) {
   page["group_key"] = "segment";
   page["device_key"] = "device";
   page["categorical"] = {"device", "precision", "op", "dla_layer", "decision"};
-  page["colour_default"] = "device";
+  page["colour_default"] = latency_us ? "latency_us" : "device";
   page["numeric_skip"] = {"index", "segment"};
   page["groups"] = j["segments"];
   page["remarks"] = j["remarks"];

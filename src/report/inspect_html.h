@@ -3,11 +3,13 @@
 // fixes per layer; the segments; what the graph passes rewrote; the verdict and recommendation on top.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "placement/placement.h"
 
 namespace dlakit::report {
 
-std::string inspect_html(const Graph& g, const Placement& p);
+// `latency_us` (inspect --power-mode): each layer's predicted time, a field the page colours by first.
+std::string inspect_html(const Graph& g, const Placement& p, const std::vector<double>* latency_us = nullptr);
 
 }  // namespace dlakit::report

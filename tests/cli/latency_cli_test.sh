@@ -72,5 +72,8 @@ assert abs(p['throughput_qps_all_cores'] - 2 * p['throughput_qps_one_core']) < 1
 "$DLAKIT" bench --loadEngine="$TMP/r18.dla" --predict --power-mode 15W --duration 0.2 --warmUp 20 --iterations 2 > "$TMP/bench.txt"
 check "bench --predict text: emulator lines, then trtexec-style [predicted] lines" bash -c "grep -q '^latency (ms):' '$TMP/bench.txt' && grep -q '^\[predicted\] Latency: min = ' '$TMP/bench.txt' && grep -q '^\[predicted\] Throughput: ' '$TMP/bench.txt' && grep -q 'orin 15W' '$TMP/bench.txt'"
 
+"$DLAKIT" inspect "$M/resnet18.onnx" --power-mode MAXN --html "$TMP/lat.html" > /dev/null
+check "inspect --html --power-mode: layers carry latency_us and the page colours by it" bash -c "grep -q '\"colour_default\":\"latency_us\"' '$TMP/lat.html' && grep -q '\"latency_us\":[1-9]' '$TMP/lat.html'"
+
 echo "$pass passed, $failn failed"
 test "$failn" -eq 0

@@ -141,7 +141,10 @@ void run_inspect(const InspectFlags& f) {
   if (!f.power_mode.empty()) lat = latency::predict_latency(g, p, latency_options(f));
   if (!f.html.empty()) {
     std::ofstream out(f.html);
-    out << report::inspect_html(g, p);
+    std::vector<double> latency_us;  // predicted per layer (--power-mode): the page colours by it
+    if (lat)
+      for (const latency::LayerLatency& l : lat->layers) latency_us.push_back(l.latency_us);
+    out << report::inspect_html(g, p, lat ? &latency_us : nullptr);
     if (!out) fail(Status::kIoError, "cannot write '", f.html, "'");
   }
   if (!f.explain.empty()) {
