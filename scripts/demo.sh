@@ -17,8 +17,10 @@ echo "== dlakit run (reference engine on a real photo, heat map of text probabil
 echo
 echo "== dlakit inspect (can the Orin DLA run it? every reason, segments, recommendation)"
 "$DLAKIT" inspect "$MODEL" --input-shape x:1x3x640x640 --target orin > "$OUT/placement.txt" || true
-grep -E -A3 "GPU +fp32" "$OUT/placement.txt" | head -12
-sed -n '/^summary/,$p' "$OUT/placement.txt"
+# With the DLA rewrites (adjust-for-dla, on by default) det is one DLA graph: no GPU layers to show.
+grep -E -A3 "GPU +fp32" "$OUT/placement.txt" | head -12 || echo "(no GPU layers: every layer runs on the DLA)"
+sed -n '/^summary/,/^DLA programs/p' "$OUT/placement.txt"
+grep -A2 "^DLA programs" "$OUT/placement.txt" | tail -2
 echo "(full report: $OUT/placement.txt)"
 echo
 echo "== dlakit build + run through the runtime: BlazeFace (real pretrained face detector) as an FP16 DLA loadable"
