@@ -236,23 +236,12 @@ TensorMap GpuEngine::run(const TensorMap& inputs) {
 std::vector<double> GpuEngine::profile(const TensorMap& inputs) {
   run(inputs);  // warm: constants uploaded, kernels loaded
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lk(m.run_mu);
-  const cudaStream_t s = cs(m.queue.stream());
-  std::vector<cudaEvent_t> ev(m.steps.size() + 1);
-  for (auto& e : ev) DLAKIT_CUDA(cudaEventCreate(&e));
-  DLAKIT_CUDA(cudaEventRecord(ev[0], s));
-  for (size_t n = 0; n < m.steps.size(); ++n) {
-    for (auto& step : m.steps[n]) step(s);
-    DLAKIT_CUDA(cudaEventRecord(ev[n + 1], s));
+  std::vector<double> ms;
+  {
+    std::lock_guard<std::mutex> lk(m.run_mu);
+    ms = time_launch_groups(m.steps, cs(m.queue.stream()));
   }
-  m.queue.synchronize();
-  std::vector<double> ms(m.steps.size());
-  for (size_t n = 0; n < ms.size(); ++n) {
-    float t = 0;
-    DLAKIT_CUDA(cudaEventElapsedTime(&t, ev[n], ev[n + 1]));
-    ms[n] = t;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
+  m.queue.synchronize();  // rethrows a host step's failure
   return ms;
 }
 

@@ -141,6 +141,25 @@ const void* DeviceArena::upload(const void* host, size_t bytes) {
   return d;
 }
 
+std::vector<double> time_launch_groups(const std::vector<std::vector<Launch>>& groups, cudaStream_t s) {
+  std::vector<cudaEvent_t> ev(groups.size() + 1);
+  for (auto& e : ev) DLAKIT_CUDA(cudaEventCreate(&e));
+  DLAKIT_CUDA(cudaEventRecord(ev[0], s));
+  for (size_t i = 0; i < groups.size(); ++i) {
+    for (const Launch& l : groups[i]) l(s);
+    DLAKIT_CUDA(cudaEventRecord(ev[i + 1], s));
+  }
+  DLAKIT_CUDA(cudaEventSynchronize(ev.back()));
+  std::vector<double> ms(groups.size());
+  for (size_t i = 0; i < ms.size(); ++i) {
+    float t = 0;
+    DLAKIT_CUDA(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
+    ms[i] = t;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  return ms;
+}
+
 const float* apply_input_rule(const float* x, int64_t count, const numerics::InputRule& rule,
                               quant::Rounding rounding, DeviceArena& arena, std::vector<Launch>& launches) {
   const bool quantize = rule.quantize_scale > 0, half = rule.round_fp16;

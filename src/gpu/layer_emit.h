@@ -46,6 +46,10 @@ struct LayerCall {
   int rounding = 0;                          // 0 half away from zero (DLA), 1 half to even
 };
 
+// Runs each group of launches on `s` between two events and waits for them: milliseconds per group
+// (the engines' profiles: one group per layer or operation).
+std::vector<double> time_launch_groups(const std::vector<std::vector<Launch>>& groups, cudaStream_t s);
+
 // Appends the launches of one layer, or returns false with why (the caller then runs it on the host).
 bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why);
 

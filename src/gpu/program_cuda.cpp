@@ -21,8 +21,9 @@ using prog::Ref;
 
 namespace {
 cudaStream_t cs(void* s) { return static_cast<cudaStream_t>(s); }
+}  // namespace
 
-k::SurfaceGeom geom(const rt::TensorDesc& d) {
+k::SurfaceGeom surface_geom(const rt::TensorDesc& d) {
   k::SurfaceGeom g;
   g.format = d.format == rt::IoFormat::kDlaLinear ? 0
              : d.format == rt::IoFormat::kChw16   ? 1
@@ -34,7 +35,6 @@ k::SurfaceGeom geom(const rt::TensorDesc& d) {
   for (int k = 0; k < 4; ++k) g.stride[k] = int64_t(d.stride[size_t(k)]);
   return g;
 }
-}  // namespace
 
 struct ProgramEngine::Impl {
   const rt::PreparedProgram& pp;
@@ -79,13 +79,13 @@ struct ProgramEngine::Impl {
   const float* unpack(uint32_t si, std::vector<Launch>& launches) {
     const prog::Surface& sf = p.surfaces[si];
     auto* out = static_cast<float*>(arena.alloc(size_t(numel(sf.desc.network_shape)) * 4));
-    const k::SurfaceGeom g = geom(sf.desc);
+    const k::SurfaceGeom g = surface_geom(sf.desc);
     launches.push_back([this, g, &sf, out](cudaStream_t s) { k::unpack_surface(g, base(sf), out, s); });
     return out;
   }
   void pack(const float* values, uint32_t si, std::vector<Launch>& launches) {
     const prog::Surface& sf = p.surfaces[si];
-    const k::SurfaceGeom g = geom(sf.desc);
+    const k::SurfaceGeom g = surface_geom(sf.desc);
     // A whole task buffer in a pitch-linear format: its padding bytes are zeroed first, as rt::pack does.
     const bool clear = sf.parent < 0 && sf.pool == Pool::kOutput && g.format != 1 && g.format != 2;
     const size_t bytes = sf.desc.size;
@@ -95,6 +95,14 @@ struct ProgramEngine::Impl {
     });
   }
 
+  void check_counts(size_t in, size_t out) const {
+    if (in != p.inputs.size() || out != p.outputs.size())
+      fail(Status::kInvalidArgument, "program run with ", in, " input and ", out, " output buffers; it has ",
+           p.inputs.size(), " and ", p.outputs.size());
+  }
+  struct Staged;
+  Staged stage(const std::vector<const void*>& in, const std::vector<void*>& out) const;
+  void unstage(const Staged& st, const std::vector<void*>& out) const;
   void build_op(size_t oi);
   void enqueue(const std::vector<const void*>& in, const std::vector<void*>& out, void* stream,
                size_t op_count);
@@ -253,9 +261,7 @@ void ProgramEngine::enqueue(const std::vector<const void*>& in, const std::vecto
 void ProgramEngine::Impl::enqueue(const std::vector<const void*>& in, const std::vector<void*>& out,
                                   void* stream, size_t op_count) {
   Impl& m = *this;
-  if (in.size() != m.p.inputs.size() || out.size() != m.p.outputs.size())
-    fail(Status::kInvalidArgument, "program run with ", in.size(), " input and ", out.size(),
-         " output buffers; it has ", m.p.inputs.size(), " and ", m.p.outputs.size());
+  check_counts(in.size(), out.size());
   std::lock_guard<std::mutex> lk(m.run_mu);
   m.in_bind = in;
   m.out_bind = out;
@@ -281,66 +287,58 @@ std::vector<uint8_t> ProgramEngine::arena(prog::Pool pool) {
   return bytes;
 }
 
+// Host buffers in and out through device copies: what run_prefix and profile run on.
+struct ProgramEngine::Impl::Staged {
+  std::vector<DeviceBuffer> in_buf, out_buf;
+  std::vector<const void*> in;
+  std::vector<void*> out;
+};
+
+ProgramEngine::Impl::Staged ProgramEngine::Impl::stage(const std::vector<const void*>& in,
+                                                       const std::vector<void*>& out) const {
+  check_counts(in.size(), out.size());
+  Staged st;
+  for (size_t i = 0; i < in.size(); ++i) {
+    st.in_buf.emplace_back(p.input_desc(i).size);
+    DLAKIT_CUDA(cudaMemcpy(st.in_buf.back().data(), in[i], p.input_desc(i).size, cudaMemcpyHostToDevice));
+    st.in.push_back(st.in_buf.back().data());
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    st.out_buf.emplace_back(p.output_desc(i).size);
+    st.out.push_back(st.out_buf.back().data());
+  }
+  return st;
+}
+
+void ProgramEngine::Impl::unstage(const Staged& st, const std::vector<void*>& out) const {
+  for (size_t i = 0; i < out.size(); ++i)
+    DLAKIT_CUDA(cudaMemcpy(out[i], st.out[i], p.output_desc(i).size, cudaMemcpyDeviceToHost));
+}
+
 void ProgramEngine::run_prefix(const std::vector<const void*>& in, const std::vector<void*>& out,
                                size_t op_count) {
   Impl& m = *impl_;
-  std::vector<DeviceBuffer> din, dout;
-  std::vector<const void*> ip;
-  std::vector<void*> op;
-  for (size_t i = 0; i < in.size() && i < m.p.inputs.size(); ++i) {
-    const size_t bytes = m.p.input_desc(i).size;
-    din.emplace_back(bytes);
-    DLAKIT_CUDA(cudaMemcpy(din.back().data(), in[i], bytes, cudaMemcpyHostToDevice));
-    ip.push_back(din.back().data());
-  }
-  for (size_t i = 0; i < out.size() && i < m.p.outputs.size(); ++i) {
-    dout.emplace_back(m.p.output_desc(i).size);
-    op.push_back(dout.back().data());
-  }
-  m.enqueue(ip, op, nullptr, op_count);
+  const Impl::Staged st = m.stage(in, out);
+  m.enqueue(st.in, st.out, nullptr, op_count);
   DLAKIT_CUDA(cudaDeviceSynchronize());
   synchronize();
-  for (size_t i = 0; i < op.size(); ++i)
-    DLAKIT_CUDA(cudaMemcpy(out[i], op[i], m.p.output_desc(i).size, cudaMemcpyDeviceToHost));
+  m.unstage(st, out);
 }
 
 std::vector<double> ProgramEngine::profile(const std::vector<const void*>& in,
                                            const std::vector<void*>& out) {
   run(in, out);  // warm: constants uploaded, kernels loaded
   Impl& m = *impl_;
-  std::vector<DeviceBuffer> din, dout;
-  std::vector<const void*> ip;
-  std::vector<void*> op;
-  for (size_t i = 0; i < m.p.inputs.size(); ++i) {
-    din.emplace_back(m.p.input_desc(i).size);
-    DLAKIT_CUDA(cudaMemcpy(din.back().data(), in.at(i), m.p.input_desc(i).size, cudaMemcpyHostToDevice));
-    ip.push_back(din.back().data());
+  const Impl::Staged st = m.stage(in, out);
+  std::vector<double> ms;
+  {
+    std::lock_guard<std::mutex> lk(m.run_mu);
+    m.in_bind = st.in;
+    m.out_bind = st.out;
+    ms = time_launch_groups(m.ops, cs(m.queue.stream()));
   }
-  for (size_t i = 0; i < m.p.outputs.size(); ++i) {
-    dout.emplace_back(m.p.output_desc(i).size);
-    op.push_back(dout.back().data());
-  }
-  std::lock_guard<std::mutex> lk(m.run_mu);
-  m.in_bind = ip;
-  m.out_bind = op;
-  const cudaStream_t s = cs(m.queue.stream());
-  std::vector<cudaEvent_t> ev(m.ops.size() + 1);
-  for (auto& e : ev) DLAKIT_CUDA(cudaEventCreate(&e));
-  DLAKIT_CUDA(cudaEventRecord(ev[0], s));
-  for (size_t oi = 0; oi < m.ops.size(); ++oi) {
-    for (auto& l : m.ops[oi]) l(s);
-    DLAKIT_CUDA(cudaEventRecord(ev[oi + 1], s));
-  }
-  m.queue.synchronize();
-  std::vector<double> ms(m.ops.size());
-  for (size_t i = 0; i < ms.size(); ++i) {
-    float t = 0;
-    DLAKIT_CUDA(cudaEventElapsedTime(&t, ev[i], ev[i + 1]));
-    ms[i] = t;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  for (size_t i = 0; i < m.p.outputs.size(); ++i)
-    DLAKIT_CUDA(cudaMemcpy(out.at(i), op[i], m.p.output_desc(i).size, cudaMemcpyDeviceToHost));
+  m.queue.synchronize();  // rethrows a host step's failure
+  m.unstage(st, out);
   return ms;
 }
 

@@ -8,9 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "gpu/kernels.h"
 #include "runtime/prepared_program.h"
 
 namespace dlakit::gpu {
+
+// A descriptor's layout as the pack/unpack kernels read it (CUDA builds only).
+k::SurfaceGeom surface_geom(const rt::TensorDesc& d);
 
 class ProgramEngine {
  public:

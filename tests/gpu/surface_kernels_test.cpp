@@ -15,20 +15,11 @@
 
 #include "gpu/gpu.h"
 #include "gpu/kernels.h"
+#include "gpu/program_engine.h"
 
 using namespace dlakit;
 
 namespace {
-
-gpu::k::SurfaceGeom geom(const rt::TensorDesc& d) {
-  gpu::k::SurfaceGeom g;
-  g.format = int(d.format);
-  g.int8 = d.dtype == DType::kI8;
-  g.scale = d.scale;
-  g.n = int64_t(d.n), g.c = int64_t(d.c), g.h = int64_t(d.h), g.w = int64_t(d.w);
-  for (int k = 0; k < 4; ++k) g.stride[k] = int64_t(d.stride[size_t(k)]);
-  return g;
-}
 
 struct Case {
   rt::IoFormat format;
@@ -53,8 +44,8 @@ TEST_P(SurfaceKernels, PackAndUnpackEqualTheCpu) {
   gpu::DeviceBuffer xs(size_t(x.nbytes())), buf(d.size), back(size_t(x.nbytes()));
   ASSERT_EQ(cudaMemcpy(xs.data(), x.raw(), x.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemset(buf.data(), 0, d.size), cudaSuccess);
-  gpu::k::pack_surface(geom(d), static_cast<const float*>(xs.data()), static_cast<uint8_t*>(buf.data()),
-                       nullptr);
+  gpu::k::pack_surface(gpu::surface_geom(d), static_cast<const float*>(xs.data()),
+                       static_cast<uint8_t*>(buf.data()), nullptr);
   ASSERT_EQ(cudaMemcpy(gpu_bytes.data(), buf.data(), d.size, cudaMemcpyDeviceToHost), cudaSuccess);
   size_t differ = 0, first = 0;
   for (size_t i = 0; i < d.size; ++i)
@@ -63,8 +54,8 @@ TEST_P(SurfaceKernels, PackAndUnpackEqualTheCpu) {
                         << ": cpu " << int(cpu[first]) << " cuda " << int(gpu_bytes[first]);
 
   ASSERT_EQ(cudaMemcpy(buf.data(), cpu.data(), d.size, cudaMemcpyHostToDevice), cudaSuccess);
-  gpu::k::unpack_surface(geom(d), static_cast<const uint8_t*>(buf.data()), static_cast<float*>(back.data()),
-                         nullptr);
+  gpu::k::unpack_surface(gpu::surface_geom(d), static_cast<const uint8_t*>(buf.data()),
+                         static_cast<float*>(back.data()), nullptr);
   Tensor y = Tensor::uninitialized(DType::kF32, c.shape);
   ASSERT_EQ(cudaMemcpy(y.raw(), back.data(), y.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
   const Tensor want = chw ? rt::read_surface(d, cpu.data()) : rt::unpack(cpu.data(), d);
