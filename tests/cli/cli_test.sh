@@ -1,16 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end checks of the dlakit CLI on real models: exit codes, --explain, --standalone, --json, split, run.
-set -uo pipefail
-DLAKIT="$1"; ROOT="$2"
-M="$ROOT/.cache/models"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-pass=0; failn=0
-check() {  # check NAME CONDITION...
-  local name="$1"; shift
-  if "$@"; then pass=$((pass + 1)); else failn=$((failn + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -q -- "$2" "$1"; }
+source "$(dirname "$0")/check_lib.sh" "$@"
 
 "$DLAKIT" inspect "$M/resnet18.onnx" > "$TMP/r18.txt"; rc=$?
 check "resnet18 standalone possible -> exit 0" test "$rc" -eq 0
@@ -112,7 +102,6 @@ head -c 1000 "$TMP/r18.dla" > "$TMP/trunc.dla"
 check "truncated loadable: clear error, exit 1" bash -c "test $rc -eq 1 && grep -q 'corrupt or truncated' '$TMP/trunc.txt'"
 
 # INT8: calibrate -> cache -> compare --fix --apply --html -> inspect --overrides; Q/DQ -> cache.
-IMG="$ROOT/.cache/images"
 CAL=(--input-shape x:1x3x48x192 --size 192x48 --mean 0.5,0.5,0.5 --std 0.5,0.5,0.5)
 "$DLAKIT" calibrate "$M/ppocr_cls.onnx" "${CAL[@]}" --data "$IMG/ocr_calib" --max-samples 16 --calib-algo all \
   --cache "$TMP/cls.cache" > "$TMP/calib.txt"; rc=$?
@@ -165,5 +154,4 @@ check "INT8 hybrid plan: INT8 DLA segments + GPU" bash -c "test $rc -eq 0 && gre
 "$DLAKIT" run --loadEngine="$TMP/sq.plan" --random-inputs > "$TMP/sqrun.txt" 2>&1; rc=$?
 check "run an INT8 hybrid plan" bash -c "test $rc -eq 0 && grep -q 'emulated DLA INT8 + GPU FP32' '$TMP/sqrun.txt'"
 
-echo "$pass passed, $failn failed"
-test "$failn" -eq 0
+finish

@@ -1,17 +1,7 @@
 #!/usr/bin/env bash
 # The INT8 workflow on the command line (issue #13): auto calibration, the collapse warning, task metrics,
 # the --fix-target search and its overrides, calibration inside build, weight edits, cache headers.
-set -uo pipefail
-DLAKIT="$1"; ROOT="$2"
-M="$ROOT/.cache/models"; IMG="$ROOT/.cache/images"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-pass=0; failn=0
-check() {  # check NAME CONDITION...
-  local name="$1"; shift
-  if "$@"; then pass=$((pass + 1)); else failn=$((failn + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -q -- "$2" "$1"; }
+source "$(dirname "$0")/check_lib.sh" "$@"
 REC=(--input-shape x:1x3x48x320 --mean 0.5,0.5,0.5 --std 0.5,0.5,0.5)
 CLS=(--input-shape x:1x3x48x192 --mean 0.5,0.5,0.5 --std 0.5,0.5,0.5)
 LABELS="$M/ppocr_keys_v1.txt"
@@ -78,5 +68,4 @@ check "the tuned model builds with its cache, no name left over" bash -c "test $
 "$DLAKIT" qdq-to-cache "$M/resnet18_qdq.onnx" -o "$TMP/q.cache" --jetpack 5.1 > /dev/null; rc=$?
 check "--jetpack 5.1 writes TensorRT 8.5.2's header; 34 entries like the qdq-translator" bash -c "test $rc -eq 0 && head -1 '$TMP/q.cache' | grep -qx 'TRT-8502-EntropyCalibration2' && test \$(wc -l < '$TMP/q.cache') -eq 35"
 
-echo "$pass passed, $failn failed"
-test "$failn" -eq 0
+finish

@@ -1,17 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end checks of the latency predictions in the CLI: inspect --power-mode (text, --json, --explain),
 # bench --predict next to the emulator's timing, and clear errors.
-set -uo pipefail
-DLAKIT="$1"; ROOT="$2"
-M="$ROOT/.cache/models"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-pass=0; failn=0
-check() {  # check NAME CONDITION...
-  local name="$1"; shift
-  if "$@"; then pass=$((pass + 1)); else failn=$((failn + 1)); echo "FAIL: $name"; fi
-}
-has() { grep -q -- "$2" "$1"; }
+source "$(dirname "$0")/check_lib.sh" "$@"
 
 "$DLAKIT" inspect "$M/resnet18.onnx" --int8 --power-mode MAXN --json > "$TMP/maxn.json"; rc=$?
 check "inspect --power-mode --json exits 0 (standalone)" test "$rc" -eq 0
@@ -75,5 +65,4 @@ check "bench --predict text: emulator lines, then trtexec-style [predicted] line
 "$DLAKIT" inspect "$M/resnet18.onnx" --power-mode MAXN --html "$TMP/lat.html" > /dev/null
 check "inspect --html --power-mode: layers carry latency_us and the page colours by it" bash -c "grep -q '\"colour_default\":\"latency_us\"' '$TMP/lat.html' && grep -q '\"latency_us\":[1-9]' '$TMP/lat.html'"
 
-echo "$pass passed, $failn failed"
-test "$failn" -eq 0
+finish
