@@ -15,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "../common/require_gpu.h"
 #include "cudla.h"
 #include "dlakit/cudla_ext.h"
 #include "engine/engine.h"
@@ -27,14 +28,6 @@
 
 namespace fs = std::filesystem;
 using namespace dlakit;
-
-// These tests register pageable host memory, which the C ABI takes only where no GPU answers (with a GPU,
-// hybrid mode takes CUDA memory only, as cuDLA does; tests/gpu covers that). GTEST_SKIP returns from the
-// test, so this is a macro.
-#define HOST_MEMORY_SEMANTICS_ONLY()                                                                  \
-  do {                                                                                                \
-    if (dlakit::gpu::available()) GTEST_SKIP() << "a GPU answers: pageable buffers are refused here"; \
-  } while (0)
 
 namespace {
 

@@ -18,3 +18,10 @@
       GTEST_SKIP() << "no GPU: " << why_;                                                                    \
     }                                                                                                        \
   } while (0)
+
+// Tests that register pageable host memory, which the C ABI takes only where no GPU answers (with a GPU,
+// hybrid mode takes CUDA memory only, as cuDLA does; tests/gpu covers that).
+#define HOST_MEMORY_SEMANTICS_ONLY()                                                                  \
+  do {                                                                                                \
+    if (dlakit::gpu::available()) GTEST_SKIP() << "a GPU answers: pageable buffers are refused here"; \
+  } while (0)
