@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../common/require_gpu.h"
+#include "../common/test_data.h"
 #include "cudla.h"
 #include "dlakit/cudla_ext.h"
 #include "engine/engine.h"
@@ -333,13 +334,7 @@ TEST(CudlaAbi, PlainCClientOnARealModelMatchesTheReference) {
   const Tensor dla = rt::unpack(out.data(), mod.outputs()[0]);
   Tensor xr = rt::unpack(in.p, mod.inputs()[0]);  // the fp16-rounded input the DLA saw
   const Tensor ref = ReferenceEngine(g).run({{"input", xr}}).begin()->second;
-  double dot = 0, na = 0, nb = 0;
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    dot += double(dla.data<float>()[i]) * ref.data<float>()[i];
-    na += double(dla.data<float>()[i]) * dla.data<float>()[i];
-    nb += double(ref.data<float>()[i]) * ref.data<float>()[i];
-  }
-  EXPECT_GE(dot / std::sqrt(na * nb), 0.999) << "FP16 emulation vs FP32 cosine";
+  EXPECT_GE(test_data::cosine(dla, ref), 0.999) << "FP16 emulation vs FP32 cosine";
   fs::remove_all(dir);
 }
 
@@ -405,13 +400,7 @@ TEST(CudlaAbi, PlainCClientRunsACnnEndingInA16x16GlobalAveragePool) {
   EXPECT_EQ(0, std::memcmp(expect.p, out.data(), out.size())) << "the C client differs from the runtime";
   const Tensor dla = rt::unpack(out.data(), mod.outputs()[0]);
   const Tensor ref = ReferenceEngine(g).run({{"x", rt::unpack(in.p, mod.inputs()[0])}}).at("y");
-  double dot = 0, na = 0, nb = 0;
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    dot += double(dla.data<float>()[i]) * ref.data<float>()[i];
-    na += double(dla.data<float>()[i]) * dla.data<float>()[i];
-    nb += double(ref.data<float>()[i]) * ref.data<float>()[i];
-  }
-  EXPECT_GE(dot / std::sqrt(na * nb), 0.999) << "FP16 emulation vs FP32 cosine";
+  EXPECT_GE(test_data::cosine(dla, ref), 0.999) << "FP16 emulation vs FP32 cosine";
   fs::remove_all(dir);
 }
 
