@@ -81,10 +81,14 @@ void check_bmp_size(const std::string& b, const std::string& origin) {
          bpp, " bits (", need, " bytes), the file has ", b.size());
 }
 
-// A zero-length IDAT chunk is valid PNG but makes stb copy 0 bytes into a buffer it has not allocated yet
-// (memcpy from NULL, undefined behaviour: found by fuzz_image). Such chunks carry no data and are dropped
-// before stb reads the file; every other chunk is kept byte for byte.
-std::string without_empty_png_idat(const std::string& b) {
+// Two PNG chunk checks before stb reads the file, both found by fuzz_image:
+// - a zero-length IDAT chunk is valid PNG but makes stb copy 0 bytes into a buffer it has not allocated yet
+//   (memcpy from NULL, undefined behaviour): such chunks carry no data and are dropped;
+// - stb allocates an IDAT chunk's stated length before it reads the data, so a 551-byte file whose chunk
+//   says 1.19 GB took a second and a GB of memory to be refused: a chunk longer than the rest of the file
+//   is refused here as truncated.
+// Every other chunk is kept byte for byte; whatever follows IEND is left to stb, which stops there.
+std::string checked_png_chunks(const std::string& b, const std::string& origin) {
   auto u32 = [&](size_t i) {
     return uint32_t(uint8_t(b[i])) << 24 | uint32_t(uint8_t(b[i + 1])) << 16 |
            uint32_t(uint8_t(b[i + 2])) << 8 | uint32_t(uint8_t(b[i + 3]));
@@ -93,9 +97,13 @@ std::string without_empty_png_idat(const std::string& b) {
   size_t at = 8;
   while (at + 12 <= b.size()) {
     const size_t chunk = 12 + size_t(u32(at));
-    if (chunk > b.size() - at) break;  // truncated: stb reports it
+    if (chunk > b.size() - at)
+      fail(Status::kParseError, origin, ": truncated PNG: chunk '", b.substr(at + 4, 4), "' at byte ", at,
+           " says ", chunk - 12, " bytes of data, the file has ", b.size() - at - 12, " after its header");
     if (!(chunk == 12 && b.compare(at + 4, 4, "IDAT") == 0)) out.append(b, at, chunk);
+    const bool end = b.compare(at + 4, 4, "IEND") == 0;
     at += chunk;
+    if (end) break;
   }
   out.append(b, at, std::string::npos);
   return out;
@@ -112,7 +120,7 @@ Image decode_image(const std::string& bytes, const std::string& origin) {
     fail(Status::kUnsupported, "cannot read image '", origin, "': not a JPEG, PNG or BMP file");
   if (format == ImageFormat::kJpeg) check_jpeg_huffman_tables(bytes, origin);
   if (format == ImageFormat::kBmp) check_bmp_size(bytes, origin);
-  const std::string png = format == ImageFormat::kPng ? without_empty_png_idat(bytes) : std::string();
+  const std::string png = format == ImageFormat::kPng ? checked_png_chunks(bytes, origin) : std::string();
   const std::string& file = format == ImageFormat::kPng ? png : bytes;
   const auto* data = reinterpret_cast<const stbi_uc*>(file.data());
   const int len = int(file.size());

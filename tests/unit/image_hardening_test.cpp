@@ -41,6 +41,31 @@ TEST(ImageHardening, ZeroLengthIdatChunksAreSkippedAndThePixelsKept) {
   EXPECT_EQ(back.pixels, img.pixels);
 }
 
+TEST(ImageHardening, PngChunkLongerThanTheFileIsTruncatedNotAllocated) {
+  Image img;
+  std::string png = random_png(img);
+  const size_t idat = png.find("IDAT");
+  ASSERT_NE(idat, std::string::npos);
+  // The IDAT chunk's length raised to 0x470d0a1a (1.19 GB, what fuzz_image found) in a file of a few
+  // hundred bytes: stb would allocate that much before noticing the file ends.
+  png.replace(idat - 4, 4, std::string("\x47\x0d\x0a\x1a", 4));
+  try {
+    decode_image(png, "long_idat.png");
+    FAIL() << "a PNG with a chunk past its end was decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kParseError);
+    EXPECT_NE(std::string(e.what()).find("truncated PNG: chunk 'IDAT'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ImageHardening, BytesAfterIendAreNotReadAsChunks) {
+  Image img;
+  std::string png = random_png(img);
+  png += std::string("\xff\xff\xff\xf0junk", 8);  // would claim 4 GB if it were read as a chunk
+  const Image back = decode_image(png, "trailing.png");
+  EXPECT_EQ(back.pixels, img.pixels);
+}
+
 TEST(ImageHardening, BmpShorterThanItsHeaderSaysIsTruncated) {
   // 40-byte info header claiming 262144 x 16 pixels at 24 bits, in a file of 1 KB.
   std::string bmp(1024, '\0');
