@@ -63,6 +63,25 @@ void levels(const float* x, float* q, int64_t n, float scale, Rounding r, bool d
 
 }  // namespace
 
+void quantize_to_int8(const float* x, int8_t* q, int64_t n, float scale, Rounding r) {
+  if (!(scale > 0)) {
+    std::fill(q, q + n, int8_t(0));
+    return;
+  }
+  float levels[256];
+  for (int64_t i = 0; i < n; i += 256) {
+    const int64_t len = std::min<int64_t>(256, n - i);
+#if defined(__x86_64__)
+    if (kHasAvx2) {
+      levels_avx2(x + i, levels, len, scale, r, false);
+      for (int64_t k = 0; k < len; ++k) q[i + k] = int8_t(levels[k]);
+      continue;
+    }
+#endif
+    for (int64_t k = 0; k < len; ++k) q[i + k] = quantize(x[i + k], scale, r);
+  }
+}
+
 void fake_quantize(float* x, int64_t n, float scale, Rounding r) { levels(x, x, n, scale, r, true); }
 
 void quantize_to_levels(const float* x, float* q, int64_t n, float scale, Rounding r) {

@@ -31,6 +31,8 @@ inline int8_t quantize(float x, float scale, Rounding r) {
 void fake_quantize(float* x, int64_t n, float scale, Rounding r);
 // The integer levels q (as floats) of x, for integer-exact arithmetic on float hardware.
 void quantize_to_levels(const float* x, float* q, int64_t n, float scale, Rounding r);
+// quantize() of n values into int8, vectorised, on the calling thread (for runs inside a parallel task).
+void quantize_to_int8(const float* x, int8_t* q, int64_t n, float scale, Rounding r);
 
 // Per-output-channel weight scales max|w_k| / 127 along `axis` (0 for KCRS conv weights).
 std::vector<float> per_channel_scales(const Tensor& w, int axis);

@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include "base/fp16_array.h"
+#include "base/threadpool.h"
 #include "kernels/fused_activation.h"
+#include "kernels/ref/conv_geom.h"
 #include "kernels/registry.h"
 
 namespace dlakit::numerics {
@@ -57,6 +59,9 @@ Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::
     run += col[size_t(ch)];
   }
   c.chunks.push_back({start, Cg});
+  if (w_levels.rank() == 4 &&
+      int8_conv_supported(M, Cg, conv.attr_int("group", 1), w_levels.dim(2), w_levels.dim(3)))
+    c.packed = pack_int8_conv(M, Cg, conv.attr_int("group", 1), w_levels.dim(2), w_levels.dim(3), q);
   for (auto [c0, c1] : c.chunks) {
     if (c.chunks.size() == 1) {
       c.w_q.push_back(w_levels);
@@ -79,14 +84,44 @@ const char* precision_name(Precision p) {
 
 namespace {
 
+// y = requantized sums with each channel's multiplier and integer bias; a zero multiplier leaves the bias
+// (the formula of int8_requantize, on sums that may pass int32 when chunks add).
+inline float requantize(const Int8Conv& c, int64_t m, double sum) {
+  const float mult = c.mult[size_t(m)];
+  return mult > 0 ? float(sum + c.bias_q[size_t(m)]) * mult : (c.bias.empty() ? 0.f : c.bias[size_t(m)]);
+}
+
+// The integer sums on the CPU's dot products (Int8Conv::packed), requantized as they are stored.
+void conv_int8_packed(const Int8Conv& c, const Tensor& x, float s_in, quant::Rounding r, Tensor& y) {
+  const ref::WindowGeom wg = ref::window_geom(c.node, x.shape(), {c.packed->KH, c.packed->KW}, false);
+  Int8ConvGeometry g;
+  g.C = x.dim(1), g.H = wg.in[1], g.W = wg.in[2], g.M = c.packed->M, g.groups = c.packed->groups;
+  g.KH = wg.k[1], g.KW = wg.k[2], g.sh = wg.s[1], g.sw = wg.s[2], g.dh = wg.d[1], g.dw = wg.d[2];
+  g.pt = wg.pb[1], g.pl = wg.pb[2], g.OH = wg.out[1], g.OW = wg.out[2];
+  std::vector<int8_t> levels(size_t(x.numel()));
+  parallel_for(
+      x.numel(),
+      [&](int64_t i0, int64_t i1) {
+        quant::quantize_to_int8(x.data<float>() + i0, levels.data() + i0, i1 - i0, s_in, r);
+      },
+      16384);
+  const Int8Requant rq{c.mult.data(), c.bias_q.data(), c.bias.empty() ? nullptr : c.bias.data()};
+  conv_int8_exact(*c.packed, g, x.dim(0), levels.data(), rq, y.data<float>());
+}
+
 // Exact integer convolution of x's levels, requantized per output channel, then the fused activation.
 Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor& x, float s_in, quant::Rounding r,
                  const TensorType& out) {
-  Tensor xq = Tensor::uninitialized(DType::kF32, x.shape());
-  quant::quantize_to_levels(x.data<float>(), xq.data<float>(), x.numel(), s_in, r);
   const Shape& ys = out.shape;
   const int64_t N = ys[0], M = ys[1];
   Tensor acc = Tensor::uninitialized(DType::kF32, ys);
+  if (c.packed) {
+    conv_int8_packed(c, x, s_in, r, acc);
+    ref::apply_fused_activation(layer, acc.data<float>(), acc.numel());
+    return acc;
+  }
+  Tensor xq = Tensor::uninitialized(DType::kF32, x.shape());
+  quant::quantize_to_levels(x.data<float>(), xq.data<float>(), x.numel(), s_in, r);
   const int64_t plane = acc.numel() / (N * M);
   const KernelFn conv = op_impl(OpKind::Conv).run;
   std::vector<int64_t> sum;
@@ -116,18 +151,12 @@ Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor& x, float s_
     }
   }
   float* y = acc.data<float>();
-  for (int64_t m = 0; m < M; ++m) {
-    const float mult = c.mult[size_t(m)];
-    const float b = c.bias.empty() ? 0.f : c.bias[size_t(m)];
-    const double bq = c.bias_q[size_t(m)];
+  for (int64_t m = 0; m < M; ++m)
     for (int64_t b0 = 0; b0 < N; ++b0) {
       const int64_t base = (b0 * M + m) * plane;
-      for (int64_t i = 0; i < plane; ++i) {
-        const double a = sum.empty() ? double(y[base + i]) : double(sum[size_t(base + i)]);
-        y[base + i] = mult > 0 ? float(a + bq) * mult : b;
-      }
+      for (int64_t i = 0; i < plane; ++i)
+        y[base + i] = requantize(c, m, sum.empty() ? double(y[base + i]) : double(sum[size_t(base + i)]));
     }
-  }
   ref::apply_fused_activation(layer, y, acc.numel());
   return acc;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "kernels/conv_int8.h"
 #include "numerics/quantize.h"
 
 namespace dlakit::numerics {
@@ -59,6 +60,9 @@ struct Int8Conv {
   // Requantization per output channel: y = mult > 0 ? float(acc + bias_q) * mult : bias.
   std::vector<float> mult;
   std::vector<double> bias_q;
+  // The same sums in int32 on the CPU's integer dot products, for the 2-D layers it supports (else null:
+  // the chunked float path above runs).
+  std::shared_ptr<const PackedInt8Conv> packed;
 };
 // `w_levels`: the weight's integer levels (KCRS, as float); `w_scale`: one per output channel;
 // `s_in`: the input's scale.

@@ -67,24 +67,33 @@ void write_surface(const Tensor& x, const TensorDesc& d, uint8_t* base) {
   const float* in = x.data<float>();
   parallel_for(int64_t(d.n * groups), [&](int64_t begin, int64_t end) {
     float values[32] = {};  // channels past d.c stay zero: the padding of the last atom
+    constexpr uint64_t kRun = 64;
+    int8_t levels[32][kRun] = {};
     for (int64_t task = begin; task < end; ++task) {
       const uint64_t n = uint64_t(task) / groups, g = uint64_t(task) % groups;
       const uint64_t c0 = g * atom, count = std::min(atom, d.c - c0);
       uint8_t* dst = base + n * d.stride[3] + g * d.stride[2];
       const float* src = in + (n * d.c + c0) * plane;
+      if (d.dtype == DType::kI8) {
+        // Each channel's run of pixels quantized at once, then interleaved into the atoms.
+        for (uint64_t p0 = 0; p0 < plane; p0 += kRun) {
+          const uint64_t len = std::min(kRun, plane - p0);
+          for (uint64_t k = 0; k < count; ++k)
+            quant::quantize_to_int8(src + k * plane + p0, levels[k], int64_t(len), d.scale,
+                                    quant::Rounding::kHalfAwayFromZero);
+          for (uint64_t p = 0; p < len; ++p) {
+            int8_t* e = reinterpret_cast<int8_t*>(dst + (p0 + p) * atom * d.stride[0]);
+            for (uint64_t k = 0; k < atom; ++k) e[k] = k < count ? levels[k][p] : int8_t(0);
+          }
+        }
+        continue;
+      }
       for (uint64_t k = count; k < atom; ++k) values[k] = 0.f;
       for (uint64_t p = 0; p < plane; ++p) {
         for (uint64_t k = 0; k < count; ++k) values[k] = src[k * plane + p];
-        uint8_t* e = dst + p * atom * d.stride[0];
-        if (d.dtype == DType::kI8) {
-          for (uint64_t k = 0; k < atom; ++k)
-            reinterpret_cast<int8_t*>(e)[k] =
-                quant::quantize(values[k], d.scale, quant::Rounding::kHalfAwayFromZero);
-        } else {
-          uint16_t bits[32];
-          floats_to_halves(values, bits, int64_t(atom));
-          std::memcpy(e, bits, atom * 2);
-        }
+        uint16_t bits[32];
+        floats_to_halves(values, bits, int64_t(atom));
+        std::memcpy(dst + p * atom * d.stride[0], bits, atom * 2);
       }
     }
   });

@@ -1,0 +1,246 @@
+#include "kernels/conv_int8.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "base/error.h"
+#include "base/threadpool.h"
+
+namespace dlakit {
+namespace {
+
+constexpr int64_t kLanes = 16;      // output channels per block (one 512-bit vector of int32)
+constexpr int kMaxPixels = 12;      // output pixels per tile: 2 blocks x 12 pixels = 24 accumulators
+constexpr int64_t kMaxTaps = 1024;  // kernel windows up to 32 x 32
+
+// One tile: up to 2 blocks of 16 output channels x up to kMaxPixels consecutive pixels of one output row.
+// `x` points at the tile's first pixel for tap 0 in the padded input, `tap_offset` gives each tap's byte
+// offset from there, and consecutive output pixels are `pixel_step` bytes apart.
+struct Tile {
+  const uint8_t* x;
+  const int64_t* tap_offset;
+  int64_t taps, quads, pixel_step;
+  const int8_t* w;       // the first block's packed weights
+  int64_t block_stride;  // bytes from one block's weights to the next
+  const int32_t* compensation;
+  Int8Requant rq;         // at the tile's first channel
+  float* y;               // the tile's first channel and pixel in [M][OH][OW]
+  int64_t plane;          // OH * OW
+  int64_t channels_left;  // output channels from this tile's first block to the group's end
+};
+
+inline int32_t load_quad(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// The plain loop on the same layouts (CPUs without VNNI).
+void tile_generic(const Tile& t, int blocks, int pixels) {
+  for (int b = 0; b < blocks; ++b)
+    for (int j = 0; j < pixels; ++j) {
+      int32_t sum[kLanes] = {};
+      for (int64_t tap = 0; tap < t.taps; ++tap) {
+        const uint8_t* x = t.x + t.tap_offset[tap] + j * t.pixel_step;
+        const int8_t* w = t.w + b * t.block_stride + tap * t.quads * 64;
+        for (int64_t q = 0; q < t.quads * 4; ++q)
+          for (int64_t lane = 0; lane < kLanes; ++lane)
+            sum[lane] += int32_t(x[q]) * int32_t(w[(q / 4) * 64 + lane * 4 + q % 4]);
+      }
+      const int64_t n = std::min<int64_t>(kLanes, t.channels_left - b * kLanes);
+      for (int64_t lane = 0; lane < n; ++lane) {
+        const int64_t m = b * kLanes + lane;
+        t.y[m * t.plane + j] = int8_requantize(t.rq, m, sum[lane] - t.compensation[m]);
+      }
+    }
+}
+
+#if defined(__x86_64__)
+#define DLAKIT_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni")))
+
+template <int kBlocks, int kPixels>
+DLAKIT_VNNI void tile_vnni(const Tile& t) {
+  __m512i acc[kBlocks][kPixels];
+  for (int b = 0; b < kBlocks; ++b)
+    for (int j = 0; j < kPixels; ++j) acc[b][j] = _mm512_setzero_si512();
+  for (int64_t tap = 0; tap < t.taps; ++tap) {
+    const uint8_t* x = t.x + t.tap_offset[tap];
+    const int8_t* w = t.w + tap * t.quads * 64;
+    for (int64_t q = 0; q < t.quads; ++q) {
+      __m512i wv[kBlocks];
+      for (int b = 0; b < kBlocks; ++b) wv[b] = _mm512_loadu_si512(w + b * t.block_stride + q * 64);
+      for (int j = 0; j < kPixels; ++j) {
+        const __m512i xv = _mm512_set1_epi32(load_quad(x + j * t.pixel_step + q * 4));
+        for (int b = 0; b < kBlocks; ++b) acc[b][j] = _mm512_dpbusd_epi32(acc[b][j], xv, wv[b]);
+      }
+    }
+  }
+  // Requantize 16 channels of a pixel at once (int32 -> double + bias_q -> float, * mult: the scalar
+  // formula's operations in the same order), then write each channel's run of pixels.
+  for (int b = 0; b < kBlocks; ++b) {
+    const int64_t n = std::min<int64_t>(kLanes, t.channels_left - b * kLanes);
+    const __mmask16 mask = n >= kLanes ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    const __m512i comp = _mm512_maskz_loadu_epi32(mask, t.compensation + b * kLanes);
+    const __m512 mult = _mm512_maskz_loadu_ps(mask, t.rq.mult + b * kLanes);
+    const __m512d bq_lo = _mm512_maskz_loadu_pd(__mmask8(mask), t.rq.bias_q + b * kLanes);
+    const __m512d bq_hi = _mm512_maskz_loadu_pd(__mmask8(mask >> 8), t.rq.bias_q + b * kLanes + 8);
+    const __m512 bias = t.rq.bias ? _mm512_maskz_loadu_ps(mask, t.rq.bias + b * kLanes) : _mm512_setzero_ps();
+    const __mmask16 scaled = _mm512_cmp_ps_mask(mult, _mm512_setzero_ps(), _CMP_GT_OQ);
+    alignas(64) float out[kPixels][kLanes];
+    for (int j = 0; j < kPixels; ++j) {
+      const __m512i sum = _mm512_sub_epi32(acc[b][j], comp);
+      const __m512d lo = _mm512_add_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(sum)), bq_lo);
+      const __m512d hi = _mm512_add_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1)), bq_hi);
+      const __m512 v =
+          _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
+      _mm512_store_ps(out[j], _mm512_mask_blend_ps(scaled, bias, _mm512_mul_ps(v, mult)));
+    }
+    float* y = t.y + b * kLanes * t.plane;
+    for (int64_t lane = 0; lane < n; ++lane)
+      for (int j = 0; j < kPixels; ++j) y[lane * t.plane + j] = out[j][lane];
+  }
+}
+
+using TileFn = void (*)(const Tile&);
+template <int kBlocks, size_t... kPixels>
+constexpr std::array<TileFn, sizeof...(kPixels)> vnni_table(std::index_sequence<kPixels...>) {
+  return {&tile_vnni<kBlocks, int(kPixels + 1)>...};
+}
+const auto kVnni1 = vnni_table<1>(std::make_index_sequence<kMaxPixels>());
+const auto kVnni2 = vnni_table<2>(std::make_index_sequence<kMaxPixels>());
+
+bool has_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+}
+const bool kHasVnni = has_vnni();
+#else
+const bool kHasVnni = false;
+#endif
+
+std::atomic<bool> g_force_generic{false};
+
+void run_tile(const Tile& t, int blocks, int pixels) {
+#if defined(__x86_64__)
+  if (kHasVnni && !g_force_generic.load(std::memory_order_relaxed))
+    return (blocks == 2 ? kVnni2 : kVnni1)[size_t(pixels - 1)](t);
+#endif
+  tile_generic(t, blocks, pixels);
+}
+
+int64_t padded_rows(const Int8ConvGeometry& g) { return (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1; }
+int64_t padded_cols(const Int8ConvGeometry& g) { return (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1; }
+
+// Channels [c0, c0 + Cg) of one image's levels -> (level + 128) bytes in [Hp][Wp][C4], 128 elsewhere.
+void pad_input(const Int8ConvGeometry& g, int64_t C4, const int8_t* x, int64_t c0, int64_t Cg, uint8_t* xb) {
+  const int64_t Hp = padded_rows(g), Wp = padded_cols(g);
+  parallel_for(
+      Hp,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          uint8_t* row = xb + r * Wp * C4;
+          std::memset(row, 128, size_t(Wp * C4));
+          const int64_t ih = r - g.pt;
+          if (ih < 0 || ih >= g.H) continue;
+          const int64_t iw0 = std::max<int64_t>(0, -g.pl), iw1 = std::min(g.W, Wp - g.pl);
+          for (int64_t c = 0; c < Cg; ++c) {
+            const int8_t* src = x + ((c0 + c) * g.H + ih) * g.W;
+            for (int64_t iw = iw0; iw < iw1; ++iw) row[(iw + g.pl) * C4 + c] = uint8_t(src[iw]) ^ 0x80;
+          }
+        }
+      },
+      4);
+}
+
+}  // namespace
+
+bool int8_conv_supported(int64_t M, int64_t Cg, int64_t groups, int64_t KH, int64_t KW) {
+  const int64_t taps = KH * KW, C4 = (Cg + 3) / 4 * 4;
+  if (groups < 1 || M % groups || Cg < 1 || M / groups < 8) return false;
+  if (KH < 1 || KW < 1 || taps > kMaxTaps) return false;
+  return double(taps) * double(C4) * 255.0 * 128.0 < 2147483648.0;
+}
+
+std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int64_t groups, int64_t KH,
+                                                     int64_t KW, const float* w_levels) {
+  if (!int8_conv_supported(M, Cg, groups, KH, KW))
+    fail(Status::kInternal, "pack_int8_conv: ", M, " outputs, ", Cg, " inputs per group, ", groups,
+         " groups, kernel ", KH, "x", KW, " is not for the exact INT8 fast path");
+  auto p = std::make_shared<PackedInt8Conv>();
+  *p = PackedInt8Conv{M, Cg, groups, KH, KW, (Cg + 3) / 4 * 4, (M / groups + kLanes - 1) / kLanes, {}, {}};
+  const int64_t Mg = M / groups, taps = KH * KW;
+  const int64_t quads = p->C4 / 4, block_bytes = taps * quads * 64;
+  p->w.assign(size_t(groups * p->blocks * block_bytes), 0);
+  p->compensation.assign(size_t(groups * p->blocks * kLanes), 0);
+  for (int64_t grp = 0; grp < groups; ++grp)
+    for (int64_t m = 0; m < Mg; ++m) {
+      const int64_t block = grp * p->blocks + m / kLanes, lane = m % kLanes;
+      int32_t sum = 0;
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t tap = 0; tap < taps; ++tap) {
+          const int32_t v = int32_t(w_levels[((grp * Mg + m) * Cg + c) * taps + tap]);
+          p->w[size_t(block * block_bytes + (tap * quads + c / 4) * 64 + lane * 4 + c % 4)] = int8_t(v);
+          sum += v;
+        }
+      p->compensation[size_t(block * kLanes + lane)] = 128 * sum;
+    }
+  return p;
+}
+
+void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const int8_t* x_levels,
+                     const Int8Requant& rq, float* y) {
+  if (g.M != p.M || g.C != p.Cg * p.groups || g.groups != p.groups || g.KH != p.KH || g.KW != p.KW)
+    fail(Status::kInternal, "conv_int8_exact: the geometry does not match the packed weights");
+  const int64_t Cg = p.Cg, Mg = g.M / g.groups, taps = g.KH * g.KW, quads = p.C4 / 4;
+  const int64_t Hp = padded_rows(g), Wp = padded_cols(g), plane = g.OH * g.OW;
+  const int64_t block_bytes = taps * quads * 64;
+  std::vector<int64_t> tap_offset(static_cast<size_t>(taps));
+  for (int64_t kh = 0; kh < g.KH; ++kh)
+    for (int64_t kw = 0; kw < g.KW; ++kw)
+      tap_offset[size_t(kh * g.KW + kw)] = (kh * g.dh * Wp + kw * g.dw) * p.C4;
+  std::vector<uint8_t> xb(size_t(Hp * Wp * p.C4));
+  // Work items are (output row, pair of blocks); a row is covered kMaxPixels pixels at a time.
+  const int64_t pairs = (p.blocks + 1) / 2;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      pad_input(g, p.C4, x_levels + n * g.C * g.H * g.W, grp * Cg, Cg, xb.data());
+      parallel_for(g.OH * pairs, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const int64_t oh = i / pairs, pair = i % pairs;
+          const int64_t block = grp * p.blocks + pair * 2, m0 = grp * Mg + pair * 2 * kLanes;
+          const int blocks = int(std::min<int64_t>(2, p.blocks - pair * 2));
+          const Int8Requant at{rq.mult + m0, rq.bias_q + m0, rq.bias ? rq.bias + m0 : nullptr};
+          for (int64_t ow = 0; ow < g.OW; ow += kMaxPixels) {
+            const int pixels = int(std::min<int64_t>(kMaxPixels, g.OW - ow));
+            const Tile t{xb.data() + (oh * g.sh * Wp + ow * g.sw) * p.C4,
+                         tap_offset.data(),
+                         taps,
+                         quads,
+                         g.sw * p.C4,
+                         p.w.data() + block * block_bytes,
+                         block_bytes,
+                         p.compensation.data() + block * kLanes,
+                         at,
+                         y + (n * g.M + m0) * plane + oh * g.OW + ow,
+                         plane,
+                         Mg - pair * 2 * kLanes};
+            run_tile(t, blocks, pixels);
+          }
+        }
+      });
+    }
+}
+
+const char* conv_int8_isa() { return kHasVnni && !g_force_generic ? "avx512-vnni" : "generic"; }
+bool conv_int8_use_generic(bool use_generic) { return g_force_generic.exchange(use_generic); }
+
+}  // namespace dlakit

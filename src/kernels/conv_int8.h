@@ -1,0 +1,62 @@
+// Exact INT8 2-D convolution: int8 input levels x int8 weight levels summed in int32, as the DLA's MAC
+// array sums them. int8 x int8 products summed in int32 are exact, so this fast path gives the same sums
+// as the plain reference convolution of the levels (the oracle it is tested against) while running on the
+// CPU's integer dot-product instructions (AVX-512 VNNI: 64 multiply-adds per instruction).
+//
+// Layouts. The input of one image and group is copied once, quantized, as unsigned bytes (level + 128) in
+// a padded pixel-major buffer [Hp][Wp][C4] (C4: channels rounded up to 4, the dot product's width), the
+// border filled with 128 (level 0), so the inner loop has no bounds checks. Weights are packed once per
+// layer as [block of 16 output channels][tap][C4/4][16][4] signed bytes. Since the products are
+// (level + 128) * w, 128 * sum(w) of each output channel is subtracted at the end (exact in int32).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace dlakit {
+
+struct Int8ConvGeometry {
+  int64_t C = 0, H = 0, W = 0;  // input channels (all groups), size
+  int64_t M = 0, groups = 1;    // output channels (all groups)
+  int64_t KH = 1, KW = 1;       // kernel
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0;  // leading padding (trailing padding follows from OH, OW)
+  int64_t OH = 0, OW = 0;
+};
+
+// A layer's weights packed for conv_int8_exact, once at load time (they do not depend on the input size).
+struct PackedInt8Conv {
+  int64_t M = 0, Cg = 0, groups = 1, KH = 1, KW = 1;
+  int64_t C4 = 0, blocks = 0;         // per group: input channels rounded up to 4, blocks of 16 outputs
+  std::vector<int8_t> w;              // [group][block][tap][C4/4][16][4]
+  std::vector<int32_t> compensation;  // [group][block][16]: 128 * sum of each output channel's weights
+};
+
+// Whether the fast path handles this layer's weights exactly: the int32 sums of (level + 128) * w cannot
+// overflow (taps * C4 * 255 * 128 < 2^31), and each group has enough channels for the vector layout to
+// pay (depthwise and narrow groups stay on the reference path).
+bool int8_conv_supported(int64_t M, int64_t Cg, int64_t groups, int64_t KH, int64_t KW);
+// Packs weight levels [M][Cg][KH][KW] (float values that are integers in [-128, 127]).
+std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int64_t groups, int64_t KH,
+                                                     int64_t KW, const float* w_levels);
+// The DLA's requantization of each output channel's exact sum, fused into the store:
+// y = mult > 0 ? float(double(sum) + bias_q) * mult : bias (bias_q: the bias as an integer at the sum's
+// scale).
+struct Int8Requant {
+  const float* mult;     // [M]
+  const double* bias_q;  // [M]
+  const float* bias;     // [M], or null (zero)
+};
+// Input levels x [N][C][H][W] -> requantized outputs y [N][M][OH][OW].
+void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const int8_t* x_levels,
+                     const Int8Requant& rq, float* y);
+// The plain reference of one output value's requantization (what the vector store computes).
+inline float int8_requantize(const Int8Requant& rq, int64_t m, int32_t sum) {
+  return rq.mult[m] > 0 ? float(double(sum) + rq.bias_q[m]) * rq.mult[m] : (rq.bias ? rq.bias[m] : 0.f);
+}
+// Which kernel conv_int8_exact uses: "avx512-vnni" where the CPU has it, else "generic" (the plain loops
+// on the same layouts). use_generic forces the plain loops (tests run both); returns the previous setting.
+const char* conv_int8_isa();
+bool conv_int8_use_generic(bool use_generic);
+
+}  // namespace dlakit

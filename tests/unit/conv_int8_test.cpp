@@ -1,0 +1,129 @@
+// The exact INT8 convolution (kernels/conv_int8) against plain integer loops written here: int64 sums of
+// level products, then the requantization formula, on random levels with odd shapes (channels not a
+// multiple of 4 or 16, widths not a multiple of the 12-pixel tile, stride, padding, dilation, groups,
+// 1x1 and 7x7). Both kernels run: the CPU's (AVX-512 VNNI where it has it) and the plain loops.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/conv_int8.h"
+
+using namespace dlakit;
+
+namespace {
+
+struct Case {
+  const char* name;
+  Int8ConvGeometry g;  // OH, OW filled in by the test
+  int64_t N, pb, pr;   // batch; bottom and right padding
+};
+
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+  return (in + p0 + p1 - ((k - 1) * d + 1)) / s + 1;
+}
+
+std::vector<float> reference(const Int8ConvGeometry& g, int64_t N, const std::vector<int8_t>& x,
+                             const std::vector<float>& w, const Int8Requant& rq) {
+  const int64_t Cg = g.C / g.groups, Mg = g.M / g.groups, plane = g.OH * g.OW;
+  std::vector<float> y(size_t(N * g.M * plane));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < g.M; ++m)
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          int64_t sum = 0;
+          const int64_t grp = m / Mg;
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t kh = 0; kh < g.KH; ++kh)
+              for (int64_t kw = 0; kw < g.KW; ++kw) {
+                const int64_t ih = oh * g.sh - g.pt + kh * g.dh, iw = ow * g.sw - g.pl + kw * g.dw;
+                if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
+                sum += int64_t(x[size_t(((n * g.C + grp * Cg + c) * g.H + ih) * g.W + iw)]) *
+                       int64_t(w[size_t(((m * Cg + c) * g.KH + kh) * g.KW + kw)]);
+              }
+          y[size_t(((n * g.M + m) * g.OH + oh) * g.OW + ow)] =
+              rq.mult[m] > 0 ? float(double(sum) + rq.bias_q[m]) * rq.mult[m] : rq.bias[m];
+        }
+  return y;
+}
+
+class ConvInt8 : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
+  Case c = GetParam();
+  Int8ConvGeometry& g = c.g;
+  g.OH = out_size(g.H, g.KH, g.sh, g.dh, g.pt, c.pb);
+  g.OW = out_size(g.W, g.KW, g.sw, g.dw, g.pl, c.pr);
+  const int64_t Cg = g.C / g.groups;
+  ASSERT_TRUE(int8_conv_supported(g.M, Cg, g.groups, g.KH, g.KW));
+  std::mt19937 gen(7);
+  std::uniform_int_distribution<int> level(-128, 127), wlevel(-127, 127);
+  std::vector<int8_t> x(size_t(c.N * g.C * g.H * g.W));
+  for (auto& v : x) v = int8_t(level(gen));
+  std::vector<float> w(size_t(g.M * Cg * g.KH * g.KW));
+  for (auto& v : w) v = float(wlevel(gen));
+  std::vector<float> mult(size_t(g.M)), bias(size_t(g.M));
+  std::vector<double> bias_q(size_t(g.M));
+  std::uniform_real_distribution<float> unit(0.5f, 2.f);
+  for (int64_t m = 0; m < g.M; ++m) {
+    mult[size_t(m)] = m % 5 == 3 ? 0.f : unit(gen) * 1e-4f;  // some channels without a scale keep the bias
+    bias[size_t(m)] = unit(gen) - 1.f;
+    bias_q[size_t(m)] = double(int64_t(gen() % 20001) - 10000);
+  }
+  const Int8Requant rq{mult.data(), bias_q.data(), bias.data()};
+  const std::vector<float> want = reference(g, c.N, x, w, rq);
+  const auto packed = pack_int8_conv(g.M, Cg, g.groups, g.KH, g.KW, w.data());
+  for (bool generic : {false, true}) {
+    const bool before = conv_int8_use_generic(generic);
+    std::vector<float> y(want.size(), -7.f);
+    conv_int8_exact(*packed, g, c.N, x.data(), rq, y.data());
+    conv_int8_use_generic(before);
+    size_t differ = 0;
+    for (size_t i = 0; i < y.size(); ++i) differ += y[i] != want[i];  // bit for bit
+    EXPECT_EQ(differ, 0u) << c.name << " with the " << (generic ? "generic" : "CPU's") << " kernel ("
+                          << conv_int8_isa() << "): " << differ << " of " << y.size() << " values differ";
+  }
+}
+
+Int8ConvGeometry geom(int64_t C, int64_t H, int64_t W, int64_t M, int64_t groups, int64_t K, int64_t s,
+                      int64_t d, int64_t p) {
+  Int8ConvGeometry g;
+  g.C = C, g.H = H, g.W = W, g.M = M, g.groups = groups, g.KH = K, g.KW = K;
+  g.sh = g.sw = s, g.dh = g.dw = d, g.pt = g.pl = p;
+  return g;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    OddShapes, ConvInt8,
+    ::testing::Values(Case{"3x3_c37_m45_w29", geom(37, 11, 29, 45, 1, 3, 1, 1, 1), 1, 1, 1},
+                      Case{"3x3_stride2_c5_m17", geom(5, 13, 27, 17, 1, 3, 2, 1, 1), 2, 0, 1},
+                      Case{"1x1_c3_m33_w40", geom(3, 6, 40, 33, 1, 1, 1, 1, 0), 1, 0, 0},
+                      Case{"7x7_stride2_pad3_c3_m24", geom(3, 23, 31, 24, 1, 7, 2, 1, 3), 1, 3, 3},
+                      Case{"3x3_dilation2_c21_m16", geom(21, 15, 17, 16, 1, 3, 1, 2, 2), 1, 2, 2},
+                      Case{"grouped_g3_c18_m48", geom(18, 9, 14, 48, 3, 3, 1, 1, 1), 1, 1, 1},
+                      Case{"5x5_asymmetric_pad_c9_m31", geom(9, 10, 25, 31, 1, 5, 1, 1, 2), 1, 0, 1}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+TEST(ConvInt8Limits, SumsThatCouldPassInt32AndDepthwiseStayOnTheReferencePath) {
+  EXPECT_TRUE(int8_conv_supported(64, 512, 1, 3, 3));
+  // taps * C4 * 255 * 128 >= 2^31: (level + 128) * w summed over 66000 inputs could pass int32.
+  EXPECT_FALSE(int8_conv_supported(64, 66000, 1, 1, 1));
+  EXPECT_FALSE(int8_conv_supported(32, 1, 32, 3, 3));  // depthwise: one output per group
+}
+
+TEST(ConvInt8Limits, ExtremeLevelsSumExactly) {
+  // Every input at -128 and every weight at -127 over 3x3x512: the largest sum the DLA sees (8.4e6 x 7).
+  Int8ConvGeometry g = geom(512, 3, 3, 16, 1, 3, 1, 1, 0);
+  g.OH = g.OW = 1;
+  std::vector<int8_t> x(size_t(512 * 9), int8_t(-128));
+  std::vector<float> w(size_t(16 * 512 * 9), -127.f);
+  std::vector<float> mult(16, 1.f), bias(16, 0.f);
+  std::vector<double> bias_q(16, 0.0);
+  const auto packed = pack_int8_conv(16, 512, 1, 3, 3, w.data());
+  std::vector<float> y(16);
+  conv_int8_exact(*packed, g, 1, x.data(), {mult.data(), bias_q.data(), bias.data()}, y.data());
+  for (float v : y) EXPECT_EQ(v, float(128.0 * 127.0 * 512 * 9));
+}
+
+}  // namespace
