@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -12,6 +13,22 @@
 
 namespace dlakit {
 namespace {
+
+// Waits for `ready` by spinning for up to kSpin (the gap between two parallel regions of one inference is
+// usually shorter: sleeping on a condition variable and being woken costs more than that), then returns
+// false so the caller blocks.
+constexpr auto kSpin = std::chrono::microseconds(200);
+template <typename Ready>
+bool spin_until(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+    if (i % 64 == 63 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
 
 class Pool {
  public:
@@ -38,10 +55,12 @@ class Pool {
       next_ = 0;
       done_ = 0;
       error_ = nullptr;
-      ++generation_;
+      generation_.fetch_add(1);
     }
     cv_.notify_all();
     work();
+    spin_until([&] { return done_.load() == count && active_.load() == 0; });
+    // Confirmed under the lock: a worker that has not yet joined this region finds job_ cleared.
     std::unique_lock<std::mutex> lk(mu_);
     done_cv_.wait(lk, [&] { return done_ == count_ && active_ == 0; });
     job_ = nullptr;
@@ -59,13 +78,16 @@ class Pool {
         std::lock_guard<std::mutex> lk(mu_);
         if (!error_) error_ = std::current_exception();
       }
-      std::lock_guard<std::mutex> lk(mu_);
-      if (++done_ == count_) done_cv_.notify_all();
+      if (done_.fetch_add(1) + 1 == count_) {
+        std::lock_guard<std::mutex> lk(mu_);
+        done_cv_.notify_all();
+      }
     }
   }
   void loop() {
     uint64_t seen = 0;
     for (;;) {
+      spin_until([&] { return stop_.load() || generation_.load() != seen; });
       {
         std::unique_lock<std::mutex> lk(mu_);
         cv_.wait(lk, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
@@ -84,11 +106,9 @@ class Pool {
   std::condition_variable cv_, done_cv_;
   const std::function<void(int)>* job_ = nullptr;
   int count_ = 0;
-  std::atomic<int> next_{0};
-  int done_ = 0;
-  int active_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<int> next_{0}, done_{0}, active_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
   std::exception_ptr error_;
 };
 
