@@ -66,6 +66,37 @@ void tile_generic(const Tile& t, int blocks, int pixels) {
 #if defined(__x86_64__)
 #define DLAKIT_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni")))
 
+// The requantization of 16 sums at once: the per-channel values, broadcast or loaded.
+struct Requant16 {
+  __m512 mult, bias;
+  __m512d bias_q_lo, bias_q_hi;
+  __mmask16 scaled;  // channels with mult > 0
+  const GemmEpilogue* act;
+};
+
+// int32 -> double + bias_q -> float, * mult (the scalar formula's operations in the same order), the bias
+// where there is no multiplier, then the activations of ref::f32 (relu, clip, leaky_relu), NaN included:
+// max_ps(a, b) is a > b ? a : b and min_ps(a, b) is a < b ? a : b.
+DLAKIT_VNNI inline __m512 requantize16(const Requant16& q, __m512i sum) {
+  const __m512d lo = _mm512_add_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(sum)), q.bias_q_lo);
+  const __m512d hi = _mm512_add_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1)), q.bias_q_hi);
+  const __m512 v = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
+  const __m512 r = _mm512_mask_blend_ps(q.scaled, q.bias, _mm512_mul_ps(v, q.mult));
+  const __m512 zero = _mm512_setzero_ps();
+  switch (q.act->act) {
+    case GemmEpilogue::Act::kRelu:
+      return _mm512_max_ps(r, zero);
+    case GemmEpilogue::Act::kClip:
+      return _mm512_min_ps(_mm512_set1_ps(q.act->hi), _mm512_max_ps(_mm512_set1_ps(q.act->lo), r));
+    case GemmEpilogue::Act::kLeakyRelu:
+      return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, zero, _CMP_GE_OQ),
+                                  _mm512_mul_ps(r, _mm512_set1_ps(q.act->alpha)), r);
+    case GemmEpilogue::Act::kNone:
+      break;
+  }
+  return r;
+}
+
 template <int kBlocks, int kPixels>
 DLAKIT_VNNI void tile_vnni(const Tile& t) {
   __m512i acc[kBlocks][kPixels];
@@ -83,27 +114,23 @@ DLAKIT_VNNI void tile_vnni(const Tile& t) {
       }
     }
   }
-  // Requantize 16 channels of a pixel at once (int32 -> double + bias_q -> float, * mult: the scalar
-  // formula's operations in the same order), then write each channel's run of pixels.
+  // 16 channels of a pixel are requantized at once, then each channel's run of pixels is written.
   for (int b = 0; b < kBlocks; ++b) {
     const int64_t n = std::min<int64_t>(kLanes, t.channels_left - b * kLanes);
     const __mmask16 mask = n >= kLanes ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-    const __m512i comp = _mm512_maskz_loadu_epi32(mask, t.compensation + b * kLanes);
-    const __m512 mult = _mm512_maskz_loadu_ps(mask, t.rq.mult + b * kLanes);
-    const __m512d bq_lo = _mm512_maskz_loadu_pd(__mmask8(mask), t.rq.bias_q + b * kLanes);
-    const __m512d bq_hi = _mm512_maskz_loadu_pd(__mmask8(mask >> 8), t.rq.bias_q + b * kLanes + 8);
-    const __m512 bias = t.rq.bias ? _mm512_maskz_loadu_ps(mask, t.rq.bias + b * kLanes) : _mm512_setzero_ps();
-    const __mmask16 scaled = _mm512_cmp_ps_mask(mult, _mm512_setzero_ps(), _CMP_GT_OQ);
+    const int64_t m0 = b * kLanes;
+    const __m512i comp = _mm512_maskz_loadu_epi32(mask, t.compensation + m0);
+    Requant16 q;
+    q.mult = _mm512_maskz_loadu_ps(mask, t.rq.mult + m0);
+    q.bias = t.rq.bias ? _mm512_maskz_loadu_ps(mask, t.rq.bias + m0) : _mm512_setzero_ps();
+    q.bias_q_lo = _mm512_maskz_loadu_pd(__mmask8(mask), t.rq.bias_q + m0);
+    q.bias_q_hi = _mm512_maskz_loadu_pd(__mmask8(mask >> 8), t.rq.bias_q + m0 + 8);
+    q.scaled = _mm512_cmp_ps_mask(q.mult, _mm512_setzero_ps(), _CMP_GT_OQ);
+    q.act = &t.rq.act;
     alignas(64) float out[kPixels][kLanes];
-    for (int j = 0; j < kPixels; ++j) {
-      const __m512i sum = _mm512_sub_epi32(acc[b][j], comp);
-      const __m512d lo = _mm512_add_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(sum)), bq_lo);
-      const __m512d hi = _mm512_add_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1)), bq_hi);
-      const __m512 v =
-          _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
-      _mm512_store_ps(out[j], _mm512_mask_blend_ps(scaled, bias, _mm512_mul_ps(v, mult)));
-    }
-    float* y = t.y + b * kLanes * t.plane;
+    for (int j = 0; j < kPixels; ++j)
+      _mm512_store_ps(out[j], requantize16(q, _mm512_sub_epi32(acc[b][j], comp)));
+    float* y = t.y + m0 * t.plane;
     for (int64_t lane = 0; lane < n; ++lane)
       for (int j = 0; j < kPixels; ++j) y[lane * t.plane + j] = out[j][lane];
   }
@@ -161,12 +188,113 @@ void pad_input(const Int8ConvGeometry& g, int64_t C4, const int8_t* x, int64_t c
       4);
 }
 
+// Depthwise: one channel's padded levels as int32 in the stride-phase-split layout [Hp][S][Wq] (padded
+// column pc sits in phase pc % S at pc / S), so a run of stride-S outputs reads consecutive values.
+struct DepthwiseRow {
+  const int32_t* plane;  // the channel's padded levels
+  int64_t S, Wq, KH, KW, dh, dw, sh;
+  const int32_t* w;  // the channel's taps
+  int64_t m;         // the channel (for its requantization)
+  const Int8Requant* rq;
+  float* y;  // the output row
+  int64_t OW;
+};
+
+int32_t depthwise_sum(const DepthwiseRow& r, int64_t oh, int64_t ow) {
+  int32_t sum = 0;
+  for (int64_t kh = 0; kh < r.KH; ++kh)
+    for (int64_t kw = 0; kw < r.KW; ++kw) {
+      const int64_t row = oh * r.sh + kh * r.dh, col = ow * r.S + kw * r.dw;
+      sum += r.plane[(row * r.S + col % r.S) * r.Wq + col / r.S] * r.w[kh * r.KW + kw];
+    }
+  return sum;
+}
+
+void depthwise_row_generic(const DepthwiseRow& r, int64_t oh) {
+  for (int64_t ow = 0; ow < r.OW; ++ow) r.y[ow] = int8_requantize(*r.rq, r.m, depthwise_sum(r, oh, ow));
+}
+
+#if defined(__x86_64__)
+DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
+  Requant16 q;
+  q.mult = _mm512_set1_ps(r.rq->mult[r.m]);
+  q.bias = _mm512_set1_ps(r.rq->bias ? r.rq->bias[r.m] : 0.f);
+  q.bias_q_lo = q.bias_q_hi = _mm512_set1_pd(r.rq->bias_q[r.m]);
+  q.scaled = r.rq->mult[r.m] > 0 ? __mmask16(0xffff) : __mmask16(0);
+  q.act = &r.rq->act;
+  for (int64_t ow = 0; ow < r.OW; ow += kLanes) {
+    const int64_t n = std::min(kLanes, r.OW - ow);
+    const __mmask16 mask = n >= kLanes ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+    __m512i acc = _mm512_setzero_si512();
+    for (int64_t kh = 0; kh < r.KH; ++kh) {
+      const int32_t* row = r.plane + (oh * r.sh + kh * r.dh) * r.S * r.Wq;
+      for (int64_t kw = 0; kw < r.KW; ++kw) {
+        const int64_t off = kw * r.dw;
+        const __m512i x = _mm512_maskz_loadu_epi32(mask, row + (off % r.S) * r.Wq + ow + off / r.S);
+        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(r.w[kh * r.KW + kw])));
+      }
+    }
+    _mm512_mask_storeu_ps(r.y + ow, mask, requantize16(q, acc));
+  }
+}
+#endif
+
+void conv_int8_depthwise(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const int8_t* x,
+                         const Int8Requant& rq, float* y) {
+  const int64_t Hp = padded_rows(g), Wp = padded_cols(g), S = g.sw, Wq = (Wp + S - 1) / S;
+  const int64_t taps = g.KH * g.KW, plane_out = g.OH * g.OW;
+  parallel_for(N * g.M, [&](int64_t i0, int64_t i1) {
+    std::vector<int32_t> plane(size_t(Hp * S * Wq));
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t n = i / g.M, m = i % g.M;
+      std::fill(plane.begin(), plane.end(), 0);
+      const int8_t* src = x + (n * g.C + m) * g.H * g.W;
+      const int64_t iw_end = std::min(g.W, Wp - g.pl);
+      for (int64_t ih = 0; ih < g.H; ++ih) {
+        const int64_t row = ih + g.pt;
+        if (row < 0 || row >= Hp) continue;
+        // Column iw + pl goes to phase (iw + pl) % S at (iw + pl) / S, stepped without dividing.
+        int32_t* dst = plane.data() + row * S * Wq;
+        int64_t phase = g.pl % S, at = g.pl / S;
+        for (int64_t iw = 0; iw < iw_end; ++iw) {
+          dst[phase * Wq + at] = src[ih * g.W + iw];
+          if (++phase == S) phase = 0, ++at;
+        }
+      }
+      DepthwiseRow r{plane.data(),
+                     S,
+                     Wq,
+                     g.KH,
+                     g.KW,
+                     g.dh,
+                     g.dw,
+                     g.sh,
+                     p.depthwise_w.data() + m * taps,
+                     m,
+                     &rq,
+                     y + (n * g.M + m) * plane_out,
+                     g.OW};
+      for (int64_t oh = 0; oh < g.OH; ++oh, r.y += g.OW) {
+#if defined(__x86_64__)
+        if (kHasVnni && !g_force_generic.load(std::memory_order_relaxed)) {
+          depthwise_row_vnni(r, oh);
+          continue;
+        }
+#endif
+        depthwise_row_generic(r, oh);
+      }
+    }
+  });
+}
+
 }  // namespace
+
+bool is_depthwise(int64_t M, int64_t Cg, int64_t groups) { return Cg == 1 && M == groups; }
 
 bool int8_conv_supported(int64_t M, int64_t Cg, int64_t groups, int64_t KH, int64_t KW) {
   const int64_t taps = KH * KW, C4 = (Cg + 3) / 4 * 4;
-  if (groups < 1 || M % groups || Cg < 1 || M / groups < 8) return false;
-  if (KH < 1 || KW < 1 || taps > kMaxTaps) return false;
+  if (KH < 1 || KW < 1 || taps > kMaxTaps || groups < 1 || M % groups || Cg < 1) return false;
+  if (!is_depthwise(M, Cg, groups) && M / groups < 8) return false;
   return double(taps) * double(C4) * 255.0 * 128.0 < 2147483648.0;
 }
 
@@ -178,6 +306,11 @@ std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int6
   auto p = std::make_shared<PackedInt8Conv>();
   *p = PackedInt8Conv{M, Cg, groups, KH, KW, (Cg + 3) / 4 * 4, (M / groups + kLanes - 1) / kLanes, {}, {}};
   const int64_t Mg = M / groups, taps = KH * KW;
+  if (is_depthwise(M, Cg, groups)) {
+    p->depthwise = true;
+    for (int64_t i = 0; i < M * taps; ++i) p->depthwise_w.push_back(int32_t(w_levels[i]));
+    return p;
+  }
   const int64_t quads = p->C4 / 4, block_bytes = taps * quads * 64;
   p->w.assign(size_t(groups * p->blocks * block_bytes), 0);
   p->compensation.assign(size_t(groups * p->blocks * kLanes), 0);
@@ -200,6 +333,7 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
                      const Int8Requant& rq, float* y) {
   if (g.M != p.M || g.C != p.Cg * p.groups || g.groups != p.groups || g.KH != p.KH || g.KW != p.KW)
     fail(Status::kInternal, "conv_int8_exact: the geometry does not match the packed weights");
+  if (p.depthwise) return conv_int8_depthwise(p, g, N, x_levels, rq, y);
   const int64_t Cg = p.Cg, Mg = g.M / g.groups, taps = g.KH * g.KW, quads = p.C4 / 4;
   const int64_t Hp = padded_rows(g), Wp = padded_cols(g), plane = g.OH * g.OW;
   const int64_t block_bytes = taps * quads * 64;
@@ -218,7 +352,7 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
           const int64_t oh = i / pairs, pair = i % pairs;
           const int64_t block = grp * p.blocks + pair * 2, m0 = grp * Mg + pair * 2 * kLanes;
           const int blocks = int(std::min<int64_t>(2, p.blocks - pair * 2));
-          const Int8Requant at{rq.mult + m0, rq.bias_q + m0, rq.bias ? rq.bias + m0 : nullptr};
+          const Int8Requant at{rq.mult + m0, rq.bias_q + m0, rq.bias ? rq.bias + m0 : nullptr, rq.act};
           for (int64_t ow = 0; ow < g.OW; ow += kMaxPixels) {
             const int pixels = int(std::min<int64_t>(kMaxPixels, g.OW - ow));
             const Tile t{xb.data() + (oh * g.sh * Wp + ow * g.sw) * p.C4,

@@ -13,6 +13,8 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/gemm.h"
+
 namespace dlakit {
 
 struct Int8ConvGeometry {
@@ -30,11 +32,15 @@ struct PackedInt8Conv {
   int64_t C4 = 0, blocks = 0;         // per group: input channels rounded up to 4, blocks of 16 outputs
   std::vector<int8_t> w;              // [group][block][tap][C4/4][16][4]
   std::vector<int32_t> compensation;  // [group][block][16]: 128 * sum of each output channel's weights
+  // Depthwise layers (one input channel per output channel) instead: [M][tap], and the sums run along the
+  // output row, 16 pixels at a time.
+  bool depthwise = false;
+  std::vector<int32_t> depthwise_w;
 };
 
 // Whether the fast path handles this layer's weights exactly: the int32 sums of (level + 128) * w cannot
-// overflow (taps * C4 * 255 * 128 < 2^31), and each group has enough channels for the vector layout to
-// pay (depthwise and narrow groups stay on the reference path).
+// overflow (taps * C4 * 255 * 128 < 2^31), and it is depthwise or each group has enough output channels
+// for the 16-channel blocks to pay (other grouped layers stay on the reference path).
 bool int8_conv_supported(int64_t M, int64_t Cg, int64_t groups, int64_t KH, int64_t KW);
 // Packs weight levels [M][Cg][KH][KW] (float values that are integers in [-128, 127]).
 std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int64_t groups, int64_t KH,
@@ -42,17 +48,21 @@ std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int6
 // The DLA's requantization of each output channel's exact sum, fused into the store:
 // y = mult > 0 ? float(double(sum) + bias_q) * mult : bias (bias_q: the bias as an integer at the sum's
 // scale).
+// Then the fused activation (`act`'s activation only; no residual), with the separate node's arithmetic.
 struct Int8Requant {
   const float* mult;     // [M]
   const double* bias_q;  // [M]
   const float* bias;     // [M], or null (zero)
+  GemmEpilogue act;
 };
 // Input levels x [N][C][H][W] -> requantized outputs y [N][M][OH][OW].
 void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const int8_t* x_levels,
                      const Int8Requant& rq, float* y);
 // The plain reference of one output value's requantization (what the vector store computes).
 inline float int8_requantize(const Int8Requant& rq, int64_t m, int32_t sum) {
-  return rq.mult[m] > 0 ? float(double(sum) + rq.bias_q[m]) * rq.mult[m] : (rq.bias ? rq.bias[m] : 0.f);
+  const float v =
+      rq.mult[m] > 0 ? float(double(sum) + rq.bias_q[m]) * rq.mult[m] : (rq.bias ? rq.bias[m] : 0.f);
+  return gemm_epilogue_scalar(rq.act, v, 0.f);
 }
 // Which kernel conv_int8_exact uses: "avx512-vnni" where the CPU has it, else "generic" (the plain loops
 // on the same layouts). use_generic forces the plain loops (tests run both); returns the previous setting.

@@ -4,7 +4,10 @@
 #include <cstdint>
 
 #include "ir/graph.h"
+#include "kernels/gemm.h"
 
 namespace dlakit::ref {
 void apply_fused_activation(const Node& n, float* y, int64_t count);
+// The same activation as an epilogue for kernels that apply it as they store (kNone when there is none).
+GemmEpilogue fused_epilogue(const Node& n);
 }  // namespace dlakit::ref

@@ -91,8 +91,10 @@ inline float requantize(const Int8Conv& c, int64_t m, double sum) {
   return mult > 0 ? float(sum + c.bias_q[size_t(m)]) * mult : (c.bias.empty() ? 0.f : c.bias[size_t(m)]);
 }
 
-// The integer sums on the CPU's dot products (Int8Conv::packed), requantized as they are stored.
-void conv_int8_packed(const Int8Conv& c, const Tensor& x, float s_in, quant::Rounding r, Tensor& y) {
+// The integer sums on the CPU's dot products (Int8Conv::packed), requantized and activated as they are
+// stored.
+void conv_int8_packed(const Node& layer, const Int8Conv& c, const Tensor& x, float s_in, quant::Rounding r,
+                      Tensor& y) {
   const ref::WindowGeom wg = ref::window_geom(c.node, x.shape(), {c.packed->KH, c.packed->KW}, false);
   Int8ConvGeometry g;
   g.C = x.dim(1), g.H = wg.in[1], g.W = wg.in[2], g.M = c.packed->M, g.groups = c.packed->groups;
@@ -105,7 +107,8 @@ void conv_int8_packed(const Int8Conv& c, const Tensor& x, float s_in, quant::Rou
         quant::quantize_to_int8(x.data<float>() + i0, levels.data() + i0, i1 - i0, s_in, r);
       },
       16384);
-  const Int8Requant rq{c.mult.data(), c.bias_q.data(), c.bias.empty() ? nullptr : c.bias.data()};
+  const Int8Requant rq{c.mult.data(), c.bias_q.data(), c.bias.empty() ? nullptr : c.bias.data(),
+                       ref::fused_epilogue(layer)};
   conv_int8_exact(*c.packed, g, x.dim(0), levels.data(), rq, y.data<float>());
 }
 
@@ -116,8 +119,7 @@ Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor& x, float s_
   const int64_t N = ys[0], M = ys[1];
   Tensor acc = Tensor::uninitialized(DType::kF32, ys);
   if (c.packed) {
-    conv_int8_packed(c, x, s_in, r, acc);
-    ref::apply_fused_activation(layer, acc.data<float>(), acc.numel());
+    conv_int8_packed(layer, c, x, s_in, r, acc);  // the activation is applied as the outputs are stored
     return acc;
   }
   Tensor xq = Tensor::uninitialized(DType::kF32, x.shape());

@@ -4,6 +4,7 @@
 // 1x1 and 7x7). Both kernels run: the CPU's (AVX-512 VNNI where it has it) and the plain loops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -18,14 +19,30 @@ struct Case {
   const char* name;
   Int8ConvGeometry g;  // OH, OW filled in by the test
   int64_t N, pb, pr;   // batch; bottom and right padding
+  GemmEpilogue::Act act = GemmEpilogue::Act::kNone;
 };
+
+// The fused activations as the separate nodes compute them (Relu, Clip(-0.5, 0.75), LeakyRelu(0.1)).
+float activate(GemmEpilogue::Act act, float v) {
+  switch (act) {
+    case GemmEpilogue::Act::kRelu:
+      return v > 0.f ? v : 0.f;
+    case GemmEpilogue::Act::kClip:
+      return std::min(std::max(v, -0.5f), 0.75f);
+    case GemmEpilogue::Act::kLeakyRelu:
+      return v >= 0.f ? v : v * 0.1f;
+    case GemmEpilogue::Act::kNone:
+      break;
+  }
+  return v;
+}
 
 int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
   return (in + p0 + p1 - ((k - 1) * d + 1)) / s + 1;
 }
 
 std::vector<float> reference(const Int8ConvGeometry& g, int64_t N, const std::vector<int8_t>& x,
-                             const std::vector<float>& w, const Int8Requant& rq) {
+                             const std::vector<float>& w, const Int8Requant& rq, GemmEpilogue::Act act) {
   const int64_t Cg = g.C / g.groups, Mg = g.M / g.groups, plane = g.OH * g.OW;
   std::vector<float> y(size_t(N * g.M * plane));
   for (int64_t n = 0; n < N; ++n)
@@ -43,7 +60,7 @@ std::vector<float> reference(const Int8ConvGeometry& g, int64_t N, const std::ve
                        int64_t(w[size_t(((m * Cg + c) * g.KH + kh) * g.KW + kw)]);
               }
           y[size_t(((n * g.M + m) * g.OH + oh) * g.OW + ow)] =
-              rq.mult[m] > 0 ? float(double(sum) + rq.bias_q[m]) * rq.mult[m] : rq.bias[m];
+              activate(act, rq.mult[m] > 0 ? float(double(sum) + rq.bias_q[m]) * rq.mult[m] : rq.bias[m]);
         }
   return y;
 }
@@ -67,12 +84,13 @@ TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
   std::vector<double> bias_q(size_t(g.M));
   std::uniform_real_distribution<float> unit(0.5f, 2.f);
   for (int64_t m = 0; m < g.M; ++m) {
-    mult[size_t(m)] = m % 5 == 3 ? 0.f : unit(gen) * 1e-4f;  // some channels without a scale keep the bias
+    mult[size_t(m)] = m % 5 == 3 ? 0.f : unit(gen) * 1e-5f;  // some channels without a scale keep the bias
     bias[size_t(m)] = unit(gen) - 1.f;
     bias_q[size_t(m)] = double(int64_t(gen() % 20001) - 10000);
   }
-  const Int8Requant rq{mult.data(), bias_q.data(), bias.data()};
-  const std::vector<float> want = reference(g, c.N, x, w, rq);
+  Int8Requant rq{mult.data(), bias_q.data(), bias.data(), {}};
+  rq.act.act = c.act, rq.act.lo = -0.5f, rq.act.hi = 0.75f, rq.act.alpha = 0.1f;
+  const std::vector<float> want = reference(g, c.N, x, w, rq, c.act);
   const auto packed = pack_int8_conv(g.M, Cg, g.groups, g.KH, g.KW, w.data());
   for (bool generic : {false, true}) {
     const bool before = conv_int8_use_generic(generic);
@@ -96,20 +114,28 @@ Int8ConvGeometry geom(int64_t C, int64_t H, int64_t W, int64_t M, int64_t groups
 
 INSTANTIATE_TEST_SUITE_P(
     OddShapes, ConvInt8,
-    ::testing::Values(Case{"3x3_c37_m45_w29", geom(37, 11, 29, 45, 1, 3, 1, 1, 1), 1, 1, 1},
-                      Case{"3x3_stride2_c5_m17", geom(5, 13, 27, 17, 1, 3, 2, 1, 1), 2, 0, 1},
-                      Case{"1x1_c3_m33_w40", geom(3, 6, 40, 33, 1, 1, 1, 1, 0), 1, 0, 0},
-                      Case{"7x7_stride2_pad3_c3_m24", geom(3, 23, 31, 24, 1, 7, 2, 1, 3), 1, 3, 3},
-                      Case{"3x3_dilation2_c21_m16", geom(21, 15, 17, 16, 1, 3, 1, 2, 2), 1, 2, 2},
-                      Case{"grouped_g3_c18_m48", geom(18, 9, 14, 48, 3, 3, 1, 1, 1), 1, 1, 1},
-                      Case{"5x5_asymmetric_pad_c9_m31", geom(9, 10, 25, 31, 1, 5, 1, 1, 2), 1, 0, 1}),
+    ::testing::Values(
+        Case{"3x3_c37_m45_w29_relu", geom(37, 11, 29, 45, 1, 3, 1, 1, 1), 1, 1, 1, GemmEpilogue::Act::kRelu},
+        Case{"3x3_stride2_c5_m17", geom(5, 13, 27, 17, 1, 3, 2, 1, 1), 2, 0, 1},
+        Case{"1x1_c3_m33_w40_clip", geom(3, 6, 40, 33, 1, 1, 1, 1, 0), 1, 0, 0, GemmEpilogue::Act::kClip},
+        Case{"7x7_stride2_pad3_c3_m24", geom(3, 23, 31, 24, 1, 7, 2, 1, 3), 1, 3, 3},
+        Case{"3x3_dilation2_c21_m16", geom(21, 15, 17, 16, 1, 3, 1, 2, 2), 1, 2, 2},
+        Case{"grouped_g3_c18_m48_leaky", geom(18, 9, 14, 48, 3, 3, 1, 1, 1), 1, 1, 1,
+             GemmEpilogue::Act::kLeakyRelu},
+        Case{"depthwise_3x3_c21_w37_clip", geom(21, 9, 37, 21, 21, 3, 1, 1, 1), 2, 1, 1,
+             GemmEpilogue::Act::kClip},
+        Case{"depthwise_3x3_stride2_c19_w45_relu", geom(19, 12, 45, 19, 19, 3, 2, 1, 1), 1, 1, 1,
+             GemmEpilogue::Act::kRelu},
+        Case{"depthwise_5x5_dilation2_c5", geom(5, 14, 23, 5, 5, 5, 1, 2, 4), 1, 4, 4},
+        Case{"5x5_asymmetric_pad_c9_m31", geom(9, 10, 25, 31, 1, 5, 1, 1, 2), 1, 0, 1}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
-TEST(ConvInt8Limits, SumsThatCouldPassInt32AndDepthwiseStayOnTheReferencePath) {
+TEST(ConvInt8Limits, SumsThatCouldPassInt32AndNarrowGroupsStayOnTheReferencePath) {
   EXPECT_TRUE(int8_conv_supported(64, 512, 1, 3, 3));
+  EXPECT_TRUE(int8_conv_supported(32, 1, 32, 3, 3));  // depthwise
   // taps * C4 * 255 * 128 >= 2^31: (level + 128) * w summed over 66000 inputs could pass int32.
   EXPECT_FALSE(int8_conv_supported(64, 66000, 1, 1, 1));
-  EXPECT_FALSE(int8_conv_supported(32, 1, 32, 3, 3));  // depthwise: one output per group
+  EXPECT_FALSE(int8_conv_supported(32, 2, 16, 3, 3));  // 2 outputs per group: a 16-channel block each
 }
 
 TEST(ConvInt8Limits, ExtremeLevelsSumExactly) {
@@ -122,7 +148,7 @@ TEST(ConvInt8Limits, ExtremeLevelsSumExactly) {
   std::vector<double> bias_q(16, 0.0);
   const auto packed = pack_int8_conv(16, 512, 1, 3, 3, w.data());
   std::vector<float> y(16);
-  conv_int8_exact(*packed, g, 1, x.data(), {mult.data(), bias_q.data(), bias.data()}, y.data());
+  conv_int8_exact(*packed, g, 1, x.data(), {mult.data(), bias_q.data(), bias.data(), {}}, y.data());
   for (float v : y) EXPECT_EQ(v, float(128.0 * 127.0 * 512 * 9));
 }
 

@@ -199,27 +199,6 @@ DirectLayout direct_layout(const WindowGeom& g) {
   return {Hp, conv_direct_layout(Wp, g.s[2]), g.s[2]};
 }
 
-// The activation the fuse-activation pass attached, as a GEMM epilogue (applied while the tile is hot).
-GemmEpilogue fused_epilogue(const Node& n) {
-  GemmEpilogue e;
-  if (!n.has("dlakit_activation")) return e;
-  const std::string act = n.attr_str("dlakit_activation", "");
-  const auto p = n.attr_floats("dlakit_activation_params", {});
-  if (act == "Relu") {
-    e.act = GemmEpilogue::Act::kRelu;
-  } else if (act == "Clip" && p.size() == 2) {
-    e.act = GemmEpilogue::Act::kClip;
-    e.lo = p[0];
-    e.hi = p[1];
-  } else if (act == "LeakyRelu" && p.size() == 1) {
-    e.act = GemmEpilogue::Act::kLeakyRelu;
-    e.alpha = p[0];
-  } else {
-    fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
-  }
-  return e;
-}
-
 // General convolution as one GEMM per image and group: weights (packed once) x the implicit im2col matrix
 // (pointwise convolutions read the input itself), bias and fused activation in the GEMM's store epilogue.
 void run_conv(const KernelContext& c) {
@@ -402,38 +381,38 @@ void run_conv_transpose(const KernelContext& c) {
 
 }  // namespace
 
-// The activation a fuse-activation pass attached ("dlakit_activation"), applied to the finished output with
-// exactly the arithmetic of the separate node, so fusion never changes results.
-void apply_fused_activation(const Node& n, float* y, int64_t count) {
-  if (!n.has("dlakit_activation")) return;
+// The activation the fuse-activation pass attached, as a GEMM epilogue (applied while the tile is hot).
+GemmEpilogue fused_epilogue(const Node& n) {
+  GemmEpilogue e;
+  if (!n.has("dlakit_activation")) return e;
   const std::string act = n.attr_str("dlakit_activation", "");
   const auto p = n.attr_floats("dlakit_activation_params", {});
   if (act == "Relu") {
-    parallel_for(
-        count,
-        [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) y[i] = y[i] > 0.f ? y[i] : 0.f;
-        },
-        16384);
+    e.act = GemmEpilogue::Act::kRelu;
   } else if (act == "Clip" && p.size() == 2) {
-    const float lo = p[0], hi = p[1];
-    parallel_for(
-        count,
-        [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) y[i] = y[i] != y[i] ? y[i] : std::min(std::max(y[i], lo), hi);
-        },
-        16384);
+    e.act = GemmEpilogue::Act::kClip;
+    e.lo = p[0];
+    e.hi = p[1];
   } else if (act == "LeakyRelu" && p.size() == 1) {
-    const float a = p[0];
-    parallel_for(
-        count,
-        [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) y[i] = y[i] >= 0.f ? y[i] : y[i] * a;
-        },
-        16384);
+    e.act = GemmEpilogue::Act::kLeakyRelu;
+    e.alpha = p[0];
   } else {
     fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
   }
+  return e;
+}
+
+// The activation a fuse-activation pass attached ("dlakit_activation"), applied to the finished output with
+// exactly the arithmetic of the separate node, so fusion never changes results.
+void apply_fused_activation(const Node& n, float* y, int64_t count) {
+  const GemmEpilogue e = fused_epilogue(n);
+  if (!e.active()) return;
+  parallel_for(
+      count,
+      [&](int64_t s, int64_t end) {
+        for (int64_t i = s; i < end; ++i) y[i] = gemm_epilogue_scalar(e, y[i], 0.f);
+      },
+      16384);
 }
 
 }  // namespace dlakit::ref
