@@ -93,35 +93,41 @@ inline float requantize(const Int8Conv& c, int64_t m, double sum) {
 
 // The integer sums on the CPU's dot products (Int8Conv::packed), requantized and activated as they are
 // stored.
-void conv_int8_packed(const Node& layer, const Int8Conv& c, const Tensor& x, float s_in, quant::Rounding r,
-                      Tensor& y) {
-  const ref::WindowGeom wg = ref::window_geom(c.node, x.shape(), {c.packed->KH, c.packed->KW}, false);
+void conv_int8_packed(const Node& layer, const Int8Conv& c, const InputLevels& x, Tensor& y) {
+  const ref::WindowGeom wg = ref::window_geom(c.node, x.shape, {c.packed->KH, c.packed->KW}, false);
   Int8ConvGeometry g;
-  g.C = x.dim(1), g.H = wg.in[1], g.W = wg.in[2], g.M = c.packed->M, g.groups = c.packed->groups;
+  g.C = x.shape[1], g.H = wg.in[1], g.W = wg.in[2], g.M = c.packed->M, g.groups = c.packed->groups;
   g.KH = wg.k[1], g.KW = wg.k[2], g.sh = wg.s[1], g.sw = wg.s[2], g.dh = wg.d[1], g.dw = wg.d[2];
   g.pt = wg.pb[1], g.pl = wg.pb[2], g.OH = wg.out[1], g.OW = wg.out[2];
-  std::vector<int8_t> levels(size_t(x.numel()));
-  parallel_for(
-      x.numel(),
-      [&](int64_t i0, int64_t i1) {
-        quant::quantize_to_int8(x.data<float>() + i0, levels.data() + i0, i1 - i0, s_in, r);
-      },
-      16384);
   const Int8Requant rq{c.mult.data(), c.bias_q.data(), c.bias.empty() ? nullptr : c.bias.data(),
                        ref::fused_epilogue(layer)};
-  conv_int8_exact(*c.packed, g, x.dim(0), levels.data(), rq, y.data<float>());
+  conv_int8_exact(*c.packed, g, x.shape[0], x.data, rq, y.data<float>());
 }
 
 // Exact integer convolution of x's levels, requantized per output channel, then the fused activation.
-Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor& x, float s_in, quant::Rounding r,
-                 const TensorType& out) {
+Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor* input, const InputLevels* levels,
+                 float s_in, quant::Rounding r, const TensorType& out) {
   const Shape& ys = out.shape;
   const int64_t N = ys[0], M = ys[1];
   Tensor acc = Tensor::uninitialized(DType::kF32, ys);
-  if (c.packed) {
-    conv_int8_packed(layer, c, x, s_in, r, acc);  // the activation is applied as the outputs are stored
+  if (c.packed) {  // the activation is applied as the outputs are stored
+    if (levels) {
+      conv_int8_packed(layer, c, *levels, acc);
+      return acc;
+    }
+    std::vector<int8_t> q(size_t(input->numel()));
+    parallel_for(
+        input->numel(),
+        [&](int64_t i0, int64_t i1) {
+          quant::quantize_to_int8(input->data<float>() + i0, q.data() + i0, i1 - i0, s_in, r);
+        },
+        16384);
+    conv_int8_packed(layer, c, InputLevels{q.data(), input->shape()}, acc);
     return acc;
   }
+  if (!input)
+    fail(Status::kInternal, layer.label(), ": the reference INT8 convolution needs its float input");
+  const Tensor& x = *input;
   Tensor xq = Tensor::uninitialized(DType::kF32, x.shape());
   quant::quantize_to_levels(x.data<float>(), xq.data<float>(), x.numel(), s_in, r);
   const int64_t plane = acc.numel() / (N * M);
@@ -175,14 +181,15 @@ void store(Tensor& t, const OutputRule& rule, quant::Rounding r) {
 
 std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
                              const std::vector<const Tensor*>& inputs, const std::vector<char>& constant,
-                             const std::vector<TensorType>& out_types, const Int8Conv* conv) {
+                             const std::vector<TensorType>& out_types, const Int8Conv* conv,
+                             const InputLevels* levels) {
   std::vector<Tensor> outs;
   if (rules.exact_int8_conv) {
-    if (!conv || inputs.empty() || !inputs[0] || rules.inputs.empty())
+    if (!conv || inputs.empty() || !(inputs[0] || (levels && conv->packed)) || rules.inputs.empty())
       fail(Status::kInternal, layer.label(),
            ": exact INT8 convolution without its prepared weights or input");
-    outs.push_back(
-        conv_int8(layer, *conv, *inputs[0], rules.inputs[0].quantize_scale, rules.rounding, out_types.at(0)));
+    outs.push_back(conv_int8(layer, *conv, inputs[0], conv->packed ? levels : nullptr,
+                             rules.inputs[0].quantize_scale, rules.rounding, out_types.at(0)));
   } else {
     std::vector<const Tensor*> ptrs = inputs;
     std::vector<Tensor> tmp;

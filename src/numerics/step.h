@@ -73,8 +73,17 @@ Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::
 // int8 levels times their scale, fused fp32 values); constants already in their stored form (fp16
 // values, weights on their INT8 grid, f32). `constant` flags the constant inputs; `out_types` gives the
 // outputs' types. `conv` is required when rules.exact_int8_conv.
+// `levels`, when a caller has them, is the first input already as int8 levels at the scale the exact INT8
+// convolution quantizes it to (an int8 surface of that scale): the convolution reads them, and inputs[0]
+// may be null. Levels times the scale, divided by it, round back to the same levels, so this changes no
+// result.
+struct InputLevels {
+  const int8_t* data = nullptr;
+  Shape shape;  // NCHW
+};
 std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
                              const std::vector<const Tensor*>& inputs, const std::vector<char>& constant,
-                             const std::vector<TensorType>& out_types, const Int8Conv* conv = nullptr);
+                             const std::vector<TensorType>& out_types, const Int8Conv* conv = nullptr,
+                             const InputLevels* levels = nullptr);
 
 }  // namespace dlakit::numerics

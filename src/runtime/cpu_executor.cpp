@@ -87,8 +87,22 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
       const prog::Step& s = op.steps[k];
       const PreparedStep& ps = p_.step(oi, k);
       std::vector<const Tensor*> ins(s.inputs.size(), nullptr);
+      // An exact INT8 convolution reading an int8 surface at the scale it quantizes to takes its levels
+      // as they are (no float round trip).
+      numerics::InputLevels levels;
+      std::vector<int8_t> level_bytes;
+      if (s.rules.exact_int8_conv && ps.conv && ps.conv->packed && !s.inputs.empty() &&
+          !s.rules.inputs.empty() && s.inputs[0].kind == Ref::Kind::kSurface &&
+          !loaded.count(s.inputs[0].index)) {
+        const prog::Surface& sf = p.surfaces[s.inputs[0].index];
+        if (sf.desc.dtype == DType::kI8 && sf.desc.scale == s.rules.inputs[0].quantize_scale) {
+          level_bytes = read_surface_levels(sf.desc, base(sf));
+          if (!level_bytes.empty()) levels = {level_bytes.data(), sf.desc.network_shape};
+        }
+      }
       for (size_t i = 0; i < s.inputs.size(); ++i) {
         const Ref& r = s.inputs[i];
+        if (i == 0 && levels.data) continue;
         if (r.kind == Ref::Kind::kConstant) {
           ins[i] = ps.constants[i];
         } else if (r.kind == Ref::Kind::kTemp) {
@@ -102,8 +116,8 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
           ins[i] = &it->second;
         }
       }
-      std::vector<Tensor> res =
-          numerics::run_step(ps.node, s.rules, ins, ps.is_constant, s.out_types, ps.conv.get());
+      std::vector<Tensor> res = numerics::run_step(ps.node, s.rules, ins, ps.is_constant, s.out_types,
+                                                   ps.conv.get(), levels.data ? &levels : nullptr);
       for (size_t o = 0; o < s.outputs.size(); ++o) {
         const Ref& r = s.outputs[o];
         if (r.kind == Ref::Kind::kTemp) {

@@ -42,21 +42,47 @@ Tensor read_surface(const TensorDesc& d, const uint8_t* base) {
       const uint64_t c0 = g * atom, count = std::min(atom, d.c - c0);
       const uint8_t* src = base + n * d.stride[3] + g * d.stride[2];
       float* dst = out + (n * d.c + c0) * plane;
-      for (uint64_t p = 0; p < plane; ++p) {
-        const uint8_t* e = src + p * atom * d.stride[0];
-        if (d.dtype == DType::kI8) {
-          for (uint64_t k = 0; k < count; ++k)
-            values[k] = float(reinterpret_cast<const int8_t*>(e)[k]) * d.scale;
-        } else {
-          uint16_t bits[32];
-          std::memcpy(bits, e, count * 2);
-          halves_to_floats(bits, values, int64_t(count));
+      if (d.dtype == DType::kI8) {
+        // A block of pixels at a time, channel by channel: contiguous writes, reads inside a few KB.
+        constexpr uint64_t kRun = 64;
+        const uint64_t step = atom * d.stride[0];
+        for (uint64_t p0 = 0; p0 < plane; p0 += kRun) {
+          const uint64_t len = std::min(kRun, plane - p0);
+          for (uint64_t k = 0; k < count; ++k) {
+            const int8_t* e = reinterpret_cast<const int8_t*>(src + p0 * step) + k;
+            float* row = dst + k * plane + p0;
+            for (uint64_t p = 0; p < len; ++p) row[p] = float(e[p * step]) * d.scale;
+          }
         }
+        continue;
+      }
+      for (uint64_t p = 0; p < plane; ++p) {
+        uint16_t bits[32];
+        std::memcpy(bits, src + p * atom * d.stride[0], count * 2);
+        halves_to_floats(bits, values, int64_t(count));
         for (uint64_t k = 0; k < count; ++k) dst[k * plane + p] = values[k];
       }
     }
   });
   return x;
+}
+
+std::vector<int8_t> read_surface_levels(const TensorDesc& d, const uint8_t* base) {
+  if (!chw(d) || d.dtype != DType::kI8) return {};
+  const uint64_t atom = d.format == IoFormat::kChw16 ? 16 : 32, plane = d.h * d.w;
+  const uint64_t groups = (d.c + atom - 1) / atom, step = atom * d.stride[0];
+  std::vector<int8_t> out(size_t(d.n * d.c * plane));
+  parallel_for(int64_t(d.n * groups), [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const uint64_t n = uint64_t(task) / groups, g = uint64_t(task) % groups;
+      const uint64_t c0 = g * atom, count = std::min(atom, d.c - c0);
+      const int8_t* src = reinterpret_cast<const int8_t*>(base + n * d.stride[3] + g * d.stride[2]);
+      int8_t* dst = out.data() + (n * d.c + c0) * plane;
+      for (uint64_t k = 0; k < count; ++k)
+        for (uint64_t p = 0; p < plane; ++p) dst[k * plane + p] = src[p * step + k];
+    }
+  });
+  return out;
 }
 
 void write_surface(const Tensor& x, const TensorDesc& d, uint8_t* base) {
