@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/threadpool.h"
 #include "kernels/ref/common.h"
 
 namespace dlakit::ref {
@@ -157,14 +158,23 @@ void run_resize(const KernelContext& c) {
     }
     const AxisSplit sp = split_at(shape, int64_t(a));
     std::vector<float> next(size_t(sp.outer * out_len * sp.inner));
-    for (int64_t o = 0; o < sp.outer; ++o)
-      for (int64_t j = 0; j < out_len; ++j) {
-        const float* s0 = cur.data() + (o * in_len + i0[size_t(j)]) * sp.inner;
-        const float* s1 = cur.data() + (o * in_len + i1[size_t(j)]) * sp.inner;
-        float* d = next.data() + (o * out_len + j) * sp.inner;
-        const float wj = w[size_t(j)];
-        for (int64_t i = 0; i < sp.inner; ++i) d[i] = wj == 0.f ? s0[i] : s0[i] * (1.f - wj) + s1[i] * wj;
-      }
+    parallel_for(
+        sp.outer,
+        [&](int64_t o0, int64_t o1) {
+          for (int64_t o = o0; o < o1; ++o)
+            for (int64_t j = 0; j < out_len; ++j) {
+              const float* s0 = cur.data() + (o * in_len + i0[size_t(j)]) * sp.inner;
+              const float* s1 = cur.data() + (o * in_len + i1[size_t(j)]) * sp.inner;
+              float* d = next.data() + (o * out_len + j) * sp.inner;
+              const float wj = w[size_t(j)];
+              if (wj == 0.f) {
+                std::copy(s0, s0 + sp.inner, d);
+                continue;
+              }
+              for (int64_t i = 0; i < sp.inner; ++i) d[i] = s0[i] * (1.f - wj) + s1[i] * wj;
+            }
+        },
+        std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_len * sp.inner)));
     cur.swap(next);
     shape[a] = out_len;
   }
@@ -180,6 +190,10 @@ void run_resize(const KernelContext& c) {
         idx[a] = 0;
       }
     }
+  }
+  if (Y.dtype() == DType::kF32) {
+    std::copy(cur.begin(), cur.end(), Y.data<float>());
+    return;
   }
   for (int64_t i = 0; i < Y.numel(); ++i) store_f64(Y, i, cur[size_t(i)]);
 }
