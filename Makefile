@@ -52,8 +52,9 @@ test: test-fast test-asan fuzz   ## everything CI runs
 demo: build fetch ## PP-OCRv4 text detection on a real photo: heat map PNG and timing
 	bash scripts/demo.sh $(BUILD)
 
-bench: build fetch ## reference engine vs ONNX Runtime, same run; writes docs/benchmarks.md
+bench: build fetch ## reference engine, and the emulated DLA (INT8, FP16) on the CPU, vs ONNX Runtime, same run; writes docs/benchmarks.md
 	bash bench/run.sh $(BUILD)
+	bash bench/emulated_cpu.sh $(BUILD)
 
 install: build    ## the CLI, libdlakit + headers, CMake package, pkg-config file, Python module, lib/dlakit/libcudla.so.1 into $(PREFIX)
 	cmake --install $(BUILD) --prefix $(PREFIX)
