@@ -182,7 +182,9 @@ void store(Tensor& t, const OutputRule& rule, quant::Rounding r) {
 std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
                              const std::vector<const Tensor*>& inputs, const std::vector<char>& constant,
                              const std::vector<TensorType>& out_types, const Int8Conv* conv,
-                             const InputLevels* levels) {
+                             const StepShortcuts* shortcuts) {
+  const InputLevels* levels = shortcuts ? shortcuts->levels : nullptr;
+  auto flag = [](const std::vector<char>* v, size_t i) { return v && i < v->size() && (*v)[i]; };
   std::vector<Tensor> outs;
   if (rules.exact_int8_conv) {
     if (!conv || inputs.empty() || !(inputs[0] || (levels && conv->packed)) || rules.inputs.empty())
@@ -198,6 +200,7 @@ std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
       const InputRule& in = rules.inputs[i];
       if (!inputs[i] || constant[i] || inputs[i]->dtype() != DType::kF32) continue;
       if (!(in.quantize_scale > 0) && !in.round_fp16) continue;
+      if (!in.round_fp16 && flag(shortcuts ? &shortcuts->input_on_grid : nullptr, i)) continue;
       tmp.push_back(inputs[i]->clone());
       Tensor& t = tmp.back();
       if (in.quantize_scale > 0)
@@ -211,7 +214,9 @@ std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
         if (!t.empty() && t.dtype() == DType::kF32) round_to_half_inplace(t.data<float>(), t.numel());
   }
   for (size_t k = 0; k < outs.size() && k < rules.outputs.size(); ++k)
-    store(outs[k], rules.outputs[k], rules.rounding);
+    if (!(rules.outputs[k].store == Store::kInt8 && rules.rounding == quant::Rounding::kHalfAwayFromZero &&
+          flag(shortcuts ? &shortcuts->output_quantized_by_caller : nullptr, k)))
+      store(outs[k], rules.outputs[k], rules.rounding);
   return outs;
 }
 

@@ -73,17 +73,26 @@ Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::
 // int8 levels times their scale, fused fp32 values); constants already in their stored form (fp16
 // values, weights on their INT8 grid, f32). `constant` flags the constant inputs; `out_types` gives the
 // outputs' types. `conv` is required when rules.exact_int8_conv.
-// `levels`, when a caller has them, is the first input already as int8 levels at the scale the exact INT8
-// convolution quantizes it to (an int8 surface of that scale): the convolution reads them, and inputs[0]
-// may be null. Levels times the scale, divided by it, round back to the same levels, so this changes no
-// result.
+// What a caller that reads and writes int8 surfaces (the program's CPU executor) knows about a step, so
+// that passes which change nothing are skipped:
+// - `levels`: input 0 already as int8 levels at the scale the exact INT8 convolution quantizes it to (an
+//   int8 surface of that scale); the convolution reads them, and inputs[0] may be null. Levels times the
+//   scale, divided by it, round back to the same levels.
+// - `input_on_grid[i]`: input i was read from an int8 surface at its quantize scale, so fake-quantizing it
+//   again gives the same values.
+// - `output_quantized_by_caller[k]`: output k goes to an int8 surface at its store scale with ties away
+//   from zero, which quantizes it anyway: quantizing the fake-quantized value gives the same levels.
 struct InputLevels {
   const int8_t* data = nullptr;
   Shape shape;  // NCHW
 };
+struct StepShortcuts {
+  const InputLevels* levels = nullptr;
+  std::vector<char> input_on_grid, output_quantized_by_caller;
+};
 std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
                              const std::vector<const Tensor*>& inputs, const std::vector<char>& constant,
                              const std::vector<TensorType>& out_types, const Int8Conv* conv = nullptr,
-                             const InputLevels* levels = nullptr);
+                             const StepShortcuts* shortcuts = nullptr);
 
 }  // namespace dlakit::numerics

@@ -87,19 +87,31 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
       const prog::Step& s = op.steps[k];
       const PreparedStep& ps = p_.step(oi, k);
       std::vector<const Tensor*> ins(s.inputs.size(), nullptr);
-      // An exact INT8 convolution reading an int8 surface at the scale it quantizes to takes its levels
-      // as they are (no float round trip).
+      // Passes that change nothing are skipped (numerics::StepShortcuts): an exact INT8 convolution reading
+      // an int8 surface at the scale it quantizes to takes its levels as they are; inputs read from int8
+      // surfaces at their quantize scale are not fake-quantized again; outputs written to int8 surfaces at
+      // their store scale are quantized once, by the write.
       numerics::InputLevels levels;
       std::vector<int8_t> level_bytes;
+      numerics::StepShortcuts shortcuts;
+      auto int8_surface_at = [&](const Ref& r, float scale) {
+        return r.kind == Ref::Kind::kSurface && p.surfaces[r.index].desc.dtype == DType::kI8 &&
+               p.surfaces[r.index].desc.scale == scale;
+      };
       if (s.rules.exact_int8_conv && ps.conv && ps.conv->packed && !s.inputs.empty() &&
-          !s.rules.inputs.empty() && s.inputs[0].kind == Ref::Kind::kSurface &&
+          !s.rules.inputs.empty() && int8_surface_at(s.inputs[0], s.rules.inputs[0].quantize_scale) &&
           !loaded.count(s.inputs[0].index)) {
         const prog::Surface& sf = p.surfaces[s.inputs[0].index];
-        if (sf.desc.dtype == DType::kI8 && sf.desc.scale == s.rules.inputs[0].quantize_scale) {
-          level_bytes = read_surface_levels(sf.desc, base(sf));
-          if (!level_bytes.empty()) levels = {level_bytes.data(), sf.desc.network_shape};
-        }
+        level_bytes = read_surface_levels(sf.desc, base(sf));
+        if (!level_bytes.empty()) levels = {level_bytes.data(), sf.desc.network_shape};
       }
+      shortcuts.levels = levels.data ? &levels : nullptr;
+      for (size_t i = 0; i < s.inputs.size() && i < s.rules.inputs.size(); ++i)
+        shortcuts.input_on_grid.push_back(s.rules.inputs[i].quantize_scale > 0 &&
+                                          int8_surface_at(s.inputs[i], s.rules.inputs[i].quantize_scale));
+      for (size_t o = 0; o < s.outputs.size() && o < s.rules.outputs.size(); ++o)
+        shortcuts.output_quantized_by_caller.push_back(
+            int8_surface_at(s.outputs[o], s.rules.outputs[o].scale));
       for (size_t i = 0; i < s.inputs.size(); ++i) {
         const Ref& r = s.inputs[i];
         if (i == 0 && levels.data) continue;
@@ -116,8 +128,8 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
           ins[i] = &it->second;
         }
       }
-      std::vector<Tensor> res = numerics::run_step(ps.node, s.rules, ins, ps.is_constant, s.out_types,
-                                                   ps.conv.get(), levels.data ? &levels : nullptr);
+      std::vector<Tensor> res =
+          numerics::run_step(ps.node, s.rules, ins, ps.is_constant, s.out_types, ps.conv.get(), &shortcuts);
       for (size_t o = 0; o < s.outputs.size(); ++o) {
         const Ref& r = s.outputs[o];
         if (r.kind == Ref::Kind::kTemp) {
