@@ -167,8 +167,10 @@ void run_tile(const Tile& t, int blocks, int pixels) {
 int64_t padded_rows(const Int8ConvGeometry& g) { return (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1; }
 int64_t padded_cols(const Int8ConvGeometry& g) { return (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1; }
 
-// Channels [c0, c0 + Cg) of one image's levels -> (level + 128) bytes in [Hp][Wp][C4], 128 elsewhere.
-void pad_input(const Int8ConvGeometry& g, int64_t C4, const int8_t* x, int64_t c0, int64_t Cg, uint8_t* xb) {
+// Channels [c0, c0 + Cg) of image n -> (level + 128) bytes in [Hp][Wp][C4], 128 elsewhere. Channel atoms
+// are copied a pixel's run of channels at a time, planar input a channel's row at a time.
+void pad_input(const Int8ConvGeometry& g, int64_t C4, const Int8Input& x, int64_t n, int64_t c0, int64_t Cg,
+               uint8_t* xb) {
   const int64_t Hp = padded_rows(g), Wp = padded_cols(g);
   parallel_for(
       Hp,
@@ -179,9 +181,22 @@ void pad_input(const Int8ConvGeometry& g, int64_t C4, const int8_t* x, int64_t c
           const int64_t ih = r - g.pt;
           if (ih < 0 || ih >= g.H) continue;
           const int64_t iw0 = std::max<int64_t>(0, -g.pl), iw1 = std::min(g.W, Wp - g.pl);
+          if (x.lane == 1) {
+            for (int64_t iw = iw0; iw < iw1; ++iw) {
+              uint8_t* dst = row + (iw + g.pl) * C4;
+              for (int64_t c = 0; c < Cg;) {
+                const int8_t* src = x.at(n, c0 + c, ih, iw);
+                const int64_t run = std::min(Cg - c, x.atom - (c0 + c) % x.atom);
+                for (int64_t k = 0; k < run; ++k) dst[c + k] = uint8_t(src[k]) ^ 0x80;
+                c += run;
+              }
+            }
+            continue;
+          }
           for (int64_t c = 0; c < Cg; ++c) {
-            const int8_t* src = x + ((c0 + c) * g.H + ih) * g.W;
-            for (int64_t iw = iw0; iw < iw1; ++iw) row[(iw + g.pl) * C4 + c] = uint8_t(src[iw]) ^ 0x80;
+            const int8_t* src = x.at(n, c0 + c, ih, 0);
+            for (int64_t iw = iw0; iw < iw1; ++iw)
+              row[(iw + g.pl) * C4 + c] = uint8_t(src[iw * x.pixel]) ^ 0x80;
           }
         }
       },
@@ -239,7 +254,7 @@ DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
 }
 #endif
 
-void conv_int8_depthwise(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const int8_t* x,
+void conv_int8_depthwise(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const Int8Input& x,
                          const Int8Requant& rq, float* y) {
   const int64_t Hp = padded_rows(g), Wp = padded_cols(g), S = g.sw, Wq = (Wp + S - 1) / S;
   const int64_t taps = g.KH * g.KW, plane_out = g.OH * g.OW;
@@ -248,16 +263,16 @@ void conv_int8_depthwise(const PackedInt8Conv& p, const Int8ConvGeometry& g, int
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t n = i / g.M, m = i % g.M;
       std::fill(plane.begin(), plane.end(), 0);
-      const int8_t* src = x + (n * g.C + m) * g.H * g.W;
       const int64_t iw_end = std::min(g.W, Wp - g.pl);
       for (int64_t ih = 0; ih < g.H; ++ih) {
         const int64_t row = ih + g.pt;
         if (row < 0 || row >= Hp) continue;
         // Column iw + pl goes to phase (iw + pl) % S at (iw + pl) / S, stepped without dividing.
         int32_t* dst = plane.data() + row * S * Wq;
+        const int8_t* src = x.at(n, m, ih, 0);
         int64_t phase = g.pl % S, at = g.pl / S;
         for (int64_t iw = 0; iw < iw_end; ++iw) {
-          dst[phase * Wq + at] = src[ih * g.W + iw];
+          dst[phase * Wq + at] = src[iw * x.pixel];
           if (++phase == S) phase = 0, ++at;
         }
       }
@@ -329,11 +344,11 @@ std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int6
   return p;
 }
 
-void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const int8_t* x_levels,
+void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const Int8Input& x,
                      const Int8Requant& rq, float* y) {
   if (g.M != p.M || g.C != p.Cg * p.groups || g.groups != p.groups || g.KH != p.KH || g.KW != p.KW)
     fail(Status::kInternal, "conv_int8_exact: the geometry does not match the packed weights");
-  if (p.depthwise) return conv_int8_depthwise(p, g, N, x_levels, rq, y);
+  if (p.depthwise) return conv_int8_depthwise(p, g, N, x, rq, y);
   const int64_t Cg = p.Cg, Mg = g.M / g.groups, taps = g.KH * g.KW, quads = p.C4 / 4;
   const int64_t Hp = padded_rows(g), Wp = padded_cols(g), plane = g.OH * g.OW;
   const int64_t block_bytes = taps * quads * 64;
@@ -346,7 +361,7 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
   const int64_t pairs = (p.blocks + 1) / 2;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      pad_input(g, p.C4, x_levels + n * g.C * g.H * g.W, grp * Cg, Cg, xb.data());
+      pad_input(g, p.C4, x, n, grp * Cg, Cg, xb.data());
       parallel_for(g.OH * pairs, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) {
           const int64_t oh = i / pairs, pair = i % pairs;

@@ -55,8 +55,24 @@ struct Int8Requant {
   const float* bias;     // [M], or null (zero)
   GemmEpilogue act;
 };
-// Input levels x [N][C][H][W] -> requantized outputs y [N][M][OH][OW].
-void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const int8_t* x_levels,
+// Input levels where they are: planar NCHW, or the DLA's channel atoms (an int8 chw32 surface read in
+// place: [N][C / atom][H][line][atom]). Element (n, c, h, w) is at
+// data + n*batch + (c / atom)*group + (c % atom)*lane + h*line + w*pixel.
+struct Int8Input {
+  const int8_t* data = nullptr;
+  int64_t batch = 0, group = 0, atom = 1, lane = 0, line = 0, pixel = 0;
+  const int8_t* at(int64_t n, int64_t c, int64_t h, int64_t w) const {
+    return data + n * batch + (c / atom) * group + (c % atom) * lane + h * line + w * pixel;
+  }
+  static Int8Input planar(const int8_t* x, int64_t C, int64_t H, int64_t W) {
+    return {x, C * H * W, 0, C, H * W, W, 1};
+  }
+  static Int8Input atoms(const int8_t* x, int64_t atom, int64_t batch, int64_t group, int64_t line) {
+    return {x, batch, group, atom, 1, line, atom};
+  }
+};
+// Input levels x -> requantized outputs y [N][M][OH][OW].
+void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const Int8Input& x,
                      const Int8Requant& rq, float* y);
 // The plain reference of one output value's requantization (what the vector store computes).
 inline float int8_requantize(const Int8Requant& rq, int64_t m, int32_t sum) {

@@ -101,7 +101,7 @@ void conv_int8_packed(const Node& layer, const Int8Conv& c, const InputLevels& x
   g.pt = wg.pb[1], g.pl = wg.pb[2], g.OH = wg.out[1], g.OW = wg.out[2];
   const Int8Requant rq{c.mult.data(), c.bias_q.data(), c.bias.empty() ? nullptr : c.bias.data(),
                        ref::fused_epilogue(layer)};
-  conv_int8_exact(*c.packed, g, x.shape[0], x.data, rq, y.data<float>());
+  conv_int8_exact(*c.packed, g, x.shape[0], x.levels, rq, y.data<float>());
 }
 
 // Exact integer convolution of x's levels, requantized per output channel, then the fused activation.
@@ -122,7 +122,8 @@ Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor* input, cons
           quant::quantize_to_int8(input->data<float>() + i0, q.data() + i0, i1 - i0, s_in, r);
         },
         16384);
-    conv_int8_packed(layer, c, InputLevels{q.data(), input->shape()}, acc);
+    const Shape& xs = input->shape();
+    conv_int8_packed(layer, c, InputLevels{Int8Input::planar(q.data(), xs[1], xs[2], xs[3]), xs}, acc);
     return acc;
   }
   if (!input)

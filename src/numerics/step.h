@@ -83,8 +83,8 @@ Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::
 // - `output_quantized_by_caller[k]`: output k goes to an int8 surface at its store scale with ties away
 //   from zero, which quantizes it anyway: quantizing the fake-quantized value gives the same levels.
 struct InputLevels {
-  const int8_t* data = nullptr;
-  Shape shape;  // NCHW
+  Int8Input levels;  // where they are (an int8 chw32 surface, read in place)
+  Shape shape;       // NCHW
 };
 struct StepShortcuts {
   const InputLevels* levels = nullptr;

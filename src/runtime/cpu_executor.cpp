@@ -92,7 +92,6 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
       // surfaces at their quantize scale are not fake-quantized again; outputs written to int8 surfaces at
       // their store scale are quantized once, by the write.
       numerics::InputLevels levels;
-      std::vector<int8_t> level_bytes;
       numerics::StepShortcuts shortcuts;
       auto int8_surface_at = [&](const Ref& r, float scale) {
         return r.kind == Ref::Kind::kSurface && p.surfaces[r.index].desc.dtype == DType::kI8 &&
@@ -101,11 +100,13 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
       if (s.rules.exact_int8_conv && ps.conv && ps.conv->packed && !s.inputs.empty() &&
           !s.rules.inputs.empty() && int8_surface_at(s.inputs[0], s.rules.inputs[0].quantize_scale) &&
           !loaded.count(s.inputs[0].index)) {
-        const prog::Surface& sf = p.surfaces[s.inputs[0].index];
-        level_bytes = read_surface_levels(sf.desc, base(sf));
-        if (!level_bytes.empty()) levels = {level_bytes.data(), sf.desc.network_shape};
+        const TensorDesc& d = p.surfaces[s.inputs[0].index].desc;
+        if (d.format == IoFormat::kChw32 && d.network_shape.size() == 4)
+          levels = {Int8Input::atoms(reinterpret_cast<const int8_t*>(base(p.surfaces[s.inputs[0].index])), 32,
+                                     d.stride[3], d.stride[2], d.stride[1]),
+                    d.network_shape};
       }
-      shortcuts.levels = levels.data ? &levels : nullptr;
+      shortcuts.levels = levels.levels.data ? &levels : nullptr;
       for (size_t i = 0; i < s.inputs.size() && i < s.rules.inputs.size(); ++i)
         shortcuts.input_on_grid.push_back(s.rules.inputs[i].quantize_scale > 0 &&
                                           int8_surface_at(s.inputs[i], s.rules.inputs[i].quantize_scale));
@@ -114,7 +115,7 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
             int8_surface_at(s.outputs[o], s.rules.outputs[o].scale));
       for (size_t i = 0; i < s.inputs.size(); ++i) {
         const Ref& r = s.inputs[i];
-        if (i == 0 && levels.data) continue;
+        if (i == 0 && levels.levels.data) continue;
         if (r.kind == Ref::Kind::kConstant) {
           ins[i] = ps.constants[i];
         } else if (r.kind == Ref::Kind::kTemp) {

@@ -67,24 +67,6 @@ Tensor read_surface(const TensorDesc& d, const uint8_t* base) {
   return x;
 }
 
-std::vector<int8_t> read_surface_levels(const TensorDesc& d, const uint8_t* base) {
-  if (!chw(d) || d.dtype != DType::kI8) return {};
-  const uint64_t atom = d.format == IoFormat::kChw16 ? 16 : 32, plane = d.h * d.w;
-  const uint64_t groups = (d.c + atom - 1) / atom, step = atom * d.stride[0];
-  std::vector<int8_t> out(size_t(d.n * d.c * plane));
-  parallel_for(int64_t(d.n * groups), [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const uint64_t n = uint64_t(task) / groups, g = uint64_t(task) % groups;
-      const uint64_t c0 = g * atom, count = std::min(atom, d.c - c0);
-      const int8_t* src = reinterpret_cast<const int8_t*>(base + n * d.stride[3] + g * d.stride[2]);
-      int8_t* dst = out.data() + (n * d.c + c0) * plane;
-      for (uint64_t k = 0; k < count; ++k)
-        for (uint64_t p = 0; p < plane; ++p) dst[k * plane + p] = src[p * step + k];
-    }
-  });
-  return out;
-}
-
 void write_surface(const Tensor& x, const TensorDesc& d, uint8_t* base) {
   check(x, d, "write");
   if (!chw(d)) return pack(x, d, base);

@@ -3,7 +3,6 @@
 // read into float32 NCHW and written back.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 #include "ir/tensor.h"
 #include "runtime/io_format.h"
@@ -12,10 +11,6 @@ namespace dlakit::rt {
 
 // The surface at `base` (its first byte) as float32 of its network shape; int8 elements are q * scale.
 Tensor read_surface(const TensorDesc& d, const uint8_t* base);
-
-// An int8 chw16/chw32 surface's levels as they are, NCHW (what read_surface scales by the descriptor's
-// scale); empty for other dtypes and formats.
-std::vector<int8_t> read_surface_levels(const TensorDesc& d, const uint8_t* base);
 
 // Writes x (float32 of the network shape) to the surface at `base`: fp16 rounded to nearest even, int8
 // quantized to the descriptor's scale (ties away from zero, saturated). The padding channels of the

@@ -1,7 +1,8 @@
 // The exact INT8 convolution (kernels/conv_int8) against plain integer loops written here: int64 sums of
 // level products, then the requantization formula, on random levels with odd shapes (channels not a
 // multiple of 4 or 16, widths not a multiple of the 12-pixel tile, stride, padding, dilation, groups,
-// 1x1 and 7x7). Both kernels run: the CPU's (AVX-512 VNNI where it has it) and the plain loops.
+// 1x1 and 7x7). Both kernels run: the CPU's (AVX-512 VNNI where it has it) and the plain loops, each on
+// planar input and on the same levels in an int8 chw32 surface's layout.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -92,16 +93,30 @@ TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
   rq.act.act = c.act, rq.act.lo = -0.5f, rq.act.hi = 0.75f, rq.act.alpha = 0.1f;
   const std::vector<float> want = reference(g, c.N, x, w, rq, c.act);
   const auto packed = pack_int8_conv(g.M, Cg, g.groups, g.KH, g.KW, w.data());
-  for (bool generic : {false, true}) {
-    const bool before = conv_int8_use_generic(generic);
-    std::vector<float> y(want.size(), -7.f);
-    conv_int8_exact(*packed, g, c.N, x.data(), rq, y.data());
-    conv_int8_use_generic(before);
-    size_t differ = 0;
-    for (size_t i = 0; i < y.size(); ++i) differ += y[i] != want[i];  // bit for bit
-    EXPECT_EQ(differ, 0u) << c.name << " with the " << (generic ? "generic" : "CPU's") << " kernel ("
-                          << conv_int8_isa() << "): " << differ << " of " << y.size() << " values differ";
-  }
+  // The same levels in an int8 chw32 surface's layout, with a line stride longer than the row.
+  const int64_t groups32 = (g.C + 31) / 32, line = g.W * 32 + 64, group = line * g.H,
+                batch = group * groups32;
+  std::vector<int8_t> atoms(size_t(c.N * batch), int8_t(99));
+  for (int64_t n = 0; n < c.N; ++n)
+    for (int64_t ch = 0; ch < g.C; ++ch)
+      for (int64_t h = 0; h < g.H; ++h)
+        for (int64_t w = 0; w < g.W; ++w)
+          atoms[size_t(n * batch + ch / 32 * group + h * line + w * 32 + ch % 32)] =
+              x[size_t(((n * g.C + ch) * g.H + h) * g.W + w)];
+  const Int8Input layouts[] = {Int8Input::planar(x.data(), g.C, g.H, g.W),
+                               Int8Input::atoms(atoms.data(), 32, batch, group, line)};
+  for (bool generic : {false, true})
+    for (const Int8Input& in : layouts) {
+      const bool before = conv_int8_use_generic(generic);
+      std::vector<float> y(want.size(), -7.f);
+      conv_int8_exact(*packed, g, c.N, in, rq, y.data());
+      conv_int8_use_generic(before);
+      size_t differ = 0;
+      for (size_t i = 0; i < y.size(); ++i) differ += y[i] != want[i];  // bit for bit
+      EXPECT_EQ(differ, 0u) << c.name << " with the " << (generic ? "generic" : "CPU's") << " kernel ("
+                            << conv_int8_isa() << ") on " << (in.lane == 1 ? "chw32 atoms" : "planar input")
+                            << ": " << differ << " of " << y.size() << " values differ";
+    }
 }
 
 Int8ConvGeometry geom(int64_t C, int64_t H, int64_t W, int64_t M, int64_t groups, int64_t K, int64_t s,
@@ -148,7 +163,8 @@ TEST(ConvInt8Limits, ExtremeLevelsSumExactly) {
   std::vector<double> bias_q(16, 0.0);
   const auto packed = pack_int8_conv(16, 512, 1, 3, 3, w.data());
   std::vector<float> y(16);
-  conv_int8_exact(*packed, g, 1, x.data(), {mult.data(), bias_q.data(), bias.data(), {}}, y.data());
+  conv_int8_exact(*packed, g, 1, Int8Input::planar(x.data(), 512, 3, 3),
+                  {mult.data(), bias_q.data(), bias.data(), {}}, y.data());
   for (float v : y) EXPECT_EQ(v, float(128.0 * 127.0 * 512 * 9));
 }
 
