@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "base/threadpool.h"
+#include "numerics/quantize.h"
 
 namespace dlakit {
 namespace {
@@ -31,11 +32,21 @@ struct Tile {
   const int8_t* w;       // the first block's packed weights
   int64_t block_stride;  // bytes from one block's weights to the next
   const int32_t* compensation;
-  Int8Requant rq;         // at the tile's first channel
-  float* y;               // the tile's first channel and pixel in [M][OH][OW]
-  int64_t plane;          // OH * OW
+  Int8Requant rq;  // at the tile's first channel
+  const Int8Output* out;
+  int64_t M, OH, OW;      // the output's size
+  int64_t n, m0, oh, ow;  // the tile's image, first channel, row and first pixel
   int64_t channels_left;  // output channels from this tile's first block to the group's end
 };
+
+// One requantized value to its place: as it is, or quantized into the int8 surface.
+void put(const Int8Output& o, int64_t M, int64_t OH, int64_t OW, int64_t n, int64_t m, int64_t oh, int64_t ow,
+         float v) {
+  if (o.atoms)
+    *o.atom_at(n, m, oh, ow) = quant::quantize(v, o.scale, quant::Rounding::kHalfAwayFromZero);
+  else
+    o.y[((n * M + m) * OH + oh) * OW + ow] = v;
+}
 
 inline int32_t load_quad(const uint8_t* p) {
   int32_t v;
@@ -58,7 +69,8 @@ void tile_generic(const Tile& t, int blocks, int pixels) {
       const int64_t n = std::min<int64_t>(kLanes, t.channels_left - b * kLanes);
       for (int64_t lane = 0; lane < n; ++lane) {
         const int64_t m = b * kLanes + lane;
-        t.y[m * t.plane + j] = int8_requantize(t.rq, m, sum[lane] - t.compensation[m]);
+        put(*t.out, t.M, t.OH, t.OW, t.n, t.m0 + m, t.oh, t.ow + j,
+            int8_requantize(t.rq, m, sum[lane] - t.compensation[m]));
       }
     }
 }
@@ -97,6 +109,41 @@ DLAKIT_VNNI inline __m512 requantize16(const Requant16& q, __m512i sum) {
   return r;
 }
 
+// quant::quantize of 16 values with ties away from zero: v / scale, rounded to nearest even and a tie
+// rounded towards zero moved one step out, saturated to [-128, 127], NaN to 0.
+DLAKIT_VNNI inline __m128i quantize16(__m512 x, __m512 scale) {
+  const __m512 v = _mm512_div_ps(x, scale);
+  __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 av = _mm512_abs_ps(v), at = _mm512_abs_ps(t);
+  const __mmask16 tie =
+      _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_EQ_OQ);
+  const __mmask16 towards_zero = _mm512_cmp_ps_mask(at, av, _CMP_LT_OQ);
+  const __m512 step = _mm512_or_ps(_mm512_and_ps(v, _mm512_set1_ps(-0.f)), _mm512_set1_ps(1.f));
+  t = _mm512_mask_add_ps(t, tie & towards_zero, t, step);
+  t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-128.f)), _mm512_set1_ps(127.f));
+  t = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), t);
+  return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(t));
+}
+
+// 16 channels of one pixel, requantized, to their place (n: how many are real channels).
+DLAKIT_VNNI inline void put16(const Int8Output& o, const Tile& t, int64_t m, int64_t ow, __m512 v,
+                              int64_t n) {
+  if (o.atoms) {
+    alignas(16) int8_t levels[kLanes];
+    _mm_store_si128(reinterpret_cast<__m128i*>(levels), quantize16(v, _mm512_set1_ps(o.scale)));
+    for (int64_t lane = 0; lane < n;) {  // a block may cross into the next 32-channel atom
+      const int64_t run = std::min(n - lane, 32 - (m + lane) % 32);
+      std::memcpy(o.atom_at(t.n, m + lane, t.oh, ow), levels + lane, size_t(run));
+      lane += run;
+    }
+    return;
+  }
+  alignas(64) float values[kLanes];
+  _mm512_store_ps(values, v);
+  for (int64_t lane = 0; lane < n; ++lane)
+    o.y[((t.n * t.M + m + lane) * t.OH + t.oh) * t.OW + ow] = values[lane];
+}
+
 template <int kBlocks, int kPixels>
 DLAKIT_VNNI void tile_vnni(const Tile& t) {
   __m512i acc[kBlocks][kPixels];
@@ -127,12 +174,18 @@ DLAKIT_VNNI void tile_vnni(const Tile& t) {
     q.bias_q_hi = _mm512_maskz_loadu_pd(__mmask8(mask >> 8), t.rq.bias_q + m0 + 8);
     q.scaled = _mm512_cmp_ps_mask(q.mult, _mm512_setzero_ps(), _CMP_GT_OQ);
     q.act = &t.rq.act;
+    if (t.out->atoms) {
+      for (int j = 0; j < kPixels; ++j)
+        put16(*t.out, t, t.m0 + m0, t.ow + j, requantize16(q, _mm512_sub_epi32(acc[b][j], comp)), n);
+      continue;
+    }
+    // Float output: each channel's run of pixels is contiguous, so the tile is transposed on the stack.
     alignas(64) float out[kPixels][kLanes];
     for (int j = 0; j < kPixels; ++j)
       _mm512_store_ps(out[j], requantize16(q, _mm512_sub_epi32(acc[b][j], comp)));
-    float* y = t.y + m0 * t.plane;
+    float* y = t.out->y + ((t.n * t.M + t.m0 + m0) * t.OH + t.oh) * t.OW + t.ow;
     for (int64_t lane = 0; lane < n; ++lane)
-      for (int j = 0; j < kPixels; ++j) y[lane * t.plane + j] = out[j][lane];
+      for (int j = 0; j < kPixels; ++j) y[lane * t.OH * t.OW + j] = out[j][lane];
   }
 }
 
@@ -211,8 +264,8 @@ struct DepthwiseRow {
   const int32_t* w;  // the channel's taps
   int64_t m;         // the channel (for its requantization)
   const Int8Requant* rq;
-  float* y;  // the output row
-  int64_t OW;
+  const Int8Output* out;
+  int64_t n, M, OH, OW;
 };
 
 int32_t depthwise_sum(const DepthwiseRow& r, int64_t oh, int64_t ow) {
@@ -226,7 +279,8 @@ int32_t depthwise_sum(const DepthwiseRow& r, int64_t oh, int64_t ow) {
 }
 
 void depthwise_row_generic(const DepthwiseRow& r, int64_t oh) {
-  for (int64_t ow = 0; ow < r.OW; ++ow) r.y[ow] = int8_requantize(*r.rq, r.m, depthwise_sum(r, oh, ow));
+  for (int64_t ow = 0; ow < r.OW; ++ow)
+    put(*r.out, r.M, r.OH, r.OW, r.n, r.m, oh, ow, int8_requantize(*r.rq, r.m, depthwise_sum(r, oh, ow)));
 }
 
 #if defined(__x86_64__)
@@ -249,15 +303,23 @@ DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
         acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(x, _mm512_set1_epi32(r.w[kh * r.KW + kw])));
       }
     }
-    _mm512_mask_storeu_ps(r.y + ow, mask, requantize16(q, acc));
+    const __m512 v = requantize16(q, acc);
+    if (!r.out->atoms) {
+      _mm512_mask_storeu_ps(r.out->y + ((r.n * r.M + r.m) * r.OH + oh) * r.OW + ow, mask, v);
+      continue;
+    }
+    alignas(16) int8_t levels[kLanes];
+    _mm_store_si128(reinterpret_cast<__m128i*>(levels), quantize16(v, _mm512_set1_ps(r.out->scale)));
+    int8_t* dst = r.out->atom_at(r.n, r.m, oh, ow);
+    for (int64_t j = 0; j < n; ++j) dst[j * 32] = levels[j];
   }
 }
 #endif
 
 void conv_int8_depthwise(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const Int8Input& x,
-                         const Int8Requant& rq, float* y) {
+                         const Int8Requant& rq, const Int8Output& out) {
   const int64_t Hp = padded_rows(g), Wp = padded_cols(g), S = g.sw, Wq = (Wp + S - 1) / S;
-  const int64_t taps = g.KH * g.KW, plane_out = g.OH * g.OW;
+  const int64_t taps = g.KH * g.KW;
   parallel_for(N * g.M, [&](int64_t i0, int64_t i1) {
     std::vector<int32_t> plane(size_t(Hp * S * Wq));
     for (int64_t i = i0; i < i1; ++i) {
@@ -276,20 +338,9 @@ void conv_int8_depthwise(const PackedInt8Conv& p, const Int8ConvGeometry& g, int
           if (++phase == S) phase = 0, ++at;
         }
       }
-      DepthwiseRow r{plane.data(),
-                     S,
-                     Wq,
-                     g.KH,
-                     g.KW,
-                     g.dh,
-                     g.dw,
-                     g.sh,
-                     p.depthwise_w.data() + m * taps,
-                     m,
-                     &rq,
-                     y + (n * g.M + m) * plane_out,
-                     g.OW};
-      for (int64_t oh = 0; oh < g.OH; ++oh, r.y += g.OW) {
+      DepthwiseRow r{plane.data(), S,    Wq, g.KH, g.KW, g.dh, g.dw, g.sh, p.depthwise_w.data() + m * taps, m,
+                     &rq,          &out, n,  g.M,  g.OH, g.OW};
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
 #if defined(__x86_64__)
         if (kHasVnni && !g_force_generic.load(std::memory_order_relaxed)) {
           depthwise_row_vnni(r, oh);
@@ -345,12 +396,17 @@ std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int6
 }
 
 void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const Int8Input& x,
-                     const Int8Requant& rq, float* y) {
+                     const Int8Requant& rq, const Int8Output& out) {
   if (g.M != p.M || g.C != p.Cg * p.groups || g.groups != p.groups || g.KH != p.KH || g.KW != p.KW)
     fail(Status::kInternal, "conv_int8_exact: the geometry does not match the packed weights");
-  if (p.depthwise) return conv_int8_depthwise(p, g, N, x, rq, y);
+  if (out.atoms && g.M % 32)  // the last atom's padding channels, as a surface write zeroes them
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow)
+          std::memset(out.atom_at(n, g.M, oh, ow), 0, size_t(32 - g.M % 32));
+  if (p.depthwise) return conv_int8_depthwise(p, g, N, x, rq, out);
   const int64_t Cg = p.Cg, Mg = g.M / g.groups, taps = g.KH * g.KW, quads = p.C4 / 4;
-  const int64_t Hp = padded_rows(g), Wp = padded_cols(g), plane = g.OH * g.OW;
+  const int64_t Hp = padded_rows(g), Wp = padded_cols(g);
   const int64_t block_bytes = taps * quads * 64;
   std::vector<int64_t> tap_offset(static_cast<size_t>(taps));
   for (int64_t kh = 0; kh < g.KH; ++kh)
@@ -379,8 +435,14 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
                          block_bytes,
                          p.compensation.data() + block * kLanes,
                          at,
-                         y + (n * g.M + m0) * plane + oh * g.OW + ow,
-                         plane,
+                         &out,
+                         g.M,
+                         g.OH,
+                         g.OW,
+                         n,
+                         m0,
+                         oh,
+                         ow,
                          Mg - pair * 2 * kLanes};
             run_tile(t, blocks, pixels);
           }

@@ -71,9 +71,21 @@ struct Int8Input {
     return {x, batch, group, atom, 1, line, atom};
   }
 };
-// Input levels x -> requantized outputs y [N][M][OH][OW].
+// Where the requantized outputs go: float y [N][M][OH][OW], or, when `atoms` is set, straight into an
+// int8 chw32 surface ([N][M / 32][OH][line][32]) as levels at `scale` (quant::quantize with ties away from
+// zero: what writing the float outputs to that surface would store), its padding channels zeroed.
+struct Int8Output {
+  float* y = nullptr;
+  int8_t* atoms = nullptr;
+  int64_t batch = 0, group = 0, line = 0;
+  float scale = 0;
+  int8_t* atom_at(int64_t n, int64_t m, int64_t oh, int64_t ow) const {
+    return atoms + n * batch + (m / 32) * group + oh * line + ow * 32 + m % 32;
+  }
+};
+// Input levels x -> requantized outputs.
 void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const Int8Input& x,
-                     const Int8Requant& rq, float* y);
+                     const Int8Requant& rq, const Int8Output& out);
 // The plain reference of one output value's requantization (what the vector store computes).
 inline float int8_requantize(const Int8Requant& rq, int64_t m, int32_t sum) {
   const float v =

@@ -93,7 +93,7 @@ inline float requantize(const Int8Conv& c, int64_t m, double sum) {
 
 // The integer sums on the CPU's dot products (Int8Conv::packed), requantized and activated as they are
 // stored.
-void conv_int8_packed(const Node& layer, const Int8Conv& c, const InputLevels& x, Tensor& y) {
+void conv_int8_packed(const Node& layer, const Int8Conv& c, const InputLevels& x, const Int8Output& y) {
   const ref::WindowGeom wg = ref::window_geom(c.node, x.shape, {c.packed->KH, c.packed->KW}, false);
   Int8ConvGeometry g;
   g.C = x.shape[1], g.H = wg.in[1], g.W = wg.in[2], g.M = c.packed->M, g.groups = c.packed->groups;
@@ -101,18 +101,25 @@ void conv_int8_packed(const Node& layer, const Int8Conv& c, const InputLevels& x
   g.pt = wg.pb[1], g.pl = wg.pb[2], g.OH = wg.out[1], g.OW = wg.out[2];
   const Int8Requant rq{c.mult.data(), c.bias_q.data(), c.bias.empty() ? nullptr : c.bias.data(),
                        ref::fused_epilogue(layer)};
-  conv_int8_exact(*c.packed, g, x.shape[0], x.levels, rq, y.data<float>());
+  conv_int8_exact(*c.packed, g, x.shape[0], x.levels, rq, y);
 }
 
 // Exact integer convolution of x's levels, requantized per output channel, then the fused activation.
 Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor* input, const InputLevels* levels,
-                 float s_in, quant::Rounding r, const TensorType& out) {
+                 const Int8Output* int8_output, float s_in, quant::Rounding r, const TensorType& out) {
   const Shape& ys = out.shape;
   const int64_t N = ys[0], M = ys[1];
-  Tensor acc = Tensor::uninitialized(DType::kF32, ys);
   if (c.packed) {  // the activation is applied as the outputs are stored
+    Tensor acc;
+    Int8Output to;
+    if (int8_output) {
+      to = *int8_output;
+    } else {
+      acc = Tensor::uninitialized(DType::kF32, ys);
+      to.y = acc.data<float>();
+    }
     if (levels) {
-      conv_int8_packed(layer, c, *levels, acc);
+      conv_int8_packed(layer, c, *levels, to);
       return acc;
     }
     std::vector<int8_t> q(size_t(input->numel()));
@@ -123,9 +130,10 @@ Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor* input, cons
         },
         16384);
     const Shape& xs = input->shape();
-    conv_int8_packed(layer, c, InputLevels{Int8Input::planar(q.data(), xs[1], xs[2], xs[3]), xs}, acc);
+    conv_int8_packed(layer, c, InputLevels{Int8Input::planar(q.data(), xs[1], xs[2], xs[3]), xs}, to);
     return acc;
   }
+  Tensor acc = Tensor::uninitialized(DType::kF32, ys);
   if (!input)
     fail(Status::kInternal, layer.label(), ": the reference INT8 convolution needs its float input");
   const Tensor& x = *input;
@@ -191,7 +199,8 @@ std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
     if (!conv || inputs.empty() || !(inputs[0] || (levels && conv->packed)) || rules.inputs.empty())
       fail(Status::kInternal, layer.label(),
            ": exact INT8 convolution without its prepared weights or input");
-    outs.push_back(conv_int8(layer, *conv, inputs[0], conv->packed ? levels : nullptr,
+    const Int8Output* direct = shortcuts && conv->packed ? shortcuts->int8_output : nullptr;
+    outs.push_back(conv_int8(layer, *conv, inputs[0], conv->packed ? levels : nullptr, direct,
                              rules.inputs[0].quantize_scale, rules.rounding, out_types.at(0)));
   } else {
     std::vector<const Tensor*> ptrs = inputs;

@@ -82,12 +82,15 @@ Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::
 //   again gives the same values.
 // - `output_quantized_by_caller[k]`: output k goes to an int8 surface at its store scale with ties away
 //   from zero, which quantizes it anyway: quantizing the fake-quantized value gives the same levels.
+// - `int8_output`: that surface, for an exact INT8 convolution to write its output 0 into directly (the
+//   same levels); the returned output 0 is then empty.
 struct InputLevels {
   Int8Input levels;  // where they are (an int8 chw32 surface, read in place)
   Shape shape;       // NCHW
 };
 struct StepShortcuts {
   const InputLevels* levels = nullptr;
+  const Int8Output* int8_output = nullptr;
   std::vector<char> input_on_grid, output_quantized_by_caller;
 };
 std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,

@@ -113,6 +113,20 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
       for (size_t o = 0; o < s.outputs.size() && o < s.rules.outputs.size(); ++o)
         shortcuts.output_quantized_by_caller.push_back(
             int8_surface_at(s.outputs[o], s.rules.outputs[o].scale));
+      // ... and an exact INT8 convolution writes such a chw32 surface itself.
+      Int8Output direct;
+      if (s.rules.exact_int8_conv && ps.conv && ps.conv->packed &&
+          !shortcuts.output_quantized_by_caller.empty() && shortcuts.output_quantized_by_caller[0] &&
+          s.rules.outputs[0].store == numerics::Store::kInt8 && s.rules.outputs[0].scale > 0 &&
+          s.rules.rounding == quant::Rounding::kHalfAwayFromZero) {
+        const prog::Surface& sf = p.surfaces[s.outputs[0].index];
+        if (sf.desc.format == IoFormat::kChw32 && sf.desc.network_shape.size() == 4) {
+          direct.atoms = reinterpret_cast<int8_t*>(base(sf));
+          direct.batch = sf.desc.stride[3], direct.group = sf.desc.stride[2], direct.line = sf.desc.stride[1];
+          direct.scale = sf.desc.scale;
+          shortcuts.int8_output = &direct;
+        }
+      }
       for (size_t i = 0; i < s.inputs.size(); ++i) {
         const Ref& r = s.inputs[i];
         if (i == 0 && levels.levels.data) continue;
@@ -135,7 +149,7 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
         const Ref& r = s.outputs[o];
         if (r.kind == Ref::Kind::kTemp) {
           temps.push_back(std::move(res[o]));
-        } else if (r.kind == Ref::Kind::kSurface) {
+        } else if (r.kind == Ref::Kind::kSurface && !(o == 0 && shortcuts.int8_output)) {
           const prog::Surface& sf = p.surfaces[r.index];
           write_surface(res[o], sf.desc, base(sf));
         }

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "kernels/conv_int8.h"
+#include "numerics/quantize.h"
 
 using namespace dlakit;
 
@@ -109,7 +111,9 @@ TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
     for (const Int8Input& in : layouts) {
       const bool before = conv_int8_use_generic(generic);
       std::vector<float> y(want.size(), -7.f);
-      conv_int8_exact(*packed, g, c.N, in, rq, y.data());
+      Int8Output to;
+      to.y = y.data();
+      conv_int8_exact(*packed, g, c.N, in, rq, to);
       conv_int8_use_generic(before);
       size_t differ = 0;
       for (size_t i = 0; i < y.size(); ++i) differ += y[i] != want[i];  // bit for bit
@@ -117,6 +121,37 @@ TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
                             << conv_int8_isa() << ") on " << (in.lane == 1 ? "chw32 atoms" : "planar input")
                             << ": " << differ << " of " << y.size() << " values differ";
     }
+  // Straight into an int8 chw32 surface: each byte is what quantizing the float output gives (ties away
+  // from zero), the last atom's padding channels are zero, and bytes past a line's pixels are not touched.
+  const int64_t out_groups = (g.M + 31) / 32, out_line = g.OW * 32 + 32, out_group = out_line * g.OH;
+  float amax = 0.f;
+  for (float v : want) amax = std::max(amax, std::fabs(v));
+  const float out_scale = amax / 100.f;  // levels spread over most of the int8 range
+  for (bool generic : {false, true}) {
+    std::vector<int8_t> surface(size_t(c.N * out_group * out_groups), int8_t(0x55));
+    Int8Output to;
+    to.atoms = surface.data(), to.batch = out_group * out_groups, to.group = out_group, to.line = out_line;
+    to.scale = out_scale;
+    const bool before = conv_int8_use_generic(generic);
+    conv_int8_exact(*packed, g, c.N, layouts[0], rq, to);
+    conv_int8_use_generic(before);
+    size_t wrong = 0, untouched = 0;
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t m = 0; m < out_groups * 32; ++m)
+        for (int64_t oh = 0; oh < g.OH; ++oh) {
+          for (int64_t ow = 0; ow < g.OW; ++ow) {
+            const int8_t expect = m < g.M
+                                      ? quant::quantize(want[size_t(((n * g.M + m) * g.OH + oh) * g.OW + ow)],
+                                                        out_scale, quant::Rounding::kHalfAwayFromZero)
+                                      : int8_t(0);
+            wrong += *to.atom_at(n, m, oh, ow) != expect;
+          }
+          untouched += m % 32 == 0 && *to.atom_at(n, m, oh, g.OW) == int8_t(0x55);
+        }
+    EXPECT_EQ(wrong, 0u) << c.name << " into an int8 surface with the " << (generic ? "generic" : "CPU's")
+                         << " kernel";
+    EXPECT_EQ(untouched, size_t(c.N * out_groups * g.OH)) << c.name << ": bytes past the lines were written";
+  }
 }
 
 Int8ConvGeometry geom(int64_t C, int64_t H, int64_t W, int64_t M, int64_t groups, int64_t K, int64_t s,
@@ -135,6 +170,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"1x1_c3_m33_w40_clip", geom(3, 6, 40, 33, 1, 1, 1, 1, 0), 1, 0, 0, GemmEpilogue::Act::kClip},
         Case{"7x7_stride2_pad3_c3_m24", geom(3, 23, 31, 24, 1, 7, 2, 1, 3), 1, 3, 3},
         Case{"3x3_dilation2_c21_m16", geom(21, 15, 17, 16, 1, 3, 1, 2, 2), 1, 2, 2},
+        Case{"grouped_g2_c20_m48_blocks_cross_atoms", geom(20, 7, 15, 48, 2, 3, 1, 1, 1), 1, 1, 1},
         Case{"grouped_g3_c18_m48_leaky", geom(18, 9, 14, 48, 3, 3, 1, 1, 1), 1, 1, 1,
              GemmEpilogue::Act::kLeakyRelu},
         Case{"depthwise_3x3_c21_w37_clip", geom(21, 9, 37, 21, 21, 3, 1, 1, 1), 2, 1, 1,
@@ -164,7 +200,7 @@ TEST(ConvInt8Limits, ExtremeLevelsSumExactly) {
   const auto packed = pack_int8_conv(16, 512, 1, 3, 3, w.data());
   std::vector<float> y(16);
   conv_int8_exact(*packed, g, 1, Int8Input::planar(x.data(), 512, 3, 3),
-                  {mult.data(), bias_q.data(), bias.data(), {}}, y.data());
+                  {mult.data(), bias_q.data(), bias.data(), {}}, Int8Output{y.data(), nullptr, 0, 0, 0, 0});
   for (float v : y) EXPECT_EQ(v, float(128.0 * 127.0 * 512 * 9));
 }
 
