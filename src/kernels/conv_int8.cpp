@@ -76,7 +76,7 @@ void tile_generic(const Tile& t, int blocks, int pixels) {
 }
 
 #if defined(__x86_64__)
-#define DLAKIT_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni")))
+#define DLAKIT_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 
 // The requantization of 16 sums at once: the per-channel values, broadcast or loaded.
 struct Requant16 {
@@ -200,7 +200,8 @@ const auto kVnni2 = vnni_table<2>(std::make_index_sequence<kMaxPixels>());
 bool has_vnni() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512vnni");
 }
 const bool kHasVnni = has_vnni();
 #else
@@ -316,6 +317,51 @@ DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
 }
 #endif
 
+#if defined(__x86_64__)
+// Depthwise with input and output in int8 chw32 surfaces: 16 channels of a pixel are contiguous in both,
+// so each tap is one 16-byte load, widened, times the 16 channels' weights; no padded copy (taps outside
+// the input are skipped: they would add level 0). One output row of image n.
+DLAKIT_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeometry& g, const Int8Input& x,
+                                     const Int8Requant& rq, const Int8Output& out, int64_t n, int64_t oh) {
+  const int64_t taps = g.KH * g.KW, blocks = (g.M + kLanes - 1) / kLanes;
+  const __m512 scale = _mm512_set1_ps(out.scale);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t c = b * kLanes, count = std::min(kLanes, g.M - c);
+    const __mmask16 mask = count >= kLanes ? __mmask16(0xffff) : __mmask16((1u << count) - 1);
+    const int32_t* w = p.depthwise_w16.data() + b * taps * kLanes;
+    Requant16 q;
+    q.mult = _mm512_maskz_loadu_ps(mask, rq.mult + c);
+    q.bias = rq.bias ? _mm512_maskz_loadu_ps(mask, rq.bias + c) : _mm512_setzero_ps();
+    q.bias_q_lo = _mm512_maskz_loadu_pd(__mmask8(mask), rq.bias_q + c);
+    q.bias_q_hi = _mm512_maskz_loadu_pd(__mmask8(mask >> 8), rq.bias_q + c + 8);
+    q.scaled = _mm512_cmp_ps_mask(q.mult, _mm512_setzero_ps(), _CMP_GT_OQ);
+    q.act = &rq.act;
+    for (int64_t ow = 0; ow < g.OW; ++ow) {
+      __m512i acc = _mm512_setzero_si512();
+      for (int64_t kh = 0; kh < g.KH; ++kh) {
+        const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+        if (ih < 0 || ih >= g.H) continue;
+        for (int64_t kw = 0; kw < g.KW; ++kw) {
+          const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
+          if (iw < 0 || iw >= g.W) continue;
+          const __m512i xv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, x.at(n, c, ih, iw)));
+          acc = _mm512_add_epi32(acc,
+                                 _mm512_mullo_epi32(xv, _mm512_loadu_si512(w + (kh * g.KW + kw) * kLanes)));
+        }
+      }
+      _mm_mask_storeu_epi8(out.atom_at(n, c, oh, ow), mask, quantize16(requantize16(q, acc), scale));
+    }
+  }
+}
+
+void depthwise_atoms_vnni(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const Int8Input& x,
+                          const Int8Requant& rq, const Int8Output& out) {
+  parallel_for(N * g.OH, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) depthwise_atoms_row(p, g, x, rq, out, i / g.OH, i % g.OH);
+  });
+}
+#endif
+
 void conv_int8_depthwise(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const Int8Input& x,
                          const Int8Requant& rq, const Int8Output& out) {
   const int64_t Hp = padded_rows(g), Wp = padded_cols(g), S = g.sw, Wq = (Wp + S - 1) / S;
@@ -375,6 +421,11 @@ std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int6
   if (is_depthwise(M, Cg, groups)) {
     p->depthwise = true;
     for (int64_t i = 0; i < M * taps; ++i) p->depthwise_w.push_back(int32_t(w_levels[i]));
+    p->depthwise_w16.assign(size_t((M + kLanes - 1) / kLanes * taps * kLanes), 0);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t tap = 0; tap < taps; ++tap)
+        p->depthwise_w16[size_t(((m / kLanes) * taps + tap) * kLanes + m % kLanes)] =
+            int32_t(w_levels[m * taps + tap]);
     return p;
   }
   const int64_t quads = p->C4 / 4, block_bytes = taps * quads * 64;
@@ -404,7 +455,14 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
       for (int64_t oh = 0; oh < g.OH; ++oh)
         for (int64_t ow = 0; ow < g.OW; ++ow)
           std::memset(out.atom_at(n, g.M, oh, ow), 0, size_t(32 - g.M % 32));
-  if (p.depthwise) return conv_int8_depthwise(p, g, N, x, rq, out);
+  if (p.depthwise) {
+#if defined(__x86_64__)
+    if (x.lane == 1 && x.atom == 32 && out.atoms && kHasVnni &&
+        !g_force_generic.load(std::memory_order_relaxed))
+      return depthwise_atoms_vnni(p, g, N, x, rq, out);
+#endif
+    return conv_int8_depthwise(p, g, N, x, rq, out);
+  }
   const int64_t Cg = p.Cg, Mg = g.M / g.groups, taps = g.KH * g.KW, quads = p.C4 / 4;
   const int64_t Hp = padded_rows(g), Wp = padded_cols(g);
   const int64_t block_bytes = taps * quads * 64;

@@ -32,10 +32,11 @@ struct PackedInt8Conv {
   int64_t C4 = 0, blocks = 0;         // per group: input channels rounded up to 4, blocks of 16 outputs
   std::vector<int8_t> w;              // [group][block][tap][C4/4][16][4]
   std::vector<int32_t> compensation;  // [group][block][16]: 128 * sum of each output channel's weights
-  // Depthwise layers (one input channel per output channel) instead: [M][tap], and the sums run along the
-  // output row, 16 pixels at a time.
+  // Depthwise layers (one input channel per output channel) instead: [M][tap] for planar input (the sums
+  // run along an output row, 16 pixels at a time), and [M / 16][tap][16] for input and output in int8
+  // chw32 surfaces (16 channels of a pixel at a time, read and written in place).
   bool depthwise = false;
-  std::vector<int32_t> depthwise_w;
+  std::vector<int32_t> depthwise_w, depthwise_w16;
 };
 
 // Whether the fast path handles this layer's weights exactly: the int32 sums of (level + 128) * w cannot

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct Case {
   int64_t N, pb, pr;   // batch; bottom and right padding
   GemmEpilogue::Act act = GemmEpilogue::Act::kNone;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 // The fused activations as the separate nodes compute them (Relu, Clip(-0.5, 0.75), LeakyRelu(0.1)).
 float activate(GemmEpilogue::Act act, float v) {
@@ -127,31 +130,33 @@ TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
   float amax = 0.f;
   for (float v : want) amax = std::max(amax, std::fabs(v));
   const float out_scale = amax / 100.f;  // levels spread over most of the int8 range
-  for (bool generic : {false, true}) {
-    std::vector<int8_t> surface(size_t(c.N * out_group * out_groups), int8_t(0x55));
-    Int8Output to;
-    to.atoms = surface.data(), to.batch = out_group * out_groups, to.group = out_group, to.line = out_line;
-    to.scale = out_scale;
-    const bool before = conv_int8_use_generic(generic);
-    conv_int8_exact(*packed, g, c.N, layouts[0], rq, to);
-    conv_int8_use_generic(before);
-    size_t wrong = 0, untouched = 0;
-    for (int64_t n = 0; n < c.N; ++n)
-      for (int64_t m = 0; m < out_groups * 32; ++m)
-        for (int64_t oh = 0; oh < g.OH; ++oh) {
-          for (int64_t ow = 0; ow < g.OW; ++ow) {
-            const int8_t expect = m < g.M
-                                      ? quant::quantize(want[size_t(((n * g.M + m) * g.OH + oh) * g.OW + ow)],
-                                                        out_scale, quant::Rounding::kHalfAwayFromZero)
-                                      : int8_t(0);
-            wrong += *to.atom_at(n, m, oh, ow) != expect;
+  for (bool generic : {false, true})
+    for (const Int8Input& in : layouts) {
+      std::vector<int8_t> surface(size_t(c.N * out_group * out_groups), int8_t(0x55));
+      Int8Output to;
+      to.atoms = surface.data(), to.batch = out_group * out_groups, to.group = out_group, to.line = out_line;
+      to.scale = out_scale;
+      const bool before = conv_int8_use_generic(generic);
+      conv_int8_exact(*packed, g, c.N, in, rq, to);
+      conv_int8_use_generic(before);
+      size_t wrong = 0, untouched = 0;
+      for (int64_t n = 0; n < c.N; ++n)
+        for (int64_t m = 0; m < out_groups * 32; ++m)
+          for (int64_t oh = 0; oh < g.OH; ++oh) {
+            for (int64_t ow = 0; ow < g.OW; ++ow) {
+              const int8_t expect =
+                  m < g.M ? quant::quantize(want[size_t(((n * g.M + m) * g.OH + oh) * g.OW + ow)], out_scale,
+                                            quant::Rounding::kHalfAwayFromZero)
+                          : int8_t(0);
+              wrong += *to.atom_at(n, m, oh, ow) != expect;
+            }
+            untouched += m % 32 == 0 && *to.atom_at(n, m, oh, g.OW) == int8_t(0x55);
           }
-          untouched += m % 32 == 0 && *to.atom_at(n, m, oh, g.OW) == int8_t(0x55);
-        }
-    EXPECT_EQ(wrong, 0u) << c.name << " into an int8 surface with the " << (generic ? "generic" : "CPU's")
-                         << " kernel";
-    EXPECT_EQ(untouched, size_t(c.N * out_groups * g.OH)) << c.name << ": bytes past the lines were written";
-  }
+      EXPECT_EQ(wrong, 0u) << c.name << " into an int8 surface with the " << (generic ? "generic" : "CPU's")
+                           << " kernel from " << (in.lane == 1 ? "chw32 atoms" : "planar input");
+      EXPECT_EQ(untouched, size_t(c.N * out_groups * g.OH))
+          << c.name << ": bytes past the lines were written";
+    }
 }
 
 Int8ConvGeometry geom(int64_t C, int64_t H, int64_t W, int64_t M, int64_t groups, int64_t K, int64_t s,
