@@ -6,16 +6,10 @@
 # (after trtexec-style warm-up), each ORT run the median of BENCH_ITERATIONS; the table takes the median
 # over rounds. Writes bench/results/<date>-emulated-cpu.json and the section between the markers
 # "emulated-cpu" in docs/benchmarks.md.
-set -euo pipefail
-BUILD="${1:-build}"
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-M="$ROOT/.cache/models"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
+source "$(dirname "$0")/common.sh"
 ITER="${BENCH_ITERATIONS:-20}"
 SECONDS_PER_RUN="${BENCH_SECONDS:-3}"
 ROUNDS="${BENCH_ROUNDS:-3}"
-PY=/usr/bin/python3
 DLAKIT="$ROOT/$BUILD/dlakit"
 export DLAKIT_NUM_THREADS=2
 json="$ROOT/bench/results/$(date -u +%Y-%m-%d)-emulated-cpu.json"

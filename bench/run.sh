@@ -4,16 +4,10 @@
 # BENCH_ITERATIONS timed runs after warm-up, wall clock and process CPU time. The table takes the median
 # over rounds. Writes bench/results/<date>-reference-fp32.json (every round) and the generated part of
 # docs/benchmarks.md (everything after the "end of generated part" line is kept as it is).
-set -euo pipefail
-BUILD="${1:-build}"
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-M="$ROOT/.cache/models"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
+source "$(dirname "$0")/common.sh"
 ITER="${BENCH_ITERATIONS:-20}"
 ROUNDS="${BENCH_ROUNDS:-3}"
 THREADS=2
-PY=/usr/bin/python3
 out="$ROOT/docs/benchmarks.md"
 mkdir -p "$ROOT/bench/results"
 json="$ROOT/bench/results/$(date -u +%Y-%m-%d)-reference-fp32.json"
