@@ -202,6 +202,12 @@ TensorDesc adopt_cudla_desc(TensorDesc d) {
   return d;
 }
 
+bool dense_atom_lines(const TensorDesc& d) {
+  if (d.format != IoFormat::kChw16 && d.format != IoFormat::kChw32) return false;
+  const uint64_t atom = d.format == IoFormat::kChw16 ? 16 : 32;
+  return d.stride[0] == dtype_size(d.dtype) && d.stride[1] == d.w * atom * d.stride[0];
+}
+
 void pack(const Tensor& x, const TensorDesc& d, void* buffer) {
   DLAKIT_CHECK(x.dtype() == DType::kF32 && x.shape() == d.network_shape, Status::kInvalidArgument,
                "pack: tensor ", type_str(x.type()), " does not match descriptor '", d.name, "' (f32[",
@@ -211,8 +217,9 @@ void pack(const Tensor& x, const TensorDesc& d, void* buffer) {
                "' has no quantization scale (", d.scale, "); it comes from the INT8 loadable's calibration");
   uint8_t* b = static_cast<uint8_t*>(buffer);
   std::memset(b, 0, d.size);
-  // The DLA's channel-atom formats have a vectorised, threaded writer with the same rounding.
-  if (d.format == IoFormat::kChw16 || d.format == IoFormat::kChw32) return write_surface(x, d, b);
+  // The DLA's channel-atom formats with unpadded lines (dlakit's own) have a vectorised, threaded writer
+  // with the same rounding; a descriptor another library reported may pad its lines.
+  if (dense_atom_lines(d)) return write_surface(x, d, b);
   const float* p = x.data<float>();
   for (uint64_t n = 0; n < d.n; ++n)
     for (uint64_t c = 0; c < d.c; ++c)
@@ -234,7 +241,7 @@ Tensor unpack(const void* buffer, const TensorDesc& d) {
   DLAKIT_CHECK(!i8 || d.scale > 0, Status::kInvalidArgument, "unpack: int8 tensor '", d.name,
                "' has no quantization scale (", d.scale, ")");
   const uint8_t* b = static_cast<const uint8_t*>(buffer);
-  if (d.format == IoFormat::kChw16 || d.format == IoFormat::kChw32) return read_surface(d, b);
+  if (dense_atom_lines(d)) return read_surface(d, b);
   Tensor x(DType::kF32, d.network_shape);
   float* p = x.data<float>();
   for (uint64_t n = 0; n < d.n; ++n)

@@ -47,6 +47,10 @@ TensorDesc make_desc(const std::string& name, const Shape& shape, const IoSpec& 
 // Throws kUnsupported for a format dlakit cannot pack, naming the tensor and its codes.
 TensorDesc adopt_cudla_desc(TensorDesc d);
 
+// chw16/chw32 with lines of exactly w atoms (every dlakit descriptor; the surface reader and writer
+// address pixels that way).
+bool dense_atom_lines(const TensorDesc& d);
+
 // NCHW float32 (the network's shape) -> descriptor buffer; padding zeroed. fp16: rounded to nearest even;
 // int8: q = clamp(round(x / scale), -128, 127), ties away from zero (the DLA's rounding).
 void pack(const Tensor& nchw, const TensorDesc& d, void* buffer);

@@ -12,7 +12,9 @@
 namespace dlakit::rt {
 namespace {
 
-bool chw(const TensorDesc& d) { return d.format == IoFormat::kChw16 || d.format == IoFormat::kChw32; }
+// The atom formats are read and written here only with unpadded lines (pixel p of a plane at p atoms);
+// others go through pack/unpack, which address every element.
+bool chw(const TensorDesc& d) { return dense_atom_lines(d); }
 
 void check(const Tensor& x, const TensorDesc& d, const char* what) {
   DLAKIT_CHECK(x.dtype() == DType::kF32 && x.shape() == d.network_shape, Status::kInvalidArgument, what,

@@ -36,6 +36,23 @@ TEST(IoFormat, Int8Chw32PutsChannel33InTheSecondSurfaceAndZeroesPadding) {
   EXPECT_EQ(0, std::memcmp(x.raw(), y.raw(), x.nbytes())) << "values on the int8 grid come back exactly";
 }
 
+TEST(IoFormat, Chw32WithPaddedLinesFromAnotherLibraryPacksEveryPixelInItsLine) {
+  // A descriptor as cuDLA could report it for a TensorRT loadable: 32 bytes of padding after each line.
+  TensorDesc d = int8_desc({1, 40, 2, 3}, IoFormat::kChw32, 0.5f);
+  d.stride[1] = 3 * 32 + 32, d.stride[2] = d.stride[1] * 2, d.stride[3] = d.stride[2] * 2;
+  d.size = d.stride[3];
+  Tensor x(DType::kF32, {1, 40, 2, 3});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float((i % 50) - 25) * 0.5f;
+  std::vector<int8_t> b(d.size, 99);
+  pack(x, d, b.data());
+  // (n0, c33, h1, w2): surface 1, line 1 (past the first line's padding), pixel 2, lane 1
+  const int64_t src = ((0 * 40 + 33) * 2 + 1) * 3 + 2;
+  EXPECT_EQ(b[d.stride[2] + d.stride[1] + 2 * 32 + 1], int8_t(x.data<float>()[src] / 0.5f));
+  EXPECT_EQ(b[3 * 32], 0) << "the padding after a line stays zero";
+  const Tensor y = unpack(b.data(), d);
+  EXPECT_EQ(0, std::memcmp(x.raw(), y.raw(), x.nbytes()));
+}
+
 TEST(IoFormat, Int8LinearAndHwc4RoundTripOnTheGrid) {
   std::mt19937 gen(3);
   std::uniform_int_distribution<int> lv(-128, 127);
