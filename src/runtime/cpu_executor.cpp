@@ -1,6 +1,7 @@
 #include "runtime/cpu_executor.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -11,6 +12,20 @@ namespace dlakit::rt {
 
 using prog::Pool;
 using prog::Ref;
+
+namespace {
+
+// Whether two surfaces share bytes (views share their parent's pool).
+bool overlap(const prog::Surface& a, const prog::Surface& b) {
+  if (a.pool != b.pool) return false;
+  if ((a.pool == Pool::kInput || a.pool == Pool::kOutput) && a.io_index != b.io_index) return false;
+  return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+}
+
+// Levels x scale stay finite for every level, so dividing by the scale gives the levels back.
+bool levels_round_trip(float scale) { return scale > 0 && std::isfinite(scale * 128.f); }
+
+}  // namespace
 
 CpuExecutor::CpuExecutor(const PreparedProgram& p) : p_(p) {}
 
@@ -97,9 +112,17 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
         return r.kind == Ref::Kind::kSurface && p.surfaces[r.index].desc.dtype == DType::kI8 &&
                p.surfaces[r.index].desc.scale == scale;
       };
+      // (Not when a step of this operation writes the surface: the others must see it as first read.)
+      auto written_here = [&](uint32_t surface) {
+        for (const prog::Step& other : op.steps)
+          for (const Ref& r : other.outputs)
+            if (r.kind == Ref::Kind::kSurface && r.index == surface) return true;
+        return false;
+      };
       if (s.rules.exact_int8_conv && ps.conv && ps.conv->packed && !s.inputs.empty() &&
           !s.rules.inputs.empty() && int8_surface_at(s.inputs[0], s.rules.inputs[0].quantize_scale) &&
-          !loaded.count(s.inputs[0].index)) {
+          levels_round_trip(s.rules.inputs[0].quantize_scale) && !loaded.count(s.inputs[0].index) &&
+          !written_here(s.inputs[0].index)) {
         const TensorDesc& d = p.surfaces[s.inputs[0].index].desc;
         if (d.format == IoFormat::kChw32 && d.network_shape.size() == 4)
           levels = {Int8Input::atoms(reinterpret_cast<const int8_t*>(base(p.surfaces[s.inputs[0].index])), 32,
@@ -117,10 +140,12 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
       Int8Output direct;
       if (s.rules.exact_int8_conv && ps.conv && ps.conv->packed &&
           !shortcuts.output_quantized_by_caller.empty() && shortcuts.output_quantized_by_caller[0] &&
-          s.rules.outputs[0].store == numerics::Store::kInt8 && s.rules.outputs[0].scale > 0 &&
+          s.rules.outputs[0].store == numerics::Store::kInt8 && levels_round_trip(s.rules.outputs[0].scale) &&
           s.rules.rounding == quant::Rounding::kHalfAwayFromZero) {
         const prog::Surface& sf = p.surfaces[s.outputs[0].index];
-        if (sf.desc.format == IoFormat::kChw32 && sf.desc.network_shape.size() == 4) {
+        // Written while its input is read in place: only if they share no bytes.
+        const bool clash = levels.levels.data && overlap(sf, p.surfaces[s.inputs[0].index]);
+        if (sf.desc.format == IoFormat::kChw32 && sf.desc.network_shape.size() == 4 && !clash) {
           direct.atoms = reinterpret_cast<int8_t*>(base(sf));
           direct.batch = sf.desc.stride[3], direct.group = sf.desc.stride[2], direct.line = sf.desc.stride[1];
           direct.scale = sf.desc.scale;

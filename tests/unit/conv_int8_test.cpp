@@ -81,7 +81,7 @@ TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
   const int64_t Cg = g.C / g.groups;
   ASSERT_TRUE(int8_conv_supported(g.M, Cg, g.groups, g.KH, g.KW));
   std::mt19937 gen(7);
-  std::uniform_int_distribution<int> level(-128, 127), wlevel(-127, 127);
+  std::uniform_int_distribution<int> level(-128, 127), wlevel(-128, 127);
   std::vector<int8_t> x(size_t(c.N * g.C * g.H * g.W));
   for (auto& v : x) v = int8_t(level(gen));
   std::vector<float> w(size_t(g.M * Cg * g.KH * g.KW));
