@@ -16,10 +16,14 @@ namespace {
 
 // Waits for `ready` by spinning for up to kSpin (the gap between two parallel regions of one inference is
 // usually shorter: sleeping on a condition variable and being woken costs more than that), then returns
-// false so the caller blocks.
+// false so the caller blocks; with `spin` false it returns false at once.
 constexpr auto kSpin = std::chrono::microseconds(200);
+// Spinning threads beyond the cores would take them from the caller's serial work.
+bool may_spin(int threads) { return threads <= int(std::max(1u, std::thread::hardware_concurrency())); }
+
 template <typename Ready>
-bool spin_until(Ready ready) {
+bool spin_until(bool spin, Ready ready) {
+  if (!spin) return false;
   const auto deadline = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0;; ++i) {
     if (ready()) return true;
@@ -32,7 +36,7 @@ bool spin_until(Ready ready) {
 
 class Pool {
  public:
-  explicit Pool(int workers) {
+  explicit Pool(int workers) : spin_(may_spin(workers + 1)) {
     for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
   }
   ~Pool() {
@@ -59,7 +63,7 @@ class Pool {
     }
     cv_.notify_all();
     work();
-    spin_until([&] { return done_.load() == count && active_.load() == 0; });
+    spin_until(spin_, [&] { return done_.load() == count && active_.load() == 0; });
     // Confirmed under the lock: a worker that has not yet joined this region finds job_ cleared.
     std::unique_lock<std::mutex> lk(mu_);
     done_cv_.wait(lk, [&] { return done_ == count_ && active_ == 0; });
@@ -87,7 +91,7 @@ class Pool {
   void loop() {
     uint64_t seen = 0;
     for (;;) {
-      spin_until([&] { return stop_.load() || generation_.load() != seen; });
+      spin_until(spin_, [&] { return stop_.load() || generation_.load() != seen; });
       {
         std::unique_lock<std::mutex> lk(mu_);
         cv_.wait(lk, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
@@ -101,6 +105,7 @@ class Pool {
     }
   }
 
+  const bool spin_;
   std::vector<std::thread> threads_;
   std::mutex mu_, call_mu_;
   std::condition_variable cv_, done_cv_;
