@@ -18,22 +18,31 @@ TensorDesc int8_desc(const Shape& s, IoFormat f, float scale) {
 }
 }  // namespace
 
+// A 1x40x2x3 tensor on the int8 grid of scale 0.5 packed into chw32 descriptor d: checks where channel 33
+// of (h1, w2) lands (second 32-channel surface, line 1, pixel 2, lane 1), that it unpacks exactly, and
+// returns the buffer for the caller's own checks.
+namespace {
+std::vector<int8_t> pack_and_check_channel33(const TensorDesc& d) {
+  Tensor x(DType::kF32, {1, 40, 2, 3});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float((i % 50) - 25) * 0.5f;
+  std::vector<int8_t> b(d.size, 99);
+  pack(x, d, b.data());
+  const int64_t src = ((0 * 40 + 33) * 2 + 1) * 3 + 2;
+  EXPECT_EQ(b[d.stride[2] + d.stride[1] + 2 * 32 + 1], int8_t(x.data<float>()[src] / 0.5f));
+  const Tensor y = unpack(b.data(), d);
+  EXPECT_EQ(0, std::memcmp(x.raw(), y.raw(), x.nbytes())) << "values on the int8 grid come back exactly";
+  return b;
+}
+}  // namespace
+
 TEST(IoFormat, Int8Chw32PutsChannel33InTheSecondSurfaceAndZeroesPadding) {
   const TensorDesc d = int8_desc({1, 40, 2, 3}, IoFormat::kChw32, 0.5f);
   EXPECT_EQ(d.stride[0], 1u);
   EXPECT_EQ(d.stride[1], 3u * 32u);       // one line: W pixels of 32 channels
   EXPECT_EQ(d.stride[2], 2u * 3u * 32u);  // one 32-channel surface
   EXPECT_EQ(d.size, 2u * d.stride[2]);    // 40 channels -> 2 surfaces
-  Tensor x(DType::kF32, {1, 40, 2, 3});
-  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float((i % 50) - 25) * 0.5f;
-  std::vector<int8_t> b(d.size, 99);
-  pack(x, d, b.data());
-  // (n0, c33, h1, w2): surface 1, line 1, pixel 2, lane 1
-  const int64_t src = ((0 * 40 + 33) * 2 + 1) * 3 + 2;
-  EXPECT_EQ(b[d.stride[2] + d.stride[1] + 2 * 32 + 1], int8_t(x.data<float>()[src] / 0.5f));
+  const std::vector<int8_t> b = pack_and_check_channel33(d);
   EXPECT_EQ(b[d.stride[2] + 2 * 32 + 8], 0) << "channel 40 is padding";
-  const Tensor y = unpack(b.data(), d);
-  EXPECT_EQ(0, std::memcmp(x.raw(), y.raw(), x.nbytes())) << "values on the int8 grid come back exactly";
 }
 
 TEST(IoFormat, Chw32WithPaddedLinesFromAnotherLibraryPacksEveryPixelInItsLine) {
@@ -41,16 +50,8 @@ TEST(IoFormat, Chw32WithPaddedLinesFromAnotherLibraryPacksEveryPixelInItsLine) {
   TensorDesc d = int8_desc({1, 40, 2, 3}, IoFormat::kChw32, 0.5f);
   d.stride[1] = 3 * 32 + 32, d.stride[2] = d.stride[1] * 2, d.stride[3] = d.stride[2] * 2;
   d.size = d.stride[3];
-  Tensor x(DType::kF32, {1, 40, 2, 3});
-  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float((i % 50) - 25) * 0.5f;
-  std::vector<int8_t> b(d.size, 99);
-  pack(x, d, b.data());
-  // (n0, c33, h1, w2): surface 1, line 1 (past the first line's padding), pixel 2, lane 1
-  const int64_t src = ((0 * 40 + 33) * 2 + 1) * 3 + 2;
-  EXPECT_EQ(b[d.stride[2] + d.stride[1] + 2 * 32 + 1], int8_t(x.data<float>()[src] / 0.5f));
+  const std::vector<int8_t> b = pack_and_check_channel33(d);
   EXPECT_EQ(b[3 * 32], 0) << "the padding after a line stays zero";
-  const Tensor y = unpack(b.data(), d);
-  EXPECT_EQ(0, std::memcmp(x.raw(), y.raw(), x.nbytes()));
 }
 
 TEST(IoFormat, Int8LinearAndHwc4RoundTripOnTheGrid) {
