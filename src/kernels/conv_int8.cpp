@@ -125,23 +125,16 @@ DLAKIT_VNNI inline __m128i quantize16(__m512 x, __m512 scale) {
   return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(t));
 }
 
-// 16 channels of one pixel, requantized, to their place (n: how many are real channels).
+// 16 channels of one pixel, requantized, quantized into the int8 surface (n: how many are real channels).
 DLAKIT_VNNI inline void put16(const Int8Output& o, const Tile& t, int64_t m, int64_t ow, __m512 v,
-                              int64_t n) {
-  if (o.atoms) {
-    alignas(16) int8_t levels[kLanes];
-    _mm_store_si128(reinterpret_cast<__m128i*>(levels), quantize16(v, _mm512_set1_ps(o.scale)));
-    for (int64_t lane = 0; lane < n;) {  // a block may cross into the next 32-channel atom
-      const int64_t run = std::min(n - lane, 32 - (m + lane) % 32);
-      std::memcpy(o.atom_at(t.n, m + lane, t.oh, ow), levels + lane, size_t(run));
-      lane += run;
-    }
-    return;
+                              __m512 scale, int64_t n) {
+  alignas(16) int8_t levels[kLanes];
+  _mm_store_si128(reinterpret_cast<__m128i*>(levels), quantize16(v, scale));
+  for (int64_t lane = 0; lane < n;) {  // a block may cross into the next 32-channel atom
+    const int64_t run = std::min(n - lane, 32 - (m + lane) % 32);
+    std::memcpy(o.atom_at(t.n, m + lane, t.oh, ow), levels + lane, size_t(run));
+    lane += run;
   }
-  alignas(64) float values[kLanes];
-  _mm512_store_ps(values, v);
-  for (int64_t lane = 0; lane < n; ++lane)
-    o.y[((t.n * t.M + m + lane) * t.OH + t.oh) * t.OW + ow] = values[lane];
 }
 
 template <int kBlocks, int kPixels>
@@ -175,8 +168,9 @@ DLAKIT_VNNI void tile_vnni(const Tile& t) {
     q.scaled = _mm512_cmp_ps_mask(q.mult, _mm512_setzero_ps(), _CMP_GT_OQ);
     q.act = &t.rq.act;
     if (t.out->atoms) {
+      const __m512 scale = _mm512_set1_ps(t.out->scale);
       for (int j = 0; j < kPixels; ++j)
-        put16(*t.out, t, t.m0 + m0, t.ow + j, requantize16(q, _mm512_sub_epi32(acc[b][j], comp)), n);
+        put16(*t.out, t, t.m0 + m0, t.ow + j, requantize16(q, _mm512_sub_epi32(acc[b][j], comp)), scale, n);
       continue;
     }
     // Float output: each channel's run of pixels is contiguous, so the tile is transposed on the stack.
