@@ -1,4 +1,5 @@
 // Binary and variadic element-wise ops with NumPy broadcasting: Add Sub Mul Div Pow Max Min Sum Equal.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -42,10 +43,36 @@ std::vector<TensorType> infer_broadcast(const InferContext& c) {
   return {{dt, broadcast_shapes(c.node(), shapes)}};
 }
 
-// Applies out = op(out, b) in place, b broadcast to out's shape. Ints compute in T (wrapping like ONNX
-// Runtime); f16 computes in float and rounds once per op.
+// How an operand broadcast onto `out` is walked: out splits into [outer..., inner block], the block being
+// the longest suffix over which the operand is one repeated value (stride 0) or contiguous, so inner loops
+// are plain vectorisable loops (or one fill / one memcpy).
+struct BroadcastBlocks {
+  Shape outer;
+  std::vector<int64_t> outer_strides;
+  int64_t block = 1;
+  bool scalar_run = false;  // the operand is one value per block
+};
+BroadcastBlocks broadcast_blocks(const Shape& operand, const Shape& os) {
+  const auto bst = broadcast_strides(operand, os);
+  BroadcastBlocks r;
+  size_t split = os.size();
+  r.scalar_run = !os.empty() && bst.back() == 0;
+  while (r.scalar_run && split > 0 && bst[split - 1] == 0) --split;
+  if (!r.scalar_run) {  // the operand's contiguous suffix must match out's strides exactly within the block
+    split = os.size();
+    int64_t expect = 1;
+    while (split > 0 && bst[split - 1] == expect) expect *= os[--split];
+  }
+  for (size_t d = split; d < os.size(); ++d) r.block *= os[d];
+  r.outer.assign(os.begin(), os.begin() + long(split));
+  r.outer_strides.assign(bst.begin(), bst.begin() + long(split));
+  return r;
+}
+
+// out = op(src, b), b broadcast to out's shape; src has out's shape (src == out: in place). Ints compute in
+// T (wrapping like ONNX Runtime).
 template <typename T, typename Op>
-void apply_inplace(Tensor& out, const Tensor& b, Op op) {
+void apply_binary(Tensor& out, const T* src, const Tensor& b, Op op) {
   T* o = out.data<T>();
   const T* pb = b.data<T>();
   const int64_t n = out.numel();
@@ -53,7 +80,7 @@ void apply_inplace(Tensor& out, const Tensor& b, Op op) {
     parallel_for(
         n,
         [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) o[i] = op(o[i], pb[i]);
+          for (int64_t i = s; i < e; ++i) o[i] = op(src[i], pb[i]);
         },
         16384);
   } else if (b.numel() == 1) {
@@ -61,40 +88,26 @@ void apply_inplace(Tensor& out, const Tensor& b, Op op) {
     parallel_for(
         n,
         [&](int64_t s, int64_t e) {
-          for (int64_t i = s; i < e; ++i) o[i] = op(o[i], v);
+          for (int64_t i = s; i < e; ++i) o[i] = op(src[i], v);
         },
         16384);
   } else {
-    // Split the output into [outer..., inner block]: the block is the longest suffix over which b is either
-    // one repeated value (stride 0) or contiguous, so the inner loop is a plain vectorisable loop.
-    const Shape& os = out.shape();
-    const auto bst = broadcast_strides(b.shape(), os);
-    size_t split = os.size();
-    const bool scalar_run = !os.empty() && bst.back() == 0;
-    while (scalar_run && split > 0 && bst[split - 1] == 0) --split;
-    if (!scalar_run) {  // contiguous suffix of b must match out's strides exactly relative to the block
-      split = os.size();
-      int64_t expect = 1;
-      while (split > 0 && bst[split - 1] == expect) expect *= os[--split];
-    }
-    int64_t block = 1;
-    for (size_t d = split; d < os.size(); ++d) block *= os[d];
-    const Shape outer(os.begin(), os.begin() + split);
-    const std::vector<int64_t> outer_bst(bst.begin(), bst.begin() + split);
-    for_each_broadcast(outer, {outer_bst}, [&](int64_t i, const std::vector<int64_t>& off) {
-      T* orow = o + i * block;
-      if (scalar_run) {
+    const BroadcastBlocks bb = broadcast_blocks(b.shape(), out.shape());
+    for_each_broadcast(bb.outer, {bb.outer_strides}, [&](int64_t i, const std::vector<int64_t>& off) {
+      T* orow = o + i * bb.block;
+      const T* srow = src + i * bb.block;
+      if (bb.scalar_run) {
         const T v = pb[off[0]];
-        for (int64_t k = 0; k < block; ++k) orow[k] = op(orow[k], v);
+        for (int64_t k = 0; k < bb.block; ++k) orow[k] = op(srow[k], v);
       } else {
         const T* brow = pb + off[0];
-        for (int64_t k = 0; k < block; ++k) orow[k] = op(orow[k], brow[k]);
+        for (int64_t k = 0; k < bb.block; ++k) orow[k] = op(srow[k], brow[k]);
       }
     });
   }
 }
 
-// Broadcast-copies `a` into `out` (same dtype).
+// Broadcast-copies `a` into `out` (same dtype), a block (one fill or one memcpy) at a time.
 void expand_into(const Tensor& a, Tensor& out) {
   const size_t es = dtype_size(a.dtype());
   if (a.shape() == out.shape()) {
@@ -103,10 +116,20 @@ void expand_into(const Tensor& a, Tensor& out) {
   }
   const uint8_t* src = static_cast<const uint8_t*>(a.raw());
   uint8_t* dst = static_cast<uint8_t*>(out.raw());
-  for_each_broadcast(out.shape(), {broadcast_strides(a.shape(), out.shape())},
-                     [&](int64_t i, const std::vector<int64_t>& off) {
-                       std::memcpy(dst + size_t(i) * es, src + size_t(off[0]) * es, es);
-                     });
+  const BroadcastBlocks bb = broadcast_blocks(a.shape(), out.shape());
+  const size_t block_bytes = size_t(bb.block) * es;
+  for_each_broadcast(bb.outer, {bb.outer_strides}, [&](int64_t i, const std::vector<int64_t>& off) {
+    uint8_t* d = dst + size_t(i) * block_bytes;
+    const uint8_t* from = src + size_t(off[0]) * es;
+    if (!bb.scalar_run) return void(std::memcpy(d, from, block_bytes));
+    // One value repeated: copy it once, then double the filled part.
+    std::memcpy(d, from, es);
+    for (size_t done = es; done < block_bytes;) {
+      const size_t n = std::min(done, block_bytes - done);
+      std::memcpy(d + done, d, n);
+      done += n;
+    }
+  });
 }
 
 // Input k viewed with its effective (legacy-broadcast) shape.
@@ -145,31 +168,42 @@ T pick(T x, T y, bool max) {
 template <typename T>
 void run_typed(const KernelContext& c, Tensor& out) {
   const OpKind op = c.node().op;
-  expand_into(c.in(0), out);
+  // x + y and x * y are y + x and y * x bit for bit (ints wrap either way), so a broadcast first operand
+  // of a two-input Add or Mul becomes the second: no broadcast copy.
+  const bool commutes = op == OpKind::Add || op == OpKind::Mul || op == OpKind::Sum;
+  const bool swap = commutes && c.num_inputs() == 2 && c.in(0).shape() != out.shape() &&
+                    operand(c, 1).shape() == out.shape();
+  const Tensor first = swap ? operand(c, 1) : c.in(0);
+  // The first operation reads the first operand where it has the output's shape (no copy); later ones
+  // work in place.
+  const bool first_in_place = first.shape() != out.shape() || c.num_inputs() == 1;
+  if (first_in_place) expand_into(first, out);
   for (int k = 1; k < c.num_inputs(); ++k) {
-    const Tensor b = operand(c, k);
+    const Tensor b = swap ? c.in(0) : operand(c, k);
+    const T* src = k == 1 && !first_in_place ? first.data<T>() : out.data<T>();
+    auto apply = [&](const Tensor& operand_b, auto fn) { apply_binary<T>(out, src, operand_b, fn); };
     switch (op) {
       case OpKind::Add:
       case OpKind::Sum:
-        apply_inplace<T>(out, b, [](T x, T y) { return wrapping<T>(x, y, std::plus<>()); });
+        apply(b, [](T x, T y) { return wrapping<T>(x, y, std::plus<>()); });
         break;
       case OpKind::Sub:
-        apply_inplace<T>(out, b, [](T x, T y) { return wrapping<T>(x, y, std::minus<>()); });
+        apply(b, [](T x, T y) { return wrapping<T>(x, y, std::minus<>()); });
         break;
       case OpKind::Mul:
-        apply_inplace<T>(out, b, [](T x, T y) { return wrapping<T>(x, y, std::multiplies<>()); });
+        apply(b, [](T x, T y) { return wrapping<T>(x, y, std::multiplies<>()); });
         break;
       case OpKind::Div:
         if constexpr (std::is_floating_point_v<T>)
-          apply_inplace<T>(out, b, [](T x, T y) { return T(x / y); });
+          apply(b, [](T x, T y) { return T(x / y); });
         else
-          apply_inplace<T>(out, b, [](T x, T y) { return int_div(x, y); });
+          apply(b, [](T x, T y) { return int_div(x, y); });
         break;
       case OpKind::Max:
-        apply_inplace<T>(out, b, [](T x, T y) { return pick<T>(x, y, true); });
+        apply(b, [](T x, T y) { return pick<T>(x, y, true); });
         break;
       case OpKind::Min:
-        apply_inplace<T>(out, b, [](T x, T y) { return pick<T>(x, y, false); });
+        apply(b, [](T x, T y) { return pick<T>(x, y, false); });
         break;
       default:
         fail(Status::kInternal, c.node().label(), ": not a typed binary op");
@@ -227,9 +261,10 @@ void run_binary(const KernelContext& c) {
   Tensor& out = c.out(0);
   if (c.node().op == OpKind::Pow && out.dtype() == DType::kF32 && c.in(1).dtype() == DType::kF32) {
     // fast path for the common float Pow (LayerNorm's x^2)
-    expand_into(c.in(0), out);
-    apply_inplace<float>(out, operand(c, 1),
-                         [](float x, float y) { return y == 2.0f ? x * x : std::pow(x, y); });
+    const bool same = c.in(0).shape() == out.shape();
+    if (!same) expand_into(c.in(0), out);
+    apply_binary<float>(out, same ? c.in(0).data<float>() : out.data<float>(), operand(c, 1),
+                        [](float x, float y) { return y == 2.0f ? x * x : std::pow(x, y); });
     return;
   }
   if (c.node().op == OpKind::Pow || out.dtype() == DType::kF16) return run_generic(c, out);
