@@ -138,4 +138,15 @@ std::vector<TensorMap> ReferenceEngine::run_batch(const std::vector<TensorMap>& 
   return out;
 }
 
+void ReferenceEngine::run_each(const std::vector<TensorMap>& samples,
+                               const std::function<void(size_t, const TensorMap&)>& take) {
+  const size_t block = size_t(4 * num_threads());
+  for (size_t first = 0; first < samples.size(); first += block) {
+    const size_t last = std::min(samples.size(), first + block);
+    const std::vector<TensorMap> outs =
+        run_batch(std::vector<TensorMap>(samples.begin() + long(first), samples.begin() + long(last)));
+    for (size_t i = first; i < last; ++i) take(i, outs[i - first]);
+  }
+}
+
 }  // namespace dlakit

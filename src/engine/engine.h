@@ -28,6 +28,10 @@ class ReferenceEngine {
   // idle. Results are those of run() on each sample, bit for bit. With an observer or profiling on (their
   // state is not shared between threads) the samples run one after another.
   std::vector<TensorMap> run_batch(const std::vector<TensorMap>& samples);
+  // run_batch a block of samples at a time, handing each output to `take` in sample order (so metrics
+  // accumulate in the same order whatever the thread count), holding one block of outputs at a time.
+  void run_each(const std::vector<TensorMap>& samples,
+                const std::function<void(size_t, const TensorMap&)>& take);
 
   // Called after each node with its outputs (for per-layer comparison tools). Slows the run down.
   void set_observer(std::function<void(const Node&, const std::vector<Tensor>&)> f) {

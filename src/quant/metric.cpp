@@ -263,22 +263,17 @@ double MetricAccumulator::value() const {
 }
 
 std::vector<TensorMap> reference_outputs(const Graph& g, const std::vector<TensorMap>& samples) {
-  ReferenceEngine ref(g);
-  std::vector<TensorMap> outs;
-  outs.reserve(samples.size());
-  for (const TensorMap& s : samples) outs.push_back(ref.run(s));
-  return outs;
+  return ReferenceEngine(g).run_batch(samples);
 }
 
 Score score_plan(const Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
                  const std::vector<TensorMap>& reference, const MetricSpec& metric) {
   EmulatedEngine emu(g, plan);
   MetricAccumulator task(metric), cosine(MetricSpec{});
-  for (size_t s = 0; s < samples.size(); ++s) {
-    const TensorMap out = emu.run(samples[s]);
+  emu.run_each(samples, [&](size_t s, const TensorMap& out) {
     task.add(reference[s], out);
     cosine.add(reference[s], out);
-  }
+  });
   return {task.value(), cosine.value()};
 }
 

@@ -126,6 +126,10 @@ class EmulatedEngine {
  public:
   EmulatedEngine(const Graph& g, NumericsPlan plan);
   TensorMap run(const TensorMap& inputs) { return engine_.run(inputs); }
+  void run_each(const std::vector<TensorMap>& samples,
+                const std::function<void(size_t, const TensorMap&)>& take) {
+    engine_.run_each(samples, take);
+  }
   ReferenceEngine& engine() { return engine_; }
   const NumericsPlan& plan() const { return runner_.plan(); }
 

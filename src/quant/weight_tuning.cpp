@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "base/threadpool.h"
 #include "kernels/gemm.h"
 #include "kernels/ref/conv_geom.h"
 #include "passes/passes.h"
@@ -48,34 +49,73 @@ void patch_at(const ConvStats& s, const float* in, const float* in_q, int64_t b,
   }
 }
 
+// The output positions [lo, hi) along one spatial dim at which kernel tap k reads inside the input.
+std::pair<int64_t, int64_t> valid_outputs(const ref::WindowGeom& w, int dim, int64_t k) {
+  const int64_t off = k * w.d[size_t(dim)] - w.pb[size_t(dim)], st = w.s[size_t(dim)];
+  const int64_t lo = off >= 0 ? 0 : (-off + st - 1) / st;
+  const int64_t hi = w.in[size_t(dim)] - off <= 0 ? 0 : (w.in[size_t(dim)] - off - 1) / st + 1;
+  return {lo, std::min(hi, w.out[size_t(dim)])};
+}
+
+// sums[i] += the sum over every output position of patch entry i (channel, tap) of one sample and group:
+// the input values that tap reads where it reads inside (padding adds zeros).
+void add_patch_sums(const ConvStats& s, const float* in, int64_t b, int64_t grp, double* sums) {
+  const ref::WindowGeom& w = s.geom;
+  int64_t i = 0;
+  for (int64_t c = 0; c < s.cg; ++c) {
+    const float* plane = in + ((b * w.C) + grp * s.cg + c) * w.in_vol();
+    for (int64_t k0 = 0; k0 < w.k[0]; ++k0)
+      for (int64_t k1 = 0; k1 < w.k[1]; ++k1)
+        for (int64_t k2 = 0; k2 < w.k[2]; ++k2, ++i) {
+          const auto [lo0, hi0] = valid_outputs(w, 0, k0);
+          const auto [lo1, hi1] = valid_outputs(w, 1, k1);
+          const auto [lo2, hi2] = valid_outputs(w, 2, k2);
+          double total = 0;
+          for (int64_t o0 = lo0; o0 < hi0; ++o0)
+            for (int64_t o1 = lo1; o1 < hi1; ++o1) {
+              const int64_t y0 = o0 * w.s[0] - w.pb[0] + k0 * w.d[0],
+                            y1 = o1 * w.s[1] - w.pb[1] + k1 * w.d[1];
+              const int64_t row = (y0 * w.in[1] + y1) * w.in[2] + k2 * w.d[2] - w.pb[2];
+              double line = 0;
+              for (int64_t o2 = lo2; o2 < hi2; ++o2) line += plane[row + o2 * w.s[2]];
+              total += line;
+            }
+          sums[i] += total;
+        }
+  }
+}
+
 void observe(ConvStats& s, const Tensor& x) {
   Tensor xq = x.clone();
   fake_quantize(xq.data<float>(), xq.numel(), s.in_scale, s.rounding);
   const ref::WindowGeom& w = s.geom;
-  const int64_t P = s.patch;
+  const int64_t P = s.patch, positions = w.out_vol();
+  // Groups are independent (each has its own sums); the patch sums of one group run on one thread, so the
+  // result does not depend on the thread count.
+  parallel_for(
+      s.groups,
+      [&](int64_t g0, int64_t g1) {
+        for (int64_t b = 0; b < w.N; ++b)
+          for (int64_t grp = g0; grp < g1; ++grp) {
+            add_patch_sums(s, xq.data<float>(), b, grp, s.sum_q.data() + grp * P);
+            add_patch_sums(s, x.data<float>(), b, grp, s.sum_x.data() + grp * P);
+          }
+      },
+      1);
+  s.positions += double(positions * w.N);
+  if (!s.rounding_stats) return;
+  // Every stride-th patch for the rounding statistics.
   std::vector<float> q(static_cast<size_t>(P)), f(static_cast<size_t>(P)), rows_q, rows_x;
   for (int64_t b = 0; b < w.N; ++b)
     for (int64_t grp = 0; grp < s.groups; ++grp) {
-      double* sq = s.sum_q.data() + grp * P;
-      double* sx = s.sum_x.data() + grp * P;
       rows_q.clear();
       rows_x.clear();
-      int64_t pos = 0;
-      for (int64_t o0 = 0; o0 < w.out[0]; ++o0)
-        for (int64_t o1 = 0; o1 < w.out[1]; ++o1)
-          for (int64_t o2 = 0; o2 < w.out[2]; ++o2, ++pos) {
-            patch_at(s, x.data<float>(), xq.data<float>(), b, grp, o0, o1, o2, q.data(), f.data());
-            for (int64_t i = 0; i < P; ++i) {
-              sq[i] += q[size_t(i)];
-              sx[i] += f[size_t(i)];
-            }
-            if (s.rounding_stats && pos % s.stride == 0) {
-              rows_q.insert(rows_q.end(), q.begin(), q.end());
-              rows_x.insert(rows_x.end(), f.begin(), f.end());
-            }
-          }
-      if (grp == 0) s.positions += double(pos);
-      if (rows_q.empty()) continue;
+      for (int64_t pos = 0; pos < positions; pos += s.stride) {
+        const int64_t o0 = pos / (w.out[1] * w.out[2]), o1 = (pos / w.out[2]) % w.out[1], o2 = pos % w.out[2];
+        patch_at(s, x.data<float>(), xq.data<float>(), b, grp, o0, o1, o2, q.data(), f.data());
+        rows_q.insert(rows_q.end(), q.begin(), q.end());
+        rows_x.insert(rows_x.end(), f.begin(), f.end());
+      }
       const int64_t R = int64_t(rows_q.size()) / P;
       if (grp == 0) s.rows += double(R);
       // qq += Q^T Q, qx += Q^T X (Q, X: R x P row-major).

@@ -142,12 +142,11 @@ Prepared prepare(const Model& m, const std::vector<TensorMap>& calib, const Metr
     c.int8_layers = plan.int8_nodes;
     EmulatedEngine emu(m.g, plan);
     MetricAccumulator a(dflt), b(task), cos(MetricSpec{});
-    for (size_t s = 0; s < calib.size(); ++s) {
-      const TensorMap out = emu.run(calib[s]);
+    emu.run_each(calib, [&](size_t s, const TensorMap& out) {
       a.add(reference[s], out);
       b.add(reference[s], out);
       cos.add(reference[s], out);
-    }
+    });
     c.score = {a.value(), cos.value()};
     r.task_scores.push_back({b.value(), cos.value()});
     r.candidates.push_back(c);
@@ -237,11 +236,11 @@ void report_calibration(const Prepared& p, const MetricSpec& task, const std::st
   }
 }
 
-// Streams samples through a plan; each output goes to `take` and is dropped (rec outputs are 1 MB each).
+// Streams samples through a plan, a few at a time; each output goes to `take` in order and is dropped (rec
+// outputs are 1 MB each).
 void run_plan(const Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
               const std::function<void(size_t, const TensorMap&)>& take) {
-  EmulatedEngine e(g, plan);
-  for (size_t i = 0; i < samples.size(); ++i) take(i, e.run(samples[i]));
+  EmulatedEngine(g, plan).run_each(samples, take);
 }
 
 // Cosine over every element of every sample of one output, accumulated.
@@ -315,9 +314,7 @@ TEST(Accuracy, RecognitionCharacterErrorRate) {
   const double kTarget = 0.01;  // `--fix-target 0.01`: CER against FP32's reading on the calibration lines
   const Prepared p = prepare(m, cal, cer, "--metric ctc-cer --labels ppocr_keys_v1.txt", kTarget);
 
-  ReferenceEngine ref(m.g);
-  std::vector<TensorMap> fp32;
-  for (const auto& s : ev) fp32.push_back(ref.run(s));
+  const std::vector<TensorMap> fp32 = ReferenceEngine(m.g).run_batch(ev);
   const std::string out = fp32[0].begin()->first;
   size_t chars = 0;
   for (auto& l : eval) chars += l.text.size();
@@ -417,9 +414,7 @@ TEST(Accuracy, ClassifierAgreement) {
   MetricSpec top1;
   top1.kind = MetricKind::kTop1;
   const Prepared p = prepare(m, cal, top1, "--metric top1", 0.99);
-  ReferenceEngine ref(m.g);
-  std::vector<TensorMap> fp32;
-  for (const auto& s : ev) fp32.push_back(ref.run(s));
+  const std::vector<TensorMap> fp32 = ReferenceEngine(m.g).run_batch(ev);
   const std::string out = fp32[0].begin()->first;
   auto cls = [&](const TensorMap& o) {
     const float* q = o.at(out).data<float>();
@@ -492,9 +487,7 @@ TEST(Accuracy, DetectorMaskF1) {
   f1.kind = MetricKind::kMaskF1;
   f1.threshold = 0.3f;
   const Prepared p = prepare(m, cal, f1, "--metric mask-f1 --threshold 0.3", 0.97);
-  ReferenceEngine ref(m.g);
-  std::vector<TensorMap> fp32;
-  for (const auto& s : ev) fp32.push_back(ref.run(s));
+  const std::vector<TensorMap> fp32 = ReferenceEngine(m.g).run_batch(ev);
   const std::string out = fp32[0].begin()->first;
   struct Result {
     double f1 = 0, cosine = 0;

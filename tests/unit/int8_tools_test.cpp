@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "kernels/registry.h"
 #include "passes/passes.h"
 #include "quant/cache_fit.h"
 #include "quant/calibrate.h"
@@ -198,9 +199,13 @@ struct ConvCase {
   Placement placement;
 };
 
-// x [1, 8, 6, 6] (values in [0, 1): a ReLU's output has a mean, so weight rounding errors add up to a
-// bias) -> Conv 3x3, pad 1, 4 channels -> y, INT8 on the DLA with minmax ranges.
-ConvCase conv_case() {
+// x [1, 8, H, W] (values in [0, 1): a ReLU's output has a mean, so weight rounding errors add up to a
+// bias) -> Conv 3x3, 4 channels -> y, INT8 on the DLA with minmax ranges. By default 6x6, pad 1, stride 1.
+struct ConvGeometry {
+  int64_t h = 6, w = 6;
+  std::vector<int64_t> pads{1, 1, 1, 1}, strides{1, 1}, dilations{1, 1};
+};
+ConvCase conv_case(const ConvGeometry& geom = {}) {
   ConvCase c;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.f, 1.f), pos(0.f, 1.f);
@@ -208,16 +213,19 @@ ConvCase conv_case() {
   for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.3f * u(rng);
   for (int64_t i = 0; i < 4; ++i) b.data<float>()[i] = 0.1f * u(rng);
   Graph& g = c.g;
-  const int x = g.add_value("x", {DType::kF32, {1, 8, 6, 6}}),
-            y = g.add_value("y", {DType::kF32, {1, 4, 6, 6}});
-  Node conv{OpKind::Conv, "conv", 13, {x, g.add_constant("w", w), g.add_constant("b", b)}, {y}, {}};
-  conv.attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  const int x = g.add_value("x", {DType::kF32, {1, 8, geom.h, geom.w}});
+  Node conv{OpKind::Conv, "conv", 13, {x, g.add_constant("w", w), g.add_constant("b", b)}, {}, {}};
+  conv.attrs["pads"] = geom.pads;
+  conv.attrs["strides"] = geom.strides;
+  conv.attrs["dilations"] = geom.dilations;
+  const int y = g.add_value("y", op_impl(OpKind::Conv).infer(InferContext(g, conv))[0]);
+  conv.outputs = {y};
   g.nodes = {conv};
   g.inputs = {x};
   g.outputs = {y};
   g.relink();
   for (int s = 0; s < 16; ++s) {
-    Tensor t(DType::kF32, {1, 8, 6, 6});
+    Tensor t(DType::kF32, {1, 8, geom.h, geom.w});
     for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = pos(rng);
     c.samples.push_back({{"x", t}});
   }
@@ -244,7 +252,7 @@ std::pair<std::vector<double>, double> int8_error(const Graph& g, const ConvCase
     const Tensor a = ref.run(s).at("y"), b = emu.run(s).at("y");
     for (int64_t i = 0; i < a.numel(); ++i) {
       const double d = double(b.data<float>()[i]) - a.data<float>()[i];
-      mean[size_t(i / 36)] += d;
+      mean[size_t(i / (a.numel() / 4))] += d;
       sq += d * d;
       n += 1;
     }
@@ -255,28 +263,39 @@ std::pair<std::vector<double>, double> int8_error(const Graph& g, const ConvCase
 
 }  // namespace
 
+// The default geometry and one where every tap's valid output range differs (stride 2, dilation 2, uneven
+// padding): the patch sums the correction uses are taken over exactly the positions each tap reads.
 TEST(WeightTuning, BiasCorrectionRemovesTheMeanErrorOfEachChannel) {
-  const ConvCase c = conv_case();
-  Graph tuned = c.g;
-  TuneOptions o;
-  o.bias_correction = true;
-  const TuneReport r = tune_weights(tuned, plan_numerics(c.g, c.placement, &c.scales), c.samples, o);
-  EXPECT_EQ(r.tuned, 1);
-  const auto [before, mse_before] = int8_error(c.g, c);
-  const auto [after, mse_after] = int8_error(tuned, c);
-  double worst_before = 0, worst_after = 0;
-  for (int k = 0; k < 4; ++k) {
-    worst_before = std::max(worst_before, std::fabs(before[size_t(k)]));
-    worst_after = std::max(worst_after, std::fabs(after[size_t(k)]));
+  ConvGeometry strided;
+  strided.h = 9;
+  strided.w = 11;
+  strided.pads = {2, 1, 0, 2};
+  strided.strides = {2, 2};
+  strided.dilations = {2, 2};
+  for (const ConvGeometry& geom : {ConvGeometry{}, strided}) {
+    SCOPED_TRACE(geom.h);
+    const ConvCase c = conv_case(geom);
+    Graph tuned = c.g;
+    TuneOptions o;
+    o.bias_correction = true;
+    const TuneReport r = tune_weights(tuned, plan_numerics(c.g, c.placement, &c.scales), c.samples, o);
+    EXPECT_EQ(r.tuned, 1);
+    const auto [before, mse_before] = int8_error(c.g, c);
+    const auto [after, mse_after] = int8_error(tuned, c);
+    double worst_before = 0, worst_after = 0;
+    for (int k = 0; k < 4; ++k) {
+      worst_before = std::max(worst_before, std::fabs(before[size_t(k)]));
+      worst_after = std::max(worst_after, std::fabs(after[size_t(k)]));
+    }
+    EXPECT_GT(worst_before, 1e-3);                // there is a bias to remove
+    EXPECT_LT(worst_after, 0.05 * worst_before);  // measured through the DLA's integer arithmetic
+    EXPECT_LT(mse_after, mse_before);
+    // The weights are untouched; the original model's tensors are not written.
+    EXPECT_EQ(tuned.value(tuned.nodes[0].inputs[1]).constant->data<float>(),
+              c.g.value(c.g.nodes[0].inputs[1]).constant->data<float>());
+    EXPECT_NE(tuned.value(tuned.nodes[0].inputs[2]).constant->data<float>(),
+              c.g.value(c.g.nodes[0].inputs[2]).constant->data<float>());
   }
-  EXPECT_GT(worst_before, 1e-3);                // there is a bias to remove
-  EXPECT_LT(worst_after, 0.05 * worst_before);  // measured through the DLA's integer arithmetic
-  EXPECT_LT(mse_after, mse_before);
-  // The weights are untouched; the original model's tensors are not written.
-  EXPECT_EQ(tuned.value(tuned.nodes[0].inputs[1]).constant->data<float>(),
-            c.g.value(c.g.nodes[0].inputs[1]).constant->data<float>());
-  EXPECT_NE(tuned.value(tuned.nodes[0].inputs[2]).constant->data<float>(),
-            c.g.value(c.g.nodes[0].inputs[2]).constant->data<float>());
 }
 
 TEST(WeightTuning, WeightRoundingKeepsTheScalesAndLowersTheOutputError) {
