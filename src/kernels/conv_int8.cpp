@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "base/threadpool.h"
+#include "kernels/int8_simd.h"
 #include "numerics/quantize.h"
 
 namespace dlakit {
@@ -76,7 +77,6 @@ void tile_generic(const Tile& t, int blocks, int pixels) {
 }
 
 #if defined(__x86_64__)
-#define DLAKIT_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 
 // The requantization of 16 sums at once: the per-channel values, broadcast or loaded.
 struct Requant16 {
@@ -109,27 +109,11 @@ DLAKIT_VNNI inline __m512 requantize16(const Requant16& q, __m512i sum) {
   return r;
 }
 
-// quant::quantize of 16 values with ties away from zero: v / scale, rounded to nearest even and a tie
-// rounded towards zero moved one step out, saturated to [-128, 127], NaN to 0.
-DLAKIT_VNNI inline __m128i quantize16(__m512 x, __m512 scale) {
-  const __m512 v = _mm512_div_ps(x, scale);
-  __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 av = _mm512_abs_ps(v), at = _mm512_abs_ps(t);
-  const __mmask16 tie =
-      _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_EQ_OQ);
-  const __mmask16 towards_zero = _mm512_cmp_ps_mask(at, av, _CMP_LT_OQ);
-  const __m512 step = _mm512_or_ps(_mm512_and_ps(v, _mm512_set1_ps(-0.f)), _mm512_set1_ps(1.f));
-  t = _mm512_mask_add_ps(t, tie & towards_zero, t, step);
-  t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-128.f)), _mm512_set1_ps(127.f));
-  t = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), t);
-  return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(t));
-}
-
 // 16 channels of one pixel, requantized, quantized into the int8 surface (n: how many are real channels).
 DLAKIT_VNNI inline void put16(const Int8Output& o, const Tile& t, int64_t m, int64_t ow, __m512 v,
                               __m512 scale, int64_t n) {
   alignas(16) int8_t levels[kLanes];
-  _mm_store_si128(reinterpret_cast<__m128i*>(levels), quantize16(v, scale));
+  _mm_store_si128(reinterpret_cast<__m128i*>(levels), simd::quantize16(v, scale));
   for (int64_t lane = 0; lane < n;) {  // a block may cross into the next 32-channel atom
     const int64_t run = std::min(n - lane, 32 - (m + lane) % 32);
     std::memcpy(o.atom_at(t.n, m + lane, t.oh, ow), levels + lane, size_t(run));
@@ -191,13 +175,7 @@ constexpr std::array<TileFn, sizeof...(kPixels)> vnni_table(std::index_sequence<
 const auto kVnni1 = vnni_table<1>(std::make_index_sequence<kMaxPixels>());
 const auto kVnni2 = vnni_table<2>(std::make_index_sequence<kMaxPixels>());
 
-bool has_vnni() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512vnni");
-}
-const bool kHasVnni = has_vnni();
+const bool kHasVnni = simd::has_avx512_vnni();
 #else
 const bool kHasVnni = false;
 #endif
@@ -304,7 +282,7 @@ DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
       continue;
     }
     alignas(16) int8_t levels[kLanes];
-    _mm_store_si128(reinterpret_cast<__m128i*>(levels), quantize16(v, _mm512_set1_ps(r.out->scale)));
+    _mm_store_si128(reinterpret_cast<__m128i*>(levels), simd::quantize16(v, _mm512_set1_ps(r.out->scale)));
     int8_t* dst = r.out->atom_at(r.n, r.m, oh, ow);
     for (int64_t j = 0; j < n; ++j) dst[j * 32] = levels[j];
   }
@@ -343,7 +321,7 @@ DLAKIT_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeom
                                  _mm512_mullo_epi32(xv, _mm512_loadu_si512(w + (kh * g.KW + kw) * kLanes)));
         }
       }
-      _mm_mask_storeu_epi8(out.atom_at(n, c, oh, ow), mask, quantize16(requantize16(q, acc), scale));
+      _mm_mask_storeu_epi8(out.atom_at(n, c, oh, ow), mask, simd::quantize16(requantize16(q, acc), scale));
     }
   }
 }

@@ -6,26 +6,13 @@
 #include <cstring>
 #include <map>
 
+#include "runtime/atom_ops.h"
 #include "runtime/surface_io.h"
 
 namespace dlakit::rt {
 
 using prog::Pool;
 using prog::Ref;
-
-namespace {
-
-// Whether two surfaces share bytes (views share their parent's pool).
-bool overlap(const prog::Surface& a, const prog::Surface& b) {
-  if (a.pool != b.pool) return false;
-  if ((a.pool == Pool::kInput || a.pool == Pool::kOutput) && a.io_index != b.io_index) return false;
-  return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
-}
-
-// Levels x scale stay finite for every level, so dividing by the scale gives the levels back.
-bool levels_round_trip(float scale) { return scale > 0 && std::isfinite(scale * 128.f); }
-
-}  // namespace
 
 CpuExecutor::CpuExecutor(const PreparedProgram& p) : p_(p) {}
 
@@ -96,6 +83,16 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
     const auto t0 = std::chrono::steady_clock::now();
     const prog::Op& op = p.ops[oi];
     control.check(op.steps[0].layer.c_str());
+    auto record_time = [&] {
+      if (times)
+        times->push_back(
+            {op.steps[0].layer,
+             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+    };
+    if (run_on_int8_atoms(p_, oi, base)) {
+      record_time();
+      continue;
+    }
     std::vector<Tensor> temps;
     std::map<uint32_t, Tensor> loaded;  // surfaces this operation read
     for (size_t k = 0; k < op.steps.size(); ++k) {
@@ -180,10 +177,7 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
         }
       }
     }
-    if (times)
-      times->push_back(
-          {op.steps[0].layer,
-           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+    record_time();
   }
   if (staged) {
     control.check("the output copy");

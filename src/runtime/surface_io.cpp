@@ -37,18 +37,22 @@ Tensor read_surface(const TensorDesc& d, const uint8_t* base) {
   const uint64_t atom = d.format == IoFormat::kChw16 ? 16 : 32, plane = d.h * d.w;
   const uint64_t groups = (d.c + atom - 1) / atom;
   float* out = x.data<float>();
-  parallel_for(int64_t(d.n * groups), [&](int64_t begin, int64_t end) {
+  // Tasks are (image, channel group, span of pixels), so one image of one group (a network input) still
+  // uses every thread.
+  constexpr uint64_t kRun = 64, kSpan = 16 * kRun;
+  const uint64_t spans = (plane + kSpan - 1) / kSpan;
+  parallel_for(int64_t(d.n * groups * spans), [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
-      const uint64_t n = uint64_t(task) / groups, g = uint64_t(task) % groups;
+      const uint64_t n = uint64_t(task) / (groups * spans), g = uint64_t(task) / spans % groups;
+      const uint64_t first = uint64_t(task) % spans * kSpan, last = std::min(plane, first + kSpan);
       const uint64_t c0 = g * atom, count = std::min(atom, d.c - c0);
       const uint8_t* src = base + n * d.stride[3] + g * d.stride[2];
       float* dst = out + (n * d.c + c0) * plane;
       if (d.dtype == DType::kI8) {
         // A block of pixels at a time, channel by channel: contiguous writes, reads inside a few KB.
-        constexpr uint64_t kRun = 64;
         const uint64_t step = atom * d.stride[0];
-        for (uint64_t p0 = 0; p0 < plane; p0 += kRun) {
-          const uint64_t len = std::min(kRun, plane - p0);
+        for (uint64_t p0 = first; p0 < last; p0 += kRun) {
+          const uint64_t len = std::min(kRun, last - p0);
           for (uint64_t k = 0; k < count; ++k) {
             const int8_t* e = reinterpret_cast<const int8_t*>(src + p0 * step) + k;
             float* row = dst + k * plane + p0;
@@ -58,11 +62,10 @@ Tensor read_surface(const TensorDesc& d, const uint8_t* base) {
         continue;
       }
       // fp16: a block of pixels' whole atoms converted at once (F16C), then each channel's run written.
-      constexpr uint64_t kRun = 64;
       uint16_t bits[kRun * 32];
       float block[kRun * 32];
-      for (uint64_t p0 = 0; p0 < plane; p0 += kRun) {
-        const uint64_t len = std::min(kRun, plane - p0);
+      for (uint64_t p0 = first; p0 < last; p0 += kRun) {
+        const uint64_t len = std::min(kRun, last - p0);
         std::memcpy(bits, src + p0 * atom * 2, len * atom * 2);
         halves_to_floats(bits, block, int64_t(len * atom));
         for (uint64_t k = 0; k < count; ++k)
@@ -79,19 +82,22 @@ void write_surface(const Tensor& x, const TensorDesc& d, uint8_t* base) {
   const uint64_t atom = d.format == IoFormat::kChw16 ? 16 : 32, plane = d.h * d.w;
   const uint64_t groups = (d.c + atom - 1) / atom;
   const float* in = x.data<float>();
-  parallel_for(int64_t(d.n * groups), [&](int64_t begin, int64_t end) {
+  // Tasks as in read_surface: (image, channel group, span of pixels).
+  constexpr uint64_t kRun = 64, kSpan = 16 * kRun;
+  const uint64_t spans = (plane + kSpan - 1) / kSpan;
+  parallel_for(int64_t(d.n * groups * spans), [&](int64_t begin, int64_t end) {
     float values[32] = {};  // channels past d.c stay zero: the padding of the last atom
-    constexpr uint64_t kRun = 64;
     int8_t levels[32][kRun] = {};
     for (int64_t task = begin; task < end; ++task) {
-      const uint64_t n = uint64_t(task) / groups, g = uint64_t(task) % groups;
+      const uint64_t n = uint64_t(task) / (groups * spans), g = uint64_t(task) / spans % groups;
+      const uint64_t first = uint64_t(task) % spans * kSpan, last = std::min(plane, first + kSpan);
       const uint64_t c0 = g * atom, count = std::min(atom, d.c - c0);
       uint8_t* dst = base + n * d.stride[3] + g * d.stride[2];
       const float* src = in + (n * d.c + c0) * plane;
       if (d.dtype == DType::kI8) {
         // Each channel's run of pixels quantized at once, then interleaved into the atoms.
-        for (uint64_t p0 = 0; p0 < plane; p0 += kRun) {
-          const uint64_t len = std::min(kRun, plane - p0);
+        for (uint64_t p0 = first; p0 < last; p0 += kRun) {
+          const uint64_t len = std::min(kRun, last - p0);
           for (uint64_t k = 0; k < count; ++k)
             quant::quantize_to_int8(src + k * plane + p0, levels[k], int64_t(len), d.scale,
                                     quant::Rounding::kHalfAwayFromZero);
@@ -103,7 +109,7 @@ void write_surface(const Tensor& x, const TensorDesc& d, uint8_t* base) {
         continue;
       }
       for (uint64_t k = count; k < atom; ++k) values[k] = 0.f;
-      for (uint64_t p = 0; p < plane; ++p) {
+      for (uint64_t p = first; p < last; ++p) {
         for (uint64_t k = 0; k < count; ++k) values[k] = src[k * plane + p];
         uint16_t bits[32];
         floats_to_halves(values, bits, int64_t(atom));

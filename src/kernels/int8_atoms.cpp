@@ -1,0 +1,184 @@
+#include "kernels/int8_atoms.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "base/threadpool.h"
+#include "kernels/int8_simd.h"
+#include "numerics/quantize.h"
+
+namespace dlakit {
+
+#if defined(__x86_64__)
+bool simd::has_avx512_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512vnni");
+}
+#endif
+
+namespace {
+
+#if defined(__x86_64__)
+const bool kHasAvx512 = simd::has_avx512_vnni();
+#else
+const bool kHasAvx512 = false;
+#endif
+std::atomic<bool> g_force_generic{false};
+bool use_avx512() { return kHasAvx512 && !g_force_generic.load(std::memory_order_relaxed); }
+
+int8_t quantize(float v, float scale) {
+  return quant::quantize(v, scale, quant::Rounding::kHalfAwayFromZero);
+}
+
+// One output row (image n, channel atom g, row h): 32 lanes per pixel, `lanes` of them real channels.
+void add_row_generic(const int8_t* a, float sa, const int8_t* b, float sb, bool relu, int8_t* y, float sy,
+                     int64_t W, int lanes) {
+  for (int64_t w = 0; w < W; ++w)
+    for (int k = 0; k < 32; ++k) {
+      const int64_t i = w * 32 + k;
+      if (k >= lanes) {
+        y[i] = 0;
+        continue;
+      }
+      const float fa = float(a[i]) * sa, fb = float(b[i]) * sb;
+      float v = fa + fb;
+      if (relu) v = v > 0.f ? v : 0.f;
+      y[i] = quantize(v, sy);
+    }
+}
+
+#if defined(__x86_64__)
+DLAKIT_VNNI void add_row_avx512(const int8_t* a, float sa, const int8_t* b, float sb, bool relu, int8_t* y,
+                                float sy, int64_t W, int lanes) {
+  const __m512 va = _mm512_set1_ps(sa), vb = _mm512_set1_ps(sb), vy = _mm512_set1_ps(sy),
+               zero = _mm512_setzero_ps();
+  const __m256i keep =
+      _mm256_cmpgt_epi8(_mm256_set1_epi8(char(lanes)),
+                        _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+                                         20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31));
+  for (int64_t w = 0; w < W; ++w) {
+    __m128i half[2];
+    for (int h = 0; h < 2; ++h) {
+      const int64_t i = w * 32 + h * 16;
+      const __m512 fa = simd::dequantize16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)), va);
+      const __m512 fb = simd::dequantize16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)), vb);
+      __m512 v = _mm512_add_ps(fa, fb);
+      // v > 0 ? v : 0, NaN to 0 as in the scalar ReLU.
+      if (relu) v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), v);
+      half[h] = simd::quantize16(v, vy);
+    }
+    const __m256i levels = _mm256_and_si256(_mm256_set_m128i(half[1], half[0]), keep);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + w * 32), levels);
+  }
+}
+#endif
+
+// The largest level of each of the 32 lanes over the window of output (oh, ow), within the input.
+void window_max_generic(const Int8Atoms& x, int64_t n, int64_t g, int64_t H, int64_t W, const PoolWindow& p,
+                        int64_t oh, int64_t ow, int8_t* out) {
+  std::memset(out, -128, 32);
+  for (int64_t kh = 0; kh < p.KH; ++kh) {
+    const int64_t ih = oh * p.sh - p.pt + kh;
+    if (ih < 0 || ih >= H) continue;
+    for (int64_t kw = 0; kw < p.KW; ++kw) {
+      const int64_t iw = ow * p.sw - p.pl + kw;
+      if (iw < 0 || iw >= W) continue;
+      const int8_t* src = x.at(n, g * 32, ih, iw);
+      for (int k = 0; k < 32; ++k) out[k] = std::max(out[k], src[k]);
+    }
+  }
+}
+
+#if defined(__x86_64__)
+DLAKIT_VNNI void window_max_avx512(const Int8Atoms& x, int64_t n, int64_t g, int64_t H, int64_t W,
+                                   const PoolWindow& p, int64_t oh, int64_t ow, int8_t* out) {
+  __m256i m = _mm256_set1_epi8(-128);
+  for (int64_t kh = 0; kh < p.KH; ++kh) {
+    const int64_t ih = oh * p.sh - p.pt + kh;
+    if (ih < 0 || ih >= H) continue;
+    for (int64_t kw = 0; kw < p.KW; ++kw) {
+      const int64_t iw = ow * p.sw - p.pl + kw;
+      if (iw < 0 || iw >= W) continue;
+      m = _mm256_max_epi8(m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.at(n, g * 32, ih, iw))));
+    }
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), m);
+}
+
+// Levels at x.scale -> levels at y.scale, as quantize(float(level) * x.scale, y.scale).
+DLAKIT_VNNI void rescale32_avx512(int8_t* levels, float sx, float sy) {
+  const __m512 vx = _mm512_set1_ps(sx), vy = _mm512_set1_ps(sy);
+  for (int h = 0; h < 2; ++h) {
+    __m128i* p = reinterpret_cast<__m128i*>(levels + h * 16);
+    _mm_storeu_si128(p, simd::quantize16(simd::dequantize16(_mm_loadu_si128(p), vx), vy));
+  }
+}
+#endif
+
+}  // namespace
+
+void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms& a, const Int8Atoms& b,
+                    bool relu, const Int8Atoms& y) {
+  const int64_t groups = (C + 31) / 32;
+  const bool fast = use_avx512();
+  parallel_for(
+      N * groups * H,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t n = r / (groups * H), g = (r / H) % groups, h = r % H;
+          const int lanes = int(std::min<int64_t>(32, C - g * 32));
+          const int8_t *ra = a.at(n, g * 32, h, 0), *rb = b.at(n, g * 32, h, 0);
+          int8_t* ry = y.at(n, g * 32, h, 0);
+#if defined(__x86_64__)
+          if (fast) {
+            add_row_avx512(ra, a.scale, rb, b.scale, relu, ry, y.scale, W, lanes);
+            continue;
+          }
+#endif
+          add_row_generic(ra, a.scale, rb, b.scale, relu, ry, y.scale, W, lanes);
+        }
+      },
+      4);
+}
+
+void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolWindow& p, const Int8Atoms& x,
+                         const Int8Atoms& y) {
+  const int64_t groups = (C + 31) / 32;
+  // At one scale every level survives float(level) * scale and back (a normal, finite scale): the maximum
+  // level is stored as it is. Checked, not assumed.
+  bool same_scale = x.scale == y.scale;
+  for (int level = -128; level <= 127 && same_scale; ++level)
+    same_scale = quantize(float(level) * x.scale, y.scale) == level;
+  const bool fast = use_avx512();
+  parallel_for(
+      N * groups * p.OH,
+      [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t n = r / (groups * p.OH), g = (r / p.OH) % groups, oh = r % p.OH;
+          const int lanes = int(std::min<int64_t>(32, C - g * 32));
+          for (int64_t ow = 0; ow < p.OW; ++ow) {
+            int8_t* out = y.at(n, g * 32, oh, ow);
+#if defined(__x86_64__)
+            if (fast) {
+              window_max_avx512(x, n, g, H, W, p, oh, ow, out);
+              if (!same_scale) rescale32_avx512(out, x.scale, y.scale);
+            } else
+#endif
+            {
+              window_max_generic(x, n, g, H, W, p, oh, ow, out);
+              if (!same_scale)
+                for (int k = 0; k < 32; ++k) out[k] = quantize(float(out[k]) * x.scale, y.scale);
+            }
+            for (int k = lanes; k < 32; ++k) out[k] = 0;  // padding channels, as a surface write leaves them
+          }
+        }
+      },
+      4);
+}
+
+bool int8_atoms_use_generic(bool use_generic) { return g_force_generic.exchange(use_generic); }
+
+}  // namespace dlakit

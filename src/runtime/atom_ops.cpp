@@ -1,0 +1,125 @@
+#include "runtime/atom_ops.h"
+
+#include <cfloat>
+#include <cmath>
+
+#include "kernels/int8_atoms.h"
+#include "kernels/ref/conv_geom.h"
+
+namespace dlakit::rt {
+
+using prog::Pool;
+using prog::Ref;
+
+bool overlap(const prog::Surface& a, const prog::Surface& b) {
+  if (a.pool != b.pool) return false;
+  if ((a.pool == Pool::kInput || a.pool == Pool::kOutput) && a.io_index != b.io_index) return false;
+  return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+}
+
+bool levels_round_trip(float scale) { return scale >= FLT_MIN && std::isfinite(scale * 128.f); }
+
+namespace {
+
+// The int8 chw32 surface a reference names, with a rank-4 shape; null otherwise.
+const prog::Surface* atom_surface(const prog::Program& p, const Ref& r) {
+  if (r.kind != Ref::Kind::kSurface) return nullptr;
+  const prog::Surface& s = p.surfaces[r.index];
+  const bool ok = s.desc.dtype == DType::kI8 && s.desc.format == IoFormat::kChw32 &&
+                  s.desc.network_shape.size() == 4 && levels_round_trip(s.desc.scale);
+  return ok ? &s : nullptr;
+}
+
+Int8Atoms atoms_of(const prog::Surface& s, uint8_t* data) {
+  return {reinterpret_cast<int8_t*>(data), int64_t(s.desc.stride[3]), int64_t(s.desc.stride[2]),
+          int64_t(s.desc.stride[1]), s.desc.scale};
+}
+
+// An INT8 step input read from an int8 surface at the scale its rule quantizes to (on the grid already).
+bool on_grid(const prog::Program& p, const prog::Step& s, size_t i) {
+  const prog::Surface* sf = atom_surface(p, s.inputs[i]);
+  return sf && i < s.rules.inputs.size() && s.rules.inputs[i].quantize_scale == sf->desc.scale &&
+         !s.rules.inputs[i].round_fp16;
+}
+
+// An INT8 step output stored into an int8 surface at the scale its rule quantizes to.
+const prog::Surface* stored_on_grid(const prog::Program& p, const prog::Step& s) {
+  if (s.outputs.size() != 1 || s.rules.outputs.size() != 1) return nullptr;
+  const prog::Surface* sf = atom_surface(p, s.outputs[0]);
+  const numerics::OutputRule& r = s.rules.outputs[0];
+  return sf && r.store == numerics::Store::kInt8 && r.scale == sf->desc.scale ? sf : nullptr;
+}
+
+bool plain_int8(const prog::Step& s, const Node& n) {
+  return s.rules.precision == numerics::Precision::kInt8 && !s.rules.compute_fp16 &&
+         s.rules.rounding == quant::Rounding::kHalfAwayFromZero && !n.has("dlakit_activation");
+}
+
+// Add(a, b) [-> Relu] with a, b and the result in int8 surfaces of one shape, the sum kept in fp32 between.
+bool run_add(const PreparedProgram& pp, size_t oi,
+             const std::function<uint8_t*(const prog::Surface&)>& base) {
+  const prog::Program& p = pp.program();
+  const prog::Op& op = p.ops[oi];
+  if (op.steps.empty() || op.steps.size() > 2) return false;
+  const prog::Step& add = op.steps[0];
+  if (add.op != OpKind::Add || !plain_int8(add, pp.step(oi, 0).node) || add.inputs.size() != 2 ||
+      !on_grid(p, add, 0) || !on_grid(p, add, 1))
+    return false;
+  const prog::Step& last = op.steps.back();
+  const bool relu = op.steps.size() == 2;
+  if (relu) {
+    const prog::Step& r = op.steps[1];
+    const bool fused_between = add.outputs.size() == 1 && add.outputs[0].kind == Ref::Kind::kTemp &&
+                               add.rules.outputs.size() == 1 &&
+                               add.rules.outputs[0].store == numerics::Store::kFused;
+    if (r.op != OpKind::Relu || !plain_int8(r, pp.step(oi, 1).node) || !fused_between ||
+        r.inputs.size() != 1 || r.inputs[0].kind != Ref::Kind::kTemp ||
+        r.inputs[0].index != add.outputs[0].index || r.rules.inputs.empty() ||
+        r.rules.inputs[0].quantize_scale != 0 || r.rules.inputs[0].round_fp16)
+      return false;
+  }
+  const prog::Surface* y = stored_on_grid(p, last);
+  if (!y) return false;
+  const prog::Surface &a = p.surfaces[add.inputs[0].index], &b = p.surfaces[add.inputs[1].index];
+  const Shape& shape = y->desc.network_shape;
+  if (a.desc.network_shape != shape || b.desc.network_shape != shape || overlap(*y, a) || overlap(*y, b))
+    return false;
+  add_int8_atoms(shape[0], shape[1], shape[2], shape[3], atoms_of(a, base(a)), atoms_of(b, base(b)), relu,
+                 atoms_of(*y, base(*y)));
+  return true;
+}
+
+// MaxPool 2-D (no dilation, floor rounding, every window holding an input position) between int8 surfaces.
+bool run_max_pool(const PreparedProgram& pp, size_t oi,
+                  const std::function<uint8_t*(const prog::Surface&)>& base) {
+  const prog::Program& p = pp.program();
+  const prog::Op& op = p.ops[oi];
+  if (op.steps.size() != 1) return false;
+  const prog::Step& s = op.steps[0];
+  const Node& n = pp.step(oi, 0).node;
+  if (s.op != OpKind::MaxPool || !plain_int8(s, n) || s.inputs.size() != 1 || !on_grid(p, s, 0)) return false;
+  const prog::Surface* y = stored_on_grid(p, s);
+  if (!y) return false;
+  const prog::Surface& x = p.surfaces[s.inputs[0].index];
+  const Shape& xs = x.desc.network_shape;
+  const std::vector<int64_t> kernel = n.attr_ints("kernel_shape");
+  if (kernel.size() != 2 || n.attr_int("ceil_mode", 0) != 0 || n.attr_int("storage_order", 0) != 0 ||
+      n.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} || overlap(*y, x))
+    return false;
+  const ref::WindowGeom g = ref::window_geom(n, xs, kernel, false);
+  if (y->desc.network_shape != g.out_shape(xs[1])) return false;
+  for (size_t d = 1; d < 3; ++d)
+    if (g.pb[d] >= g.k[d] || g.pe[d] >= g.k[d]) return false;  // a window entirely in the padding
+  const PoolWindow w{g.k[1], g.k[2], g.s[1], g.s[2], g.pb[1], g.pb[2], g.out[1], g.out[2]};
+  max_pool_int8_atoms(xs[0], xs[1], xs[2], xs[3], w, atoms_of(x, base(x)), atoms_of(*y, base(*y)));
+  return true;
+}
+
+}  // namespace
+
+bool run_on_int8_atoms(const PreparedProgram& pp, size_t oi,
+                       const std::function<uint8_t*(const prog::Surface&)>& base) {
+  return run_add(pp, oi, base) || run_max_pool(pp, oi, base);
+}
+
+}  // namespace dlakit::rt
