@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/conv_int8.h"
 #include "kernels/gemm.h"
 #include "kernels/registry.h"
 
@@ -73,5 +74,49 @@ BENCHMARK(BM_Conv)
     ->Args({96, 56, 24, 1, 1, 1})
     ->Args({144, 56, 144, 3, 1, 144})
     ->Args({96, 160, 24, 3, 1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The exact INT8 convolution (kernels/conv_int8.h) from planar levels into an int8 chw32 surface, as the
+// CPU executor runs it: C, H(=W), M, kernel, stride, group. GMAC/s counts the convolution's
+// multiply-adds.
+static void BM_ConvInt8(benchmark::State& st) {
+  using namespace dlakit;
+  const int64_t C = st.range(0), H = st.range(1), M = st.range(2), K = st.range(3), S = st.range(4),
+                G = st.range(5);
+  std::mt19937 gen(1);
+  std::uniform_int_distribution<int> level(-127, 127);
+  std::vector<float> w(size_t(M * (C / G) * K * K));
+  for (float& v : w) v = float(level(gen));
+  std::vector<int8_t> x(size_t(C * H * H));
+  for (int8_t& v : x) v = int8_t(level(gen));
+  const auto packed = pack_int8_conv(M, C / G, G, K, K, w.data());
+  Int8ConvGeometry g;
+  g.C = C, g.H = H, g.W = H, g.M = M, g.groups = G, g.KH = K, g.KW = K, g.sh = S, g.sw = S;
+  g.pt = K / 2, g.pl = K / 2;
+  g.OH = (H + 2 * (K / 2) - K) / S + 1, g.OW = g.OH;
+  std::vector<float> mult(size_t(M), 1e-4f);
+  std::vector<double> bias_q(size_t(M), 0.0);
+  const Int8Requant rq{mult.data(), bias_q.data(), nullptr, GemmEpilogue{}};
+  const int64_t group_bytes = g.OH * g.OW * 32;
+  std::vector<int8_t> y(size_t((M + 31) / 32 * group_bytes));
+  Int8Output out;
+  out.atoms = y.data(), out.batch = int64_t(y.size()), out.group = group_bytes, out.line = g.OW * 32;
+  out.scale = 0.05f;
+  for (auto _ : st) {
+    conv_int8_exact(*packed, g, 1, Int8Input::planar(x.data(), C, H, H), rq, out);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GMAC/s"] =
+      benchmark::Counter(double(M * g.OH * g.OW * (C / G) * K * K),
+                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  st.SetLabel(conv_int8_isa());
+}
+// resnet18's stem 7x7/2 3->64 @224, its 3x3 64@56 and 512@7, mobilenet_v2's depthwise 144@56.
+BENCHMARK(BM_ConvInt8)
+    ->Args({3, 224, 64, 7, 2, 1})
+    ->Args({64, 56, 64, 3, 1, 1})
+    ->Args({512, 7, 512, 3, 1, 1})
+    ->Args({144, 56, 144, 3, 1, 144})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -442,12 +442,16 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
   for (int64_t kh = 0; kh < g.KH; ++kh)
     for (int64_t kw = 0; kw < g.KW; ++kw)
       tap_offset[size_t(kh * g.KW + kw)] = (kh * g.dh * Wp + kw * g.dw) * p.C4;
-  std::vector<uint8_t> xb(size_t(Hp * Wp * p.C4));
+  // The calling thread's buffer, kept between calls (no fresh pages per inference); the workers get its
+  // address, not their own thread_local.
+  thread_local std::vector<uint8_t> padded;
+  padded.resize(size_t(Hp * Wp * p.C4));
+  uint8_t* const xb = padded.data();
   // Work items are (output row, pair of blocks); a row is covered kMaxPixels pixels at a time.
   const int64_t pairs = (p.blocks + 1) / 2;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      pad_input(g, p.C4, x, n, grp * Cg, Cg, xb.data());
+      pad_input(g, p.C4, x, n, grp * Cg, Cg, xb);
       parallel_for(g.OH * pairs, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) {
           const int64_t oh = i / pairs, pair = i % pairs;
@@ -456,7 +460,7 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
           const Int8Requant at{rq.mult + m0, rq.bias_q + m0, rq.bias ? rq.bias + m0 : nullptr, rq.act};
           for (int64_t ow = 0; ow < g.OW; ow += kMaxPixels) {
             const int pixels = int(std::min<int64_t>(kMaxPixels, g.OW - ow));
-            const Tile t{xb.data() + (oh * g.sh * Wp + ow * g.sw) * p.C4,
+            const Tile t{xb + (oh * g.sh * Wp + ow * g.sw) * p.C4,
                          tap_offset.data(),
                          taps,
                          quads,
