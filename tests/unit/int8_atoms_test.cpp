@@ -4,6 +4,7 @@
 // the AVX-512 kernels and the plain loops, on odd shapes (channels not a multiple of 32, padded lines).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 
 #include "engine/engine.h"
@@ -65,18 +66,23 @@ class Int8AtomOps : public ::testing::TestWithParam<bool> {
 
 TEST_P(Int8AtomOps, AddWithAndWithoutReluEqualsTheFloatPath) {
   std::mt19937 rng(11);
+  // Unrelated scales, and the scales that make sums of two levels land on ties (y = 2 x the inputs' scale,
+  // from PP-OCRv4 det: a multiply-add fused into one rounding flips those ties).
+  const std::vector<std::array<float, 3>> scales = {{0.031f, 0.017f, 0.043f},
+                                                    {0.350695f, 0.350695f, 0.70139f}};
   for (const Shape& s : {Shape{1, 45, 5, 7}, Shape{2, 32, 3, 4}, Shape{1, 70, 2, 9}})
-    for (bool relu : {false, true}) {
-      Surface a = surface(s, 0.031f, rng, true), b = surface(s, 0.017f, rng, true);
-      Surface want = surface(s, 0.043f, rng, false), got = surface(s, 0.043f, rng, false);
-      const Tensor xa = rt::read_surface(a.desc, a.bytes.data()),
-                   xb = rt::read_surface(b.desc, b.bytes.data());
-      Tensor sum = run_one(OpKind::Add, {}, {&xa, &xb});
-      if (relu) sum = run_one(OpKind::Relu, {}, {&sum});
-      rt::write_surface(sum, want.desc, want.bytes.data());
-      add_int8_atoms(s[0], s[1], s[2], s[3], a.atoms(), b.atoms(), relu, got.atoms());
-      EXPECT_EQ(got.bytes, want.bytes) << shape_str(s) << (relu ? " relu" : "");
-    }
+    for (const auto& [sa, sb, sy] : scales)
+      for (bool relu : {false, true}) {
+        Surface a = surface(s, sa, rng, true), b = surface(s, sb, rng, true);
+        Surface want = surface(s, sy, rng, false), got = surface(s, sy, rng, false);
+        const Tensor xa = rt::read_surface(a.desc, a.bytes.data()),
+                     xb = rt::read_surface(b.desc, b.bytes.data());
+        Tensor sum = run_one(OpKind::Add, {}, {&xa, &xb});
+        if (relu) sum = run_one(OpKind::Relu, {}, {&sum});
+        rt::write_surface(sum, want.desc, want.bytes.data());
+        add_int8_atoms(s[0], s[1], s[2], s[3], a.atoms(), b.atoms(), relu, got.atoms());
+        EXPECT_EQ(got.bytes, want.bytes) << shape_str(s) << (relu ? " relu" : "");
+      }
 }
 
 TEST_P(Int8AtomOps, MaxPoolEqualsTheFloatPathAtOneScaleAndAcrossScales) {
