@@ -32,12 +32,22 @@ BENCHMARK(BM_Sgemm)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// A convolution benchmark's arguments: C, H(=W), M, kernel, stride, group; its output size and MACs.
+struct ConvShape {
+  int64_t C, H, M, K, S, G;
+  int64_t out() const { return (H + 2 * (K / 2) - K) / S + 1; }
+  double macs() const { return double(M * out() * out() * (C / G) * K * K); }
+};
+static ConvShape conv_shape(const benchmark::State& st) {
+  return {st.range(0), st.range(1), st.range(2), st.range(3), st.range(4), st.range(5)};
+}
+
 // Conv through the reference kernel (constant weights, so packed once), at real layer shapes:
 // C, H(=W), M, kernel, stride, group. GFLOP/s counts 2 * multiply-adds of the convolution.
 static void BM_Conv(benchmark::State& st) {
   using namespace dlakit;
-  const int64_t C = st.range(0), H = st.range(1), M = st.range(2), K = st.range(3), S = st.range(4),
-                G = st.range(5);
+  const ConvShape cs = conv_shape(st);
+  const int64_t C = cs.C, H = cs.H, M = cs.M, K = cs.K, S = cs.S, G = cs.G;
   std::mt19937 gen(1);
   std::uniform_real_distribution<float> d(-1, 1);
   auto random = [&](const Shape& s) {
@@ -53,16 +63,15 @@ static void BM_Conv(benchmark::State& st) {
   n.attrs["strides"] = std::vector<int64_t>{S, S};
   n.attrs["pads"] = std::vector<int64_t>{K / 2, K / 2, K / 2, K / 2};
   n.attrs["group"] = G;
-  const int64_t OH = (H + 2 * (K / 2) - K) / S + 1;
+  const int64_t OH = cs.out();
   Tensor y(DType::kF32, {1, M, OH, OH});
   const KernelFn conv = op_impl(OpKind::Conv).run;
   for (auto _ : st) {
     conv(KernelContext(n, {&x, &w, &b}, {&y}, {0, 1, 1}));
     benchmark::DoNotOptimize(y.data<float>());
   }
-  st.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * double(M * OH * OH * (C / G) * K * K),
-                         benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * cs.macs(), benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
 }
 // resnet18 3x3 64@56, 128@28 (stride 2 into it), 512@7; resnet50 1x1 256->64@56; mobilenet_v2 1x1
 // 96->24@56 and depthwise 144@56; ppocr_det 3x3 96->24@160.
@@ -82,8 +91,8 @@ BENCHMARK(BM_Conv)
 // multiply-adds.
 static void BM_ConvInt8(benchmark::State& st) {
   using namespace dlakit;
-  const int64_t C = st.range(0), H = st.range(1), M = st.range(2), K = st.range(3), S = st.range(4),
-                G = st.range(5);
+  const ConvShape cs = conv_shape(st);
+  const int64_t C = cs.C, H = cs.H, M = cs.M, K = cs.K, S = cs.S, G = cs.G;
   std::mt19937 gen(1);
   std::uniform_int_distribution<int> level(-127, 127);
   std::vector<float> w(size_t(M * (C / G) * K * K));
@@ -94,7 +103,7 @@ static void BM_ConvInt8(benchmark::State& st) {
   Int8ConvGeometry g;
   g.C = C, g.H = H, g.W = H, g.M = M, g.groups = G, g.KH = K, g.KW = K, g.sh = S, g.sw = S;
   g.pt = K / 2, g.pl = K / 2;
-  g.OH = (H + 2 * (K / 2) - K) / S + 1, g.OW = g.OH;
+  g.OH = cs.out(), g.OW = g.OH;
   std::vector<float> mult(size_t(M), 1e-4f);
   std::vector<double> bias_q(size_t(M), 0.0);
   const Int8Requant rq{mult.data(), bias_q.data(), nullptr, GemmEpilogue{}};

@@ -76,35 +76,39 @@ DLAKIT_VNNI void add_row_avx512(const int8_t* a, float sa, const int8_t* b, floa
 }
 #endif
 
+// The taps [kh0, kh1) x [kw0, kw1) of output (oh, ow)'s window that read inside the input; tap (kh, kw)
+// reads input (ih + kh, iw + kw).
+struct WindowTaps {
+  int64_t kh0, kh1, kw0, kw1, ih, iw;
+};
+WindowTaps window_taps(int64_t H, int64_t W, const PoolWindow& p, int64_t oh, int64_t ow) {
+  const int64_t ih = oh * p.sh - p.pt, iw = ow * p.sw - p.pl;
+  return {std::max<int64_t>(0, -ih),
+          std::min(p.KH, H - ih),
+          std::max<int64_t>(0, -iw),
+          std::min(p.KW, W - iw),
+          ih,
+          iw};
+}
+
 // The largest level of each of the 32 lanes over the window of output (oh, ow), within the input.
-void window_max_generic(const Int8Atoms& x, int64_t n, int64_t g, int64_t H, int64_t W, const PoolWindow& p,
-                        int64_t oh, int64_t ow, int8_t* out) {
+void window_max_generic(const Int8Atoms& x, int64_t n, int64_t g, const WindowTaps& t, int8_t* out) {
   std::memset(out, -128, 32);
-  for (int64_t kh = 0; kh < p.KH; ++kh) {
-    const int64_t ih = oh * p.sh - p.pt + kh;
-    if (ih < 0 || ih >= H) continue;
-    for (int64_t kw = 0; kw < p.KW; ++kw) {
-      const int64_t iw = ow * p.sw - p.pl + kw;
-      if (iw < 0 || iw >= W) continue;
-      const int8_t* src = x.at(n, g * 32, ih, iw);
+  for (int64_t kh = t.kh0; kh < t.kh1; ++kh)
+    for (int64_t kw = t.kw0; kw < t.kw1; ++kw) {
+      const int8_t* src = x.at(n, g * 32, t.ih + kh, t.iw + kw);
       for (int k = 0; k < 32; ++k) out[k] = std::max(out[k], src[k]);
     }
-  }
 }
 
 #if defined(__x86_64__)
-DLAKIT_VNNI void window_max_avx512(const Int8Atoms& x, int64_t n, int64_t g, int64_t H, int64_t W,
-                                   const PoolWindow& p, int64_t oh, int64_t ow, int8_t* out) {
+DLAKIT_VNNI void window_max_avx512(const Int8Atoms& x, int64_t n, int64_t g, const WindowTaps& t,
+                                   int8_t* out) {
   __m256i m = _mm256_set1_epi8(-128);
-  for (int64_t kh = 0; kh < p.KH; ++kh) {
-    const int64_t ih = oh * p.sh - p.pt + kh;
-    if (ih < 0 || ih >= H) continue;
-    for (int64_t kw = 0; kw < p.KW; ++kw) {
-      const int64_t iw = ow * p.sw - p.pl + kw;
-      if (iw < 0 || iw >= W) continue;
-      m = _mm256_max_epi8(m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.at(n, g * 32, ih, iw))));
-    }
-  }
+  for (int64_t kh = t.kh0; kh < t.kh1; ++kh)
+    for (int64_t kw = t.kw0; kw < t.kw1; ++kw)
+      m = _mm256_max_epi8(
+          m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.at(n, g * 32, t.ih + kh, t.iw + kw))));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), m);
 }
 
@@ -161,14 +165,15 @@ void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolW
           const int lanes = int(std::min<int64_t>(32, C - g * 32));
           for (int64_t ow = 0; ow < p.OW; ++ow) {
             int8_t* out = y.at(n, g * 32, oh, ow);
+            const WindowTaps taps = window_taps(H, W, p, oh, ow);
 #if defined(__x86_64__)
             if (fast) {
-              window_max_avx512(x, n, g, H, W, p, oh, ow, out);
+              window_max_avx512(x, n, g, taps, out);
               if (!same_scale) rescale32_avx512(out, x.scale, y.scale);
             } else
 #endif
             {
-              window_max_generic(x, n, g, H, W, p, oh, ow, out);
+              window_max_generic(x, n, g, taps, out);
               if (!same_scale)
                 for (int k = 0; k < 32; ++k) out[k] = quantize(float(out[k]) * x.scale, y.scale);
             }
