@@ -2,6 +2,7 @@
 // q = clamp(round(x / scale), -128, 127); x' = q * scale. The DLA rounds half away from zero, the GPU
 // (IQuantizeLayer) half to even (dla-constraints.md §4.1).
 #pragma once
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -26,6 +27,12 @@ inline int8_t quantize(float x, float scale, Rounding r) {
   const float q = round_with(x / scale, r);
   return int8_t(q < -128.f ? -128.f : q > 127.f ? 127.f : q);
 }
+
+// Levels x scale stay normal and finite for every nonzero level, so dividing by the scale gives the levels
+// back under any rounding: a tensor already on this scale's grid is its own fake-quantized value, and an
+// int8 surface at this scale holds exactly the levels a quantization would give. (A subnormal scale loses
+// bits in level x scale.)
+inline bool levels_round_trip(float scale) { return scale >= FLT_MIN && std::isfinite(scale * 128.f); }
 
 // Quantize-dequantize in place ("fake quantization"): every element becomes q * scale.
 void fake_quantize(float* x, int64_t n, float scale, Rounding r);

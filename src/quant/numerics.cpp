@@ -322,7 +322,8 @@ numerics::StepRules step_rules(const Graph& g, const NumericsPlan& plan, size_t 
   return r;
 }
 
-NumericsRunner::NumericsRunner(const Graph& g, NumericsPlan plan) : g_(g), plan_(std::move(plan)) {
+NumericsRunner::NumericsRunner(const Graph& g, NumericsPlan plan, bool inputs_emulated)
+    : g_(g), plan_(std::move(plan)) {
   if (plan_.nodes.size() != g.nodes.size())
     fail(Status::kInternal, "numerics plan has ", plan_.nodes.size(), " nodes for ", g.nodes.size());
   plan_.fused.resize(g.values.size(), 0);  // a hand-made plan may leave it empty: nothing fused
@@ -367,6 +368,27 @@ NumericsRunner::NumericsRunner(const Graph& g, NumericsPlan plan) : g_(g), plan_
       }
     }
   }
+  if (!inputs_emulated) return;
+  // Inputs a producer stored on the grid this node quantizes them to (same scale, levels that survive
+  // level x scale / scale): fake quantization would give them back unchanged.
+  std::vector<std::pair<int, size_t>> producer(g.values.size(), {-1, 0});
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (size_t o = 0; o < g.nodes[i].outputs.size(); ++o)
+      if (g.nodes[i].outputs[o] >= 0) producer[size_t(g.nodes[i].outputs[o])] = {int(i), o};
+  shortcuts_.resize(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (size_t k = 0; k < g.nodes[i].inputs.size() && k < rules_[i].inputs.size(); ++k) {
+      const int v = g.nodes[i].inputs[k];
+      const numerics::InputRule& in = rules_[i].inputs[k];
+      bool on_grid = false;
+      if (v >= 0 && producer[size_t(v)].first >= 0 && !in.round_fp16 &&
+          quant::levels_round_trip(in.quantize_scale)) {
+        const auto [p, o] = producer[size_t(v)];
+        const numerics::OutputRule& out = rules_[size_t(p)].outputs.at(o);
+        on_grid = out.store == numerics::Store::kInt8 && out.scale == in.quantize_scale;
+      }
+      shortcuts_[i].input_on_grid.push_back(on_grid);
+    }
 }
 
 bool NumericsRunner::leaves_as_fp16(int v) const {
@@ -385,10 +407,12 @@ std::vector<Tensor> NumericsRunner::operator()(size_t n, const std::vector<const
   }
   std::vector<TensorType> types;
   for (int o : node.outputs) types.push_back(o >= 0 ? g_.value(o).type : TensorType{});
-  return numerics::run_step(node, rules_[n], ptrs, constant, types, conv_int8(n));
+  return numerics::run_step(node, rules_[n], ptrs, constant, types, conv_int8(n),
+                            shortcuts_.empty() ? nullptr : &shortcuts_[n]);
 }
 
-EmulatedEngine::EmulatedEngine(const Graph& g, NumericsPlan plan) : runner_(g, std::move(plan)), engine_(g) {
+EmulatedEngine::EmulatedEngine(const Graph& g, NumericsPlan plan)
+    : runner_(g, std::move(plan), /*inputs_emulated=*/true), engine_(g) {
   engine_.set_node_runner(std::ref(runner_));
 }
 

@@ -94,7 +94,10 @@ ConstantForm constant_form(const Graph& g, const NumericsPlan& plan, size_t node
 // engine.set_node_runner(std::ref(runner)).
 class NumericsRunner {
  public:
-  NumericsRunner(const Graph& g, NumericsPlan plan);
+  // `inputs_emulated`: every input a node gets is what this runner produced for it (EmulatedEngine), so
+  // an input its producer already stored on the grid it quantizes to is not fake-quantized again. Off for
+  // callers that feed other inputs (the FP32 reference's, for a layer's own error).
+  NumericsRunner(const Graph& g, NumericsPlan plan, bool inputs_emulated = false);
   std::vector<Tensor> operator()(size_t node, const std::vector<const Tensor*>& inputs);
   const NumericsPlan& plan() const { return plan_; }
   // The input rules (rounding, quantization) apply to every input, so a node also runs right on inputs
@@ -106,6 +109,11 @@ class NumericsRunner {
   const Tensor* prepared_constant(size_t node, int input) const {
     auto it = const_cache_.find({node, input});
     return it == const_cache_.end() ? nullptr : &it->second;
+  }
+  // Whether input k of `node` is taken as its producer stored it (inputs_emulated only).
+  bool input_on_grid(size_t node, size_t k) const {
+    return node < shortcuts_.size() && k < shortcuts_[node].input_on_grid.size() &&
+           shortcuts_[node].input_on_grid[k];
   }
   // An INT8 Conv's integer form; null when the node does not take the exact integer path.
   const numerics::Int8Conv* conv_int8(size_t node) const {
@@ -119,6 +127,7 @@ class NumericsRunner {
   std::vector<numerics::StepRules> rules_;
   std::map<size_t, numerics::Int8Conv> conv_;
   std::map<std::pair<size_t, int>, Tensor> const_cache_;  // (node, input) -> fp16-rounded / on the INT8 grid
+  std::vector<numerics::StepShortcuts> shortcuts_;        // per node, with inputs_emulated
 };
 
 // Convenience: a ReferenceEngine whose nodes run with the plan's numerics.

@@ -1,10 +1,8 @@
 #include "runtime/atom_ops.h"
 
-#include <cfloat>
-#include <cmath>
-
 #include "kernels/int8_atoms.h"
 #include "kernels/ref/conv_geom.h"
+#include "numerics/quantize.h"
 
 namespace dlakit::rt {
 
@@ -17,8 +15,6 @@ bool overlap(const prog::Surface& a, const prog::Surface& b) {
   return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
 }
 
-bool levels_round_trip(float scale) { return scale >= FLT_MIN && std::isfinite(scale * 128.f); }
-
 namespace {
 
 // The int8 chw32 surface a reference names, with a rank-4 shape; null otherwise.
@@ -26,7 +22,7 @@ const prog::Surface* atom_surface(const prog::Program& p, const Ref& r) {
   if (r.kind != Ref::Kind::kSurface) return nullptr;
   const prog::Surface& s = p.surfaces[r.index];
   const bool ok = s.desc.dtype == DType::kI8 && s.desc.format == IoFormat::kChw32 &&
-                  s.desc.network_shape.size() == 4 && levels_round_trip(s.desc.scale);
+                  s.desc.network_shape.size() == 4 && quant::levels_round_trip(s.desc.scale);
   return ok ? &s : nullptr;
 }
 

@@ -12,9 +12,6 @@ namespace dlakit::rt {
 
 // Whether two surfaces share bytes (views share their parent's pool).
 bool overlap(const prog::Surface& a, const prog::Surface& b);
-// Levels x scale stay normal and finite for every nonzero level, so dividing by the scale gives the levels
-// back: an int8 surface at that scale is its own fake-quantized value.
-bool levels_round_trip(float scale);
 
 // Runs operation `op` (index `oi`) on its surfaces in place and returns true, or returns false having
 // touched nothing when it is not one of the operations above.

@@ -118,7 +118,7 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
       };
       if (s.rules.exact_int8_conv && ps.conv && ps.conv->packed && !s.inputs.empty() &&
           !s.rules.inputs.empty() && int8_surface_at(s.inputs[0], s.rules.inputs[0].quantize_scale) &&
-          levels_round_trip(s.rules.inputs[0].quantize_scale) && !loaded.count(s.inputs[0].index) &&
+          quant::levels_round_trip(s.rules.inputs[0].quantize_scale) && !loaded.count(s.inputs[0].index) &&
           !written_here(s.inputs[0].index)) {
         const TensorDesc& d = p.surfaces[s.inputs[0].index].desc;
         if (d.format == IoFormat::kChw32 && d.network_shape.size() == 4)
@@ -137,7 +137,8 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
       Int8Output direct;
       if (s.rules.exact_int8_conv && ps.conv && ps.conv->packed &&
           !shortcuts.output_quantized_by_caller.empty() && shortcuts.output_quantized_by_caller[0] &&
-          s.rules.outputs[0].store == numerics::Store::kInt8 && levels_round_trip(s.rules.outputs[0].scale) &&
+          s.rules.outputs[0].store == numerics::Store::kInt8 &&
+          quant::levels_round_trip(s.rules.outputs[0].scale) &&
           s.rules.rounding == quant::Rounding::kHalfAwayFromZero) {
         const prog::Surface& sf = p.surfaces[s.outputs[0].index];
         // Written while its input is read in place: only if they share no bytes.
