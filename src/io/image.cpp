@@ -133,6 +133,11 @@ Image decode_image(const std::string& bytes, const std::string& origin) {
   if (!pixels)
     fail(Status::kIoError, "cannot read image '", origin,
          "': ", stbi_failure_reason() ? stbi_failure_reason() : "unknown error");
+  // stb accepts a BMP whose header says 0 rows; every user of an Image needs a pixel.
+  if (w < 1 || h < 1) {
+    stbi_image_free(pixels);
+    fail(Status::kIoError, "cannot read image '", origin, "': it has ", w, "x", h, " pixels");
+  }
   Image img{w, h, 3, std::vector<uint8_t>(pixels, pixels + size_t(w) * size_t(h) * 3)};
   stbi_image_free(pixels);
   return img;

@@ -84,3 +84,18 @@ TEST(ImageHardening, BmpShorterThanItsHeaderSaysIsTruncated) {
     EXPECT_NE(std::string(e.what()).find("truncated BMP"), std::string::npos) << e.what();
   }
 }
+
+// A BMP whose header says 0 rows (found by fuzz_image): stb decodes it to an image with no pixels, which
+// resize_image then indexed at row -1. decode_image refuses it.
+TEST(ImageHardening, BmpWithNoRowsIsRefused) {
+  const std::string bmp =
+      read_file(std::string(DLAKIT_SOURCE_DIR) +
+                "/tests/fuzz/regressions/fuzz_image/bmp_zero_rows_decoded_as_empty_image.bmp");
+  try {
+    const Image img = decode_image(bmp, "no_rows.bmp");
+    FAIL() << "decoded to " << img.width << "x" << img.height;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kIoError);
+    EXPECT_NE(std::string(e.what()).find("pixels"), std::string::npos) << e.what();
+  }
+}
