@@ -13,7 +13,7 @@
 #include "base/file.h"
 #include "engine/engine.h"
 #include "kernels/registry.h"
-#include "onnx/op_schema.h"
+#include "ir/op_schema.h"
 
 namespace dlakit {
 namespace {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/fp16.h"
+#include "ir/op_schema.h"
 #include "kernels/registry.h"
 
 namespace dlakit::rt {
@@ -109,6 +110,9 @@ PreparedProgram::PreparedProgram(prog::Program p) : p_(std::move(p)) {
         n.outputs.push_back(s.outputs[k].kind == Ref::Kind::kNone
                                 ? -1
                                 : g.add_value("out" + std::to_string(k), s.out_types[k]));
+      // The op's definition first, as at import: shape formulas and kernels assume its attribute ranges.
+      if (const std::vector<std::string> bad = schema_violations(n); !bad.empty())
+        fail(Status::kParseError, "step '", s.layer, "': ", bad.front());
       std::vector<TensorType> inferred;
       try {
         inferred = op_impl(n.op).infer(InferContext(g, n));

@@ -10,7 +10,7 @@
 #include "base/checked.h"
 #include "io/npy.h"
 #include "onnx/importer.h"
-#include "onnx/op_schema.h"
+#include "ir/op_schema.h"
 
 using namespace dlakit;
 
@@ -89,7 +89,8 @@ TEST(Schema, AttributeTypesRangesChoicesAndOpsetsAreChecked) {
   EXPECT_HAS(e, "attribute 'auto_pad' = 'SIDEWAYS' is not one of NOTSET|SAME_UPPER|SAME_LOWER|VALID");
   EXPECT_HAS(e, "Conv 'Conv_3' (opset 13): attribute 'group' must be int, found float");
   EXPECT_HAS(e,
-             "unknown attribute 'colour' (Conv has auto_pad, dilations, group, kernel_shape, pads, strides)");
+             "unknown attribute 'colour' (Conv has auto_pad, dilations, group, kernel_shape, pads, strides, "
+             "dlakit_activation, dlakit_activation_params)");
   EXPECT_HAS(e, "Squeeze 'Squeeze_5' (opset 13): attribute 'axes' belongs to opsets 1..12 of Squeeze");
 }
 

@@ -1,4 +1,4 @@
-#include "onnx/op_schema.h"
+#include "ir/op_schema.h"
 
 #include <variant>
 
@@ -42,8 +42,14 @@ const std::vector<IoRule> kOneToOne = {{1, 1, 1, 1, 1}};
 const std::vector<IoRule> kBinary = {{1, 2, 2, 1, 1}};
 const std::vector<IoRule> kVariadic = {{1, 1, kManyIo, 1, 1}};
 
+// The activation dlakit's fuse-activation pass (passes/rewrite.cpp) folds into a Conv, as program steps
+// carry it; not an ONNX attribute, but a file that names it gets exactly the fused arithmetic.
+constexpr AttrRule kFusedActivation = Str("dlakit_activation", "Relu|LeakyRelu|Clip");
+constexpr AttrRule kFusedActivationParams = Floats("dlakit_activation_params");
+
 const OpSchema kSchema_Conv{{{1, 2, 3, 1, 1}},
-                            {kAutoPad, kDilations, Int("group", 1, kMaxSize), kKernelShape, kPads, kStrides}};
+                            {kAutoPad, kDilations, Int("group", 1, kMaxSize), kKernelShape, kPads, kStrides,
+                             kFusedActivation, kFusedActivationParams}};
 const OpSchema kSchema_ConvTranspose{
     {{1, 2, 3, 1, 1}},
     {kAutoPad, kDilations, Int("group", 1, kMaxSize), kKernelShape, Ints("output_padding", 0, kMaxSize),

@@ -1,7 +1,8 @@
 // What each op of ops.def accepts as ONNX defines it (opsets 1..17): input and output counts per opset,
 // and every attribute with its type, the opsets that have it and the range of its values. The importer
-// checks each node against it before shape inference, folding or any kernel runs, so a kernel never sees
-// a node with a missing output or an attribute of the wrong type. Every op has one schema (a missing one
+// checks each node against it before shape inference, folding or any kernel runs, and the runtime checks
+// each step of a loaded program the same way, so a kernel never sees a node with a missing output or an
+// attribute of the wrong type or range. Every op has one schema (a missing one
 // is a compile error, as for the kernel registry).
 #pragma once
 #include <climits>
