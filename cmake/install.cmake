@@ -50,5 +50,5 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # the shared libraries the binaries load
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_BINARY_DIR})
 # What the C++ package's headers and static library need to be used, and numpy for the Python module.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "python3, python3-numpy, libonnx-dev, libprotobuf-dev, nlohmann-json3-dev, libflatbuffers-dev, libstb-dev, pkg-config")
+    "python3, python3-numpy, libonnx-dev, libprotobuf-dev, nlohmann-json3-dev, libflatbuffers-dev, libstb-dev, libjpeg-dev, pkg-config")
 include(CPack)

@@ -5,7 +5,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config git
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libstb-dev libflatbuffers-dev flatbuffers-compiler
+  nlohmann-json3-dev libcli11-dev libstb-dev libjpeg-dev libflatbuffers-dev flatbuffers-compiler
   clang clang-format libclang-rt-14-dev
   nodejs
   python3-numpy python3-pil python3-torch python3-torchvision

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "io/jpeg.h"
 
 namespace dlakit {
 
@@ -22,41 +23,6 @@ ImageFormat format_of(const std::string& b) {
   if (starts("\x89PNG\r\n\x1a\n", 8)) return ImageFormat::kPng;
   if (starts("BM", 2)) return ImageFormat::kBmp;
   return ImageFormat::kOther;
-}
-
-// Debian's stb_image (2022-09) trusts a JPEG Huffman table's 16 code counts: their sum indexes a 257-entry
-// array, so a table declaring more than 256 codes writes past it (found by fuzz_image; later stb refuses
-// it). Every table stb would read is checked here first, walking the markers as stb does (tables are read
-// while the segment's length lasts; missing bytes read as 0).
-void check_jpeg_huffman_tables(const std::string& b, const std::string& origin) {
-  auto at = [&](size_t i) { return i < b.size() ? uint8_t(b[i]) : 0; };
-  size_t i = 2;
-  while (i + 1 < b.size()) {
-    if (at(i) != 0xFF) {  // entropy-coded data
-      ++i;
-      continue;
-    }
-    const uint8_t marker = at(i + 1);
-    if (marker == 0xFF || marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
-      i += marker == 0xFF ? 1 : 2;  // fill byte, stuffed 0xFF, TEM, RSTn: no length
-      continue;
-    }
-    if (marker == 0xD9) return;  // end of image
-    const int64_t length = int64_t(at(i + 2)) << 8 | at(i + 3);
-    if (marker == 0xC4) {
-      size_t table = i + 4;
-      for (int64_t left = length - 2; left > 0;) {
-        int64_t codes = 0;
-        for (size_t k = 0; k < 16; ++k) codes += at(table + 1 + k);
-        if (codes > 256)
-          fail(Status::kParseError, origin, ": corrupt JPEG: a Huffman table declares ", codes,
-               " codes (at most 256)");
-        left -= 17 + codes;
-        table += size_t(17 + codes);
-      }
-    }
-    i += size_t(2 + length);
-  }
 }
 
 // stb_image fills the rows a BMP lacks with zeros, so a 1 KB file claiming 262144 x 16 pixels decodes to a
@@ -118,7 +84,10 @@ Image decode_image(const std::string& bytes, const std::string& origin) {
   const ImageFormat format = format_of(bytes);
   if (format == ImageFormat::kOther)
     fail(Status::kUnsupported, "cannot read image '", origin, "': not a JPEG, PNG or BMP file");
-  if (format == ImageFormat::kJpeg) check_jpeg_huffman_tables(bytes, origin);
+  // JPEG goes to libjpeg-turbo: stb_image's entropy decoder misbehaves on corrupt data in ways no check
+  // of the markers can rule out (fuzz_image found a Huffman table overflow and an out-of-range shift in
+  // its bit reader), and libjpeg-turbo gives the pixels Pillow gives.
+  if (format == ImageFormat::kJpeg) return decode_jpeg(bytes, origin);
   if (format == ImageFormat::kBmp) check_bmp_size(bytes, origin);
   const std::string png = format == ImageFormat::kPng ? checked_png_chunks(bytes, origin) : std::string();
   const std::string& file = format == ImageFormat::kPng ? png : bytes;

@@ -1,6 +1,6 @@
-// Image loading (JPEG/PNG/BMP via stb_image) and the preprocessing users know from Polygraphy and
-// torchvision: resize, scale, mean/std, RGB/BGR order, NCHW/NHWC layout. Also PNG writing and heat-map
-// overlays for map-shaped outputs (detection/segmentation probabilities).
+// Image loading (JPEG via libjpeg-turbo, PNG and BMP via stb_image) and the preprocessing users know from
+// Polygraphy and torchvision: resize, scale, mean/std, RGB/BGR order, NCHW/NHWC layout. Also PNG writing and
+// heat-map overlays for map-shaped outputs (detection/segmentation probabilities).
 #pragma once
 #include <string>
 #include <vector>

@@ -1,7 +1,9 @@
-// The image reader (JPEG/PNG/BMP/... through stb_image) must decode or reject any byte string with
-// dlakit::Error, never crash, and refuse huge headers before allocating for them. stb_image is compiled
-// into this target (and, by symbol interposition, used by dlakit's reader) so that the fuzzer sees its
-// coverage; the release build links Debian's libstb, built from the same header.
+// The image reader (JPEG through libjpeg-turbo, PNG and BMP through stb_image) must decode or reject any
+// byte string with dlakit::Error, never crash, and refuse huge headers before allocating for them.
+// stb_image is compiled into this target (and, by symbol interposition, used by dlakit's reader) so that
+// the fuzzer sees its coverage; the release build links Debian's libstb, built from the same header.
+// libjpeg-turbo is Debian's shared library, not instrumented: the fuzzer drives it blind, through dlakit's
+// checks around it.
 #include <cstddef>
 #include <cstdint>
 #include <string>
