@@ -5,6 +5,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "gpu/device_math.cuh"
 #include "gpu/kernels.h"
 
 namespace dlakit::gpu::k {
@@ -20,10 +21,6 @@ inline unsigned blocks_for(int64_t n) {
 #define GRID_STRIDE(i, n)                                                   \
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
-
-// std::max / std::min exactly (the first argument wins ties, so signed zeros match the CPU).
-__device__ inline float smax(float a, float b) { return a < b ? b : a; }
-__device__ inline float smin(float a, float b) { return b < a ? b : a; }
 
 __device__ inline float unary_op(const UnaryParams& p, float v) {
   switch (p.op) {
@@ -150,19 +147,6 @@ __global__ void quantize_i8_kernel(const float* x, int8_t* y, int64_t n, float s
   GRID_STRIDE(i, n) y[i] = scale > 0 ? int8_t(level(x[i], scale, rounding)) : int8_t(0);
 }
 
-__device__ inline float activate(ActParams a, float v) {
-  switch (a.act) {
-    case Act::kRelu:
-      return v > 0.f ? v : 0.f;
-    case Act::kClip:
-      return v != v ? v : smin(smax(v, a.a), a.b);
-    case Act::kLeakyRelu:
-      return v >= 0.f ? v : v * a.a;
-    default:
-      return v;
-  }
-}
-
 // One thread per output element: a direct convolution (correctness first; see docs/runtime.md).
 template <typename In, typename Acc>
 __device__ inline Acc conv_sum(const ConvGeom& g, const In* x, const In* w, int64_t n, int64_t m, int64_t oh,
@@ -202,9 +186,7 @@ __global__ void conv_int8_kernel(ConvGeom g, const int8_t* x, const int8_t* w, c
   GRID_STRIDE(i, total) {
     const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M,
                   n = i / (g.OW * g.OH * g.M);
-    const long long acc = conv_sum<int8_t, long long>(g, x, w, n, m, oh, ow);
-    const float r = mult[m] > 0 ? float(double(acc) + bq[m]) * mult[m] : (bias ? bias[m] : 0.f);
-    y[i] = activate(act, r);
+    y[i] = int8_conv_output(conv_sum<int8_t, long long>(g, x, w, n, m, oh, ow), m, mult, bq, bias, act);
   }
 }
 

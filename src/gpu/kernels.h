@@ -4,6 +4,7 @@
 // is compiled with -fmad=false), which INT8 layers rely on for CPU/GPU bit-exactness.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 typedef struct CUstream_st* cudaStream_t;
 
@@ -72,6 +73,21 @@ void conv_f32(const ConvGeom& g, const float* x, const float* w, const float* bi
 // bias[m], then the fused activation.
 void conv_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const float* mult, const double* bq,
                const float* bias, ActParams act, float* y, cudaStream_t s);
+
+// The same INT8 convolution as an implicit GEMM on tensor cores (WMMA int8 x int8 -> int32), bit for bit
+// conv_int8's result: int32 sums are exact while K = C/G*KH*KW stays within conv_int8_mma_fits. A group's
+// rows are its N*OH*OW output pixels, its columns its M/G filters, its K padded to kMmaK.
+constexpr int kMmaK = 32;
+bool conv_int8_mma_fits(const ConvGeom& g);  // also false where it would not gain (depthwise)
+struct MmaConvOperands {
+  int64_t k_padded = 0;
+  std::vector<int8_t> weights;  // [M][k_padded] levels, zeros past K
+  std::vector<int32_t> taps;    // per k: {c*H*W + kh*DH*W + kw*DW, kh*DH, kw*DW}; past K, never inside
+};
+MmaConvOperands conv_int8_mma_operands(const ConvGeom& g, const int8_t* wq);  // wq: [M][C/G][KH][KW]
+void conv_int8_mma(const ConvGeom& g, int64_t k_padded, const int8_t* xq, const int8_t* wq_padded,
+                   const int32_t* taps, const float* mult, const double* bq, const float* bias, ActParams act,
+                   float* y, cudaStream_t s);
 
 // 2-D pooling over (N*C) planes with the reference's window rules; exact (the average sums in double in
 // the reference's order).

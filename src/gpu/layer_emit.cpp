@@ -262,7 +262,13 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
       if (!cv) return give_up("INT8 without the integer convolution path");
       std::vector<int8_t> wq(size_t(cv->w_levels.numel()));
       for (size_t i = 0; i < wq.size(); ++i) wq[i] = int8_t(cv->w_levels.data<float>()[i]);
-      const auto* wd = static_cast<const int8_t*>(arena.upload(wq.data(), wq.size()));
+      const bool mma = k::conv_int8_mma_fits(cg);
+      const k::MmaConvOperands mo = mma ? k::conv_int8_mma_operands(cg, wq.data()) : k::MmaConvOperands{};
+      const auto* wd = static_cast<const int8_t*>(mma ? arena.upload(mo.weights.data(), mo.weights.size())
+                                                      : arena.upload(wq.data(), wq.size()));
+      const auto* taps =
+          mma ? static_cast<const int32_t*>(arena.upload(mo.taps.data(), mo.taps.size() * 4)) : nullptr;
+      const int64_t k_padded = mo.k_padded;
       const auto* md = static_cast<const float*>(arena.upload(cv->mult.data(), cv->mult.size() * 4));
       const auto* bqd = static_cast<const double*>(arena.upload(cv->bias_q.data(), cv->bias_q.size() * 8));
       const float* bd = cv->bias.empty()
@@ -275,7 +281,11 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
       const int r = c.rounding;
       launches.push_back([=](cudaStream_t s) {
         k::quantize_i8(x, xq, xn, s_in, r, s);
-        k::conv_int8(cg, xq, wd, md, bqd, bd, act, y, s);
+        if (mma) {
+          k::conv_int8_mma(cg, k_padded, xq, wd, taps, md, bqd, bd, act, y, s);
+        } else {
+          k::conv_int8(cg, xq, wd, md, bqd, bd, act, y, s);
+        }
       });
     } else {
       const float* x = input(0);

@@ -9,7 +9,7 @@ BUILD="${1:-build}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 D="$ROOT/devrun"
 rm -rf "$D" && mkdir -p "$D/lib" "$D/.cache/models" "$D/.cache/images" "$D/tests/gpu" "$D/bindings/fp16" "$D/bindings/int8"
-cp -L "$ROOT/$BUILD/libcudla.so.1" /lib/x86_64-linux-gnu/libonnx_proto.so.1 /lib/x86_64-linux-gnu/libprotobuf.so.32 /lib/x86_64-linux-gnu/libstb.so.0 "$D/lib/"
+cp -L "$ROOT/$BUILD/libcudla.so.1" /lib/x86_64-linux-gnu/libonnx_proto.so.1 /lib/x86_64-linux-gnu/libprotobuf.so.32 /lib/x86_64-linux-gnu/libstb.so.0 /lib/x86_64-linux-gnu/libjpeg.so.62 "$D/lib/"
 cp "$ROOT/$BUILD/dlakit" "$ROOT/$BUILD/tests/dlakit_gpu_tests" "$ROOT/$BUILD/tests/cuda_stream_steps" "$D/"
 for m in mobilenet_v2 mobilenet_v3_small squeezenet1_1 ppocr_det ppocr_cls blazeface_128 mlsd_tiny_320; do
   cp "$ROOT/.cache/models/$m.onnx" "$D/.cache/models/"

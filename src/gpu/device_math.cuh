@@ -1,0 +1,33 @@
+// Device functions shared by the CUDA kernel files: the comparisons and the INT8 convolution epilogue,
+// each written once so that every kernel computes them the same way (and as the CPU does).
+#pragma once
+#include "gpu/kernels.h"
+
+namespace dlakit::gpu::k {
+
+// std::max / std::min exactly (the first argument wins ties, so signed zeros match the CPU).
+__device__ inline float smax(float a, float b) { return a < b ? b : a; }
+__device__ inline float smin(float a, float b) { return b < a ? b : a; }
+
+__device__ inline float activate(ActParams a, float v) {
+  switch (a.act) {
+    case Act::kRelu:
+      return v > 0.f ? v : 0.f;
+    case Act::kClip:
+      return v != v ? v : smin(smax(v, a.a), a.b);
+    case Act::kLeakyRelu:
+      return v >= 0.f ? v : v * a.a;
+    default:
+      return v;
+  }
+}
+
+// An INT8 convolution's output from its exact integer sum (numerics::Int8Conv): the level sum plus the
+// bias in levels, in double, rounded to float once and scaled; a channel without a scale gives its bias.
+__device__ inline float int8_conv_output(long long acc, int64_t m, const float* mult, const double* bq,
+                                         const float* bias, ActParams act) {
+  const float r = mult[m] > 0 ? float(double(acc) + bq[m]) * mult[m] : (bias ? bias[m] : 0.f);
+  return activate(act, r);
+}
+
+}  // namespace dlakit::gpu::k

@@ -1,0 +1,120 @@
+// The tensor-core INT8 convolution (conv_int8_mma) against the plain CUDA kernel (conv_int8, one thread per
+// output, int64 sums), bit for bit, on random levels over the whole int8 range and odd geometries: channels
+// not a multiple of 32, filters not a multiple of 64, stride 2, padding, dilation, groups, batch 2, 1x1 and
+// 7x7 windows, channels without a scale. Skips without a GPU; fails with DLAKIT_REQUIRE_GPU=1.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "../common/require_gpu.h"
+
+#if DLAKIT_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "gpu/gpu.h"
+#include "gpu/kernels.h"
+
+using namespace dlakit;
+using gpu::k::ConvGeom;
+
+namespace {
+
+struct Case {
+  const char* name;
+  ConvGeom g;
+};
+
+ConvGeom geom(int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k, int64_t stride, int64_t pad,
+              int64_t dil, int64_t groups) {
+  ConvGeom g;
+  g.N = n, g.C = c, g.H = hw, g.W = hw + 3, g.M = m, g.KH = k, g.KW = k, g.SH = g.SW = stride;
+  g.DH = g.DW = dil, g.PT = g.PL = pad, g.G = groups;
+  const int64_t span = (k - 1) * dil + 1;
+  g.OH = (g.H + 2 * pad - span) / stride + 1;
+  g.OW = (g.W + 2 * pad - span) / stride + 1;
+  return g;
+}
+
+std::vector<Case> cases() {
+  return {{"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1, 1)},
+          {"c45_m17x1_1x1", geom(1, 45, 13, 17, 1, 1, 0, 1, 1)},
+          {"c17_m96_3x3_p1_n2", geom(2, 17, 11, 96, 3, 1, 1, 1, 1)},
+          {"c256_m130_3x3_s2_p1", geom(1, 256, 15, 130, 3, 2, 1, 1, 1)},
+          {"c40_m64_3x3_d2_p2", geom(1, 40, 17, 64, 3, 1, 2, 2, 1)},
+          {"c48_m48_g2_3x3_p1", geom(1, 48, 9, 48, 3, 1, 1, 1, 2)},
+          {"c64_m1000_1x1", geom(1, 64, 1, 1000, 1, 1, 0, 1, 1)}};
+}
+
+template <typename T>
+T* to_device(const std::vector<T>& v, std::vector<gpu::DeviceBuffer>& keep) {
+  keep.emplace_back(std::max<size_t>(v.size() * sizeof(T), 4));
+  EXPECT_EQ(cudaMemcpy(keep.back().data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return static_cast<T*>(keep.back().data());
+}
+
+class ConvInt8Mma : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ConvInt8Mma, EqualsThePlainKernelBitForBit) {
+  REQUIRE_GPU();
+  const ConvGeom g = GetParam().g;
+  ASSERT_TRUE(gpu::k::conv_int8_mma_fits(g));
+  std::mt19937 gen(5);
+  std::uniform_int_distribution<int> level(-128, 127);
+  // Scales that put most outputs inside the clip range: a sum of K products of levels has a spread of
+  // about sqrt(K) * 74^2.
+  const double spread = std::sqrt(double((g.C / g.G) * g.KH * g.KW)) * 74.0 * 74.0;
+  std::uniform_real_distribution<float> scale(float(0.5 / spread), float(3.0 / spread)), value(-4.f, 4.f);
+  std::vector<int8_t> x(size_t(g.N * g.C * g.H * g.W)), w(size_t(g.M * (g.C / g.G) * g.KH * g.KW));
+  for (auto& v : x) v = int8_t(level(gen));
+  for (auto& v : w) v = int8_t(level(gen));
+  std::vector<float> mult(size_t(g.M)), bias(size_t(g.M));
+  std::vector<double> bq(size_t(g.M));
+  for (int64_t m = 0; m < g.M; ++m) {
+    mult[size_t(m)] = m % 7 == 3 ? 0.f : scale(gen);  // a channel without a scale gives its bias
+    bias[size_t(m)] = value(gen);
+    bq[size_t(m)] = double(value(gen)) * spread / 4.0;
+  }
+  const gpu::k::ActParams act{gpu::k::Act::kClip, -6.f, 6.f};
+  const gpu::k::MmaConvOperands mo = gpu::k::conv_int8_mma_operands(g, w.data());
+  std::vector<gpu::DeviceBuffer> keep;
+  const int8_t* xd = to_device(x, keep);
+  const int8_t* wd = to_device(w, keep);
+  const int8_t* wpd = to_device(mo.weights, keep);
+  const int32_t* td = to_device(mo.taps, keep);
+  const float* md = to_device(mult, keep);
+  const float* bd = to_device(bias, keep);
+  const double* bqd = to_device(bq, keep);
+  const size_t count = size_t(g.N * g.M * g.OH * g.OW);
+  std::vector<float> fill(count, 12345.f);
+  float* plain = to_device(fill, keep);
+  float* fast = to_device(fill, keep);
+  gpu::k::conv_int8(g, xd, wd, md, bqd, bd, act, plain, nullptr);
+  gpu::k::conv_int8_mma(g, mo.k_padded, xd, wpd, td, md, bqd, bd, act, fast, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> want(count), got(count);
+  ASSERT_EQ(cudaMemcpy(want.data(), plain, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got.data(), fast, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t differ = 0, first = count, clipped = 0;
+  for (size_t i = 0; i < count; ++i) {
+    clipped += std::abs(want[i]) == 6.f;
+    if (std::memcmp(&want[i], &got[i], 4) != 0 && differ++ == 0) first = i;
+  }
+  EXPECT_EQ(differ, 0u) << "of " << count << "; first at " << first << ": " << got[first] << " vs "
+                        << want[first];
+  EXPECT_LT(clipped, count / 2) << "the outputs are mostly clipped: the comparison would show little";
+}
+
+INSTANTIATE_TEST_SUITE_P(Geometries, ConvInt8Mma, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ConvInt8Mma, DepthwiseStaysOnThePlainKernel) {
+  EXPECT_FALSE(gpu::k::conv_int8_mma_fits(geom(1, 32, 9, 32, 3, 1, 1, 1, 32)));
+}
+
+}  // namespace
+
+#endif  // DLAKIT_WITH_CUDA
