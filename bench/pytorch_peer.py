@@ -1,0 +1,38 @@
+"""The PyTorch peer of bench/gpu.sh: torchvision architectures (random weights) in FP16 on the GPU, replayed
+from a CUDA graph, timed with CUDA events. Prints one JSON object: {model: {"batch": B, "median_ms": ...}}.
+Usage: pytorch_peer.py resnet18,resnet50,mobilenet_v2 BATCH"""
+import json
+import statistics
+import sys
+
+import torch
+import torchvision
+
+torch.backends.cudnn.benchmark = True
+names, batch = sys.argv[1].split(","), int(sys.argv[2])
+results = {}
+for name in names:
+    model = getattr(torchvision.models, name)(weights=None).eval().cuda().half()
+    x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=torch.half)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(side):
+        for _ in range(5):  # cuDNN picks its algorithms before capture
+            model(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        model(x)
+    for _ in range(20):
+        graph.replay()
+    runs = []
+    for _ in range(30):  # 30 medians of 20 replays each
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(20):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        runs.append(start.elapsed_time(end) / 20)
+    results[name] = {"batch": batch, "median_ms": statistics.median(runs), "min_ms": min(runs)}
+print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "models": results}))
