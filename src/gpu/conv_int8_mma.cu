@@ -5,6 +5,8 @@
 // int32 sums are exact, so the epilogue (device_math.cuh) gives conv_int8's result bit for bit.
 #include <mma.h>
 
+#include <algorithm>
+
 #include "gpu/device_math.cuh"
 #include "gpu/kernels.h"
 
@@ -16,9 +18,13 @@ using namespace nvcuda;
 constexpr int kRows = 64, kCols = 64, kBlockThreads = 128;
 constexpr int kOutside = -(1 << 29);  // a row or tap offset that puts every read outside the image
 
+// grid: (pixel tiles, filter tiles, groups x splits). With splits > 1 each block sums one slice of K and
+// adds it to `partial` (int32 NCHW, zeroed before; integer atomics, so the order does not matter), and
+// conv_int8_epilogue_kernel finishes; otherwise the block writes y itself.
 __global__ void __launch_bounds__(kBlockThreads)
-    conv_int8_mma_kernel(ConvGeom g, int64_t k_padded, const int8_t* x, const int8_t* w, const int32_t* taps,
-                         const float* mult, const double* bq, const float* bias, ActParams act, float* y) {
+    conv_int8_mma_kernel(ConvGeom g, int64_t k_padded, int splits, const int8_t* x, const int8_t* w,
+                         const int32_t* taps, const float* mult, const double* bq, const float* bias,
+                         ActParams act, float* y, int32_t* partial) {
   // Operand tiles split at k = 16 (one WMMA step each), so every fragment starts 32-byte aligned.
   __shared__ __align__(32) int8_t a_tile[2][kRows][16];
   __shared__ __align__(32) int8_t b_tile[2][kCols][16];
@@ -28,7 +34,9 @@ __global__ void __launch_bounds__(kBlockThreads)
   __shared__ int tap[kMmaK][3];
 
   const int64_t pixels = g.N * g.OH * g.OW, plane = g.OH * g.OW;
-  const int64_t cg = g.C / g.G, mg = g.M / g.G, grp = blockIdx.z;
+  const int64_t cg = g.C / g.G, mg = g.M / g.G, grp = blockIdx.z / splits, split = blockIdx.z % splits;
+  const int64_t k_tiles = k_padded / kMmaK, slice = (k_tiles + splits - 1) / splits;
+  const int64_t k_begin = split * slice * kMmaK, k_end = min(k_padded, (split + 1) * slice * kMmaK);
   const int64_t p0 = int64_t(blockIdx.x) * kRows, m0 = int64_t(blockIdx.y) * kCols;
   const int t = threadIdx.x;
   if (t < kRows) {
@@ -48,7 +56,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (auto& row : acc)
     for (auto& f : row) wmma::fill_fragment(f, 0);
 
-  for (int64_t k0 = 0; k0 < k_padded; k0 += kMmaK) {
+  for (int64_t k0 = k_begin; k0 < k_end; k0 += kMmaK) {
     if (t < kMmaK)
       for (int j = 0; j < 3; ++j) tap[t][j] = taps[(k0 + t) * 3 + j];
     __syncthreads();  // taps (and row data) written; the previous step's MMAs are done with the tiles
@@ -88,10 +96,26 @@ __global__ void __launch_bounds__(kBlockThreads)
     const int r = e % kRows, col = e / kRows;
     const int64_t m = m0 + col;
     if (p0 + r >= pixels || m >= mg) continue;
-    const int64_t channel = grp * mg + m;
-    y[row_y[r] + channel * plane] = int8_conv_output(c_tile[col][r], channel, mult, bq, bias, act);
+    const int64_t channel = grp * mg + m, at = row_y[r] + channel * plane;
+    if (splits > 1) {
+      atomicAdd(&partial[at], c_tile[col][r]);
+    } else {
+      y[at] = int8_conv_output(c_tile[col][r], channel, mult, bq, bias, act);
+    }
   }
 }
+
+__global__ void conv_int8_epilogue_kernel(ConvGeom g, const int32_t* partial, const float* mult,
+                                          const double* bq, const float* bias, ActParams act, float* y,
+                                          int64_t total) {
+  const int64_t plane = g.OH * g.OW;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = int8_conv_output(partial[i], (i / plane) % g.M, mult, bq, bias, act);
+}
+
+// Blocks a launch should have to fill the GPU (H200: 132 SMs, several blocks of 128 threads each).
+constexpr int64_t kBusyBlocks = 264;
 
 }  // namespace
 
@@ -125,14 +149,28 @@ MmaConvOperands conv_int8_mma_operands(const ConvGeom& g, const int8_t* wq) {
   return o;
 }
 
-void conv_int8_mma(const ConvGeom& g, int64_t k_padded, const int8_t* xq, const int8_t* wq_padded,
+int conv_int8_mma_splits(const ConvGeom& g, int64_t k_padded) {
+  const int64_t tiles = (g.N * g.OH * g.OW + kRows - 1) / kRows * ((g.M / g.G + kCols - 1) / kCols) * g.G;
+  // Slices of at least two K steps, while the grid is small; a group per grid layer still fits.
+  int64_t splits = std::min<int64_t>((kBusyBlocks + tiles - 1) / tiles, k_padded / kMmaK / 2);
+  splits = std::min<int64_t>(splits, 65535 / g.G);
+  return int(std::max<int64_t>(splits, 1));
+}
+
+void conv_int8_mma(const ConvGeom& g, int64_t k_padded, int splits, const int8_t* xq, const int8_t* wq_padded,
                    const int32_t* taps, const float* mult, const double* bq, const float* bias, ActParams act,
-                   float* y, cudaStream_t s) {
-  const int64_t pixels = g.N * g.OH * g.OW, mg = g.M / g.G;
+                   float* y, int32_t* partial, cudaStream_t s) {
+  const int64_t pixels = g.N * g.OH * g.OW, mg = g.M / g.G, total = pixels * g.M;
   if (!pixels || !mg) return;
-  const dim3 grid(unsigned((pixels + kRows - 1) / kRows), unsigned((mg + kCols - 1) / kCols), unsigned(g.G));
-  conv_int8_mma_kernel<<<grid, kBlockThreads, 0, s>>>(g, k_padded, xq, wq_padded, taps, mult, bq, bias, act,
-                                                      y);
+  if (splits > 1) cudaMemsetAsync(partial, 0, size_t(total) * 4, s);
+  const dim3 grid(unsigned((pixels + kRows - 1) / kRows), unsigned((mg + kCols - 1) / kCols),
+                  unsigned(g.G * splits));
+  conv_int8_mma_kernel<<<grid, kBlockThreads, 0, s>>>(g, k_padded, splits, xq, wq_padded, taps, mult, bq,
+                                                      bias, act, y, partial);
+  if (splits > 1) {
+    const int64_t blocks = std::min<int64_t>((total + 255) / 256, 1 << 20);
+    conv_int8_epilogue_kernel<<<unsigned(blocks), 256, 0, s>>>(g, partial, mult, bq, bias, act, y, total);
+  }
 }
 
 }  // namespace dlakit::gpu::k

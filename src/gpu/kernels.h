@@ -85,9 +85,12 @@ struct MmaConvOperands {
   std::vector<int32_t> taps;    // per k: {c*H*W + kh*DH*W + kw*DW, kh*DH, kw*DW}; past K, never inside
 };
 MmaConvOperands conv_int8_mma_operands(const ConvGeom& g, const int8_t* wq);  // wq: [M][C/G][KH][KW]
-void conv_int8_mma(const ConvGeom& g, int64_t k_padded, const int8_t* xq, const int8_t* wq_padded,
+// Where the output has few tiles (small images, batch 1), K is cut into slices summed by separate blocks:
+// the slice count for g (1: none); with more than one, `partial` holds N*M*OH*OW int32 values.
+int conv_int8_mma_splits(const ConvGeom& g, int64_t k_padded);
+void conv_int8_mma(const ConvGeom& g, int64_t k_padded, int splits, const int8_t* xq, const int8_t* wq_padded,
                    const int32_t* taps, const float* mult, const double* bq, const float* bias, ActParams act,
-                   float* y, cudaStream_t s);
+                   float* y, int32_t* partial, cudaStream_t s);
 
 // 2-D pooling over (N*C) planes with the reference's window rules; exact (the average sums in double in
 // the reference's order).

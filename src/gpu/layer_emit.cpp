@@ -269,6 +269,8 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
       const auto* taps =
           mma ? static_cast<const int32_t*>(arena.upload(mo.taps.data(), mo.taps.size() * 4)) : nullptr;
       const int64_t k_padded = mo.k_padded;
+      const int splits = mma ? k::conv_int8_mma_splits(cg, k_padded) : 1;
+      auto* partial = splits > 1 ? static_cast<int32_t*>(arena.alloc(size_t(count) * 4)) : nullptr;
       const auto* md = static_cast<const float*>(arena.upload(cv->mult.data(), cv->mult.size() * 4));
       const auto* bqd = static_cast<const double*>(arena.upload(cv->bias_q.data(), cv->bias_q.size() * 8));
       const float* bd = cv->bias.empty()
@@ -282,7 +284,7 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
       launches.push_back([=](cudaStream_t s) {
         k::quantize_i8(x, xq, xn, s_in, r, s);
         if (mma) {
-          k::conv_int8_mma(cg, k_padded, xq, wd, taps, md, bqd, bd, act, y, s);
+          k::conv_int8_mma(cg, k_padded, splits, xq, wd, taps, md, bqd, bd, act, y, partial, s);
         } else {
           k::conv_int8(cg, xq, wd, md, bqd, bd, act, y, s);
         }

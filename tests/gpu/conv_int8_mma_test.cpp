@@ -92,20 +92,35 @@ TEST_P(ConvInt8Mma, EqualsThePlainKernelBitForBit) {
   std::vector<float> fill(count, 12345.f);
   float* plain = to_device(fill, keep);
   float* fast = to_device(fill, keep);
+  int32_t* partial = to_device(std::vector<int32_t>(count, 77), keep);
   gpu::k::conv_int8(g, xd, wd, md, bqd, bd, act, plain, nullptr);
-  gpu::k::conv_int8_mma(g, mo.k_padded, xd, wpd, td, md, bqd, bd, act, fast, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<float> want(count), got(count);
   ASSERT_EQ(cudaMemcpy(want.data(), plain, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(got.data(), fast, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  size_t differ = 0, first = count, clipped = 0;
-  for (size_t i = 0; i < count; ++i) {
-    clipped += std::abs(want[i]) == 6.f;
-    if (std::memcmp(&want[i], &got[i], 4) != 0 && differ++ == 0) first = i;
-  }
-  EXPECT_EQ(differ, 0u) << "of " << count << "; first at " << first << ": " << got[first] << " vs "
-                        << want[first];
+  size_t clipped = 0;
+  for (float v : want) clipped += std::abs(v) == 6.f;
   EXPECT_LT(clipped, count / 2) << "the outputs are mostly clipped: the comparison would show little";
+  // Whole K in each block, the slices the launch picks, and three slices (an uneven cut of K's steps).
+  const int64_t k_steps = mo.k_padded / gpu::k::kMmaK;
+  std::vector<int> splits = {1, gpu::k::conv_int8_mma_splits(g, mo.k_padded)};
+  if (k_steps >= 3) splits.push_back(3);
+  for (int split : splits) {
+    SCOPED_TRACE("K in " + std::to_string(split) + " slice(s) of " + std::to_string(k_steps) + " steps");
+    ASSERT_EQ(cudaMemcpy(fast, fill.data(), count * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    gpu::k::conv_int8_mma(g, mo.k_padded, split, xd, wpd, td, md, bqd, bd, act, fast, partial, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(got.data(), fast, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    size_t differ = 0, first = count;
+    for (size_t i = 0; i < count; ++i)
+      if (std::memcmp(&want[i], &got[i], 4) != 0 && differ++ == 0) first = i;
+    EXPECT_EQ(differ, 0u) << "of " << count << "; first at " << first << ": " << got[first] << " vs "
+                          << want[first];
+  }
+}
+
+// Batch 1 on a small image (ResNet-50's last stage: 7x7, 512 filters, 3x3) fills 8 blocks whole; K is cut.
+TEST(ConvInt8Mma, SmallOutputsCutKIntoSlices) {
+  EXPECT_GT(gpu::k::conv_int8_mma_splits(geom(1, 512, 7, 512, 3, 1, 1, 1, 1), 4608), 8);
+  EXPECT_EQ(gpu::k::conv_int8_mma_splits(geom(32, 64, 56, 256, 1, 1, 0, 1, 1), 64), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Geometries, ConvInt8Mma, ::testing::ValuesIn(cases()),
