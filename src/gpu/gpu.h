@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -74,6 +75,14 @@ class Queue {
   void copy(void* dst, const void* src, size_t bytes);  // any memory kinds, in queue order
   // Runs f on a CUDA host thread in queue order. f must not call CUDA; exceptions are caught and kept.
   void host(std::function<void()> f);
+  // Between these two calls, work queued here is recorded into a CUDA graph (stream capture) instead of
+  // running; the graph replays it in queue order. Host steps recorded meanwhile run on every replay, so
+  // they live as long as what end_capture returns (the graph with them; release it after the queue has
+  // finished its replays).
+  struct Captured;
+  void begin_capture();
+  std::shared_ptr<Captured> end_capture();
+  void replay(const Captured& graph);
   void synchronize();        // waits for the queue, then rethrows the first failure of a host step
   std::string take_error();  // the first host-step failure since the last call ("" if none)
   struct Errors;
@@ -82,6 +91,7 @@ class Queue {
   void* stream_ = nullptr;
   void* event_ = nullptr;
   Errors* errors_;
+  std::shared_ptr<Captured> capturing_;  // while recording a graph
 };
 
 }  // namespace dlakit::gpu

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "base/error.h"
 #include "gpu/gpu.h"
@@ -66,6 +67,33 @@ struct Queue::Errors {
   std::string first;
 };
 
+namespace {
+struct HostCall {
+  std::function<void()> f;
+  Queue::Errors* errors;
+};
+
+void run_host_call(HostCall& c) {
+  try {
+    c.f();
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lk(c.errors->mu);
+    if (c.errors->first.empty()) c.errors->first = e.what();
+  } catch (...) {
+    std::lock_guard<std::mutex> lk(c.errors->mu);
+    if (c.errors->first.empty()) c.errors->first = "unknown failure in a host step";
+  }
+}
+}  // namespace
+
+struct Queue::Captured {
+  cudaGraphExec_t exec = nullptr;
+  std::vector<std::unique_ptr<HostCall>> host_steps;  // the graph's host nodes point at these
+  ~Captured() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
 Queue::Queue() : errors_(new Errors) {
   std::string why;
   if (!available(&why)) {
@@ -101,33 +129,40 @@ void Queue::copy(void* dst, const void* src, size_t bytes) {
   if (bytes) DLAKIT_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cudaStream_t(stream_)));
 }
 
-namespace {
-struct HostCall {
-  std::function<void()> f;
-  Queue::Errors* errors;
-};
-}  // namespace
-
 void Queue::host(std::function<void()> f) {
-  auto* call = new HostCall{std::move(f), errors_};
-  auto run = [](void* p) {
-    std::unique_ptr<HostCall> c(static_cast<HostCall*>(p));
-    try {
-      c->f();
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lk(c->errors->mu);
-      if (c->errors->first.empty()) c->errors->first = e.what();
-    } catch (...) {
-      std::lock_guard<std::mutex> lk(c->errors->mu);
-      if (c->errors->first.empty()) c->errors->first = "unknown failure in a host step";
-    }
-  };
-  const cudaError_t e = cudaLaunchHostFunc(cudaStream_t(stream_), run, call);
-  if (e != cudaSuccess) {
-    delete call;
-    check_cuda(e, "cudaLaunchHostFunc");
+  auto call = std::make_unique<HostCall>(HostCall{std::move(f), errors_});
+  if (capturing_) {  // kept with the graph, run on every replay
+    DLAKIT_CUDA(cudaLaunchHostFunc(
+        cudaStream_t(stream_), [](void* p) { run_host_call(*static_cast<HostCall*>(p)); }, call.get()));
+    capturing_->host_steps.push_back(std::move(call));
+    return;
   }
+  auto once = [](void* p) {
+    std::unique_ptr<HostCall> c(static_cast<HostCall*>(p));
+    run_host_call(*c);
+  };
+  DLAKIT_CUDA(cudaLaunchHostFunc(cudaStream_t(stream_), once, call.get()));
+  call.release();  // the callback owns it now
 }
+
+void Queue::begin_capture() {
+  capturing_ = std::make_shared<Captured>();
+  const cudaError_t e = cudaStreamBeginCapture(cudaStream_t(stream_), cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) capturing_.reset();
+  check_cuda(e, "cudaStreamBeginCapture");
+}
+
+std::shared_ptr<Queue::Captured> Queue::end_capture() {
+  std::shared_ptr<Captured> c = std::move(capturing_);
+  cudaGraph_t graph = nullptr;
+  DLAKIT_CUDA(cudaStreamEndCapture(cudaStream_t(stream_), &graph));
+  const cudaError_t e = cudaGraphInstantiate(&c->exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check_cuda(e, "cudaGraphInstantiate");
+  return c;
+}
+
+void Queue::replay(const Captured& graph) { DLAKIT_CUDA(cudaGraphLaunch(graph.exec, cudaStream_t(stream_))); }
 
 std::string Queue::take_error() {
   std::lock_guard<std::mutex> lk(errors_->mu);

@@ -24,6 +24,10 @@ void Queue::copy(void*, const void*, size_t) {}
 void Queue::host(std::function<void()>) {}
 void Queue::synchronize() {}
 std::string Queue::take_error() { return ""; }
+struct Queue::Captured {};
+void Queue::begin_capture() {}
+std::shared_ptr<Queue::Captured> Queue::end_capture() { return nullptr; }
+void Queue::replay(const Captured&) {}
 
 struct ProgramEngine::Impl {};
 ProgramEngine::ProgramEngine(const rt::PreparedProgram&) { fail(Status::kUnsupported, kNoCudaBuild); }

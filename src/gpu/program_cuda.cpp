@@ -49,8 +49,20 @@ struct ProgramEngine::Impl {
   std::vector<PinnedBuffer> pinned;                 // host steps' staging
   std::map<const Tensor*, const float*> const_dev;  // prepared constants, uploaded once
   std::mutex run_mu;
+  // Whole runs recorded as CUDA graphs, one per set of task buffers (the launches read the buffers'
+  // addresses when they are queued). A cuDLA application registers its buffers once and submits on them
+  // again and again: one graph launch then replaces some hundreds of kernel launches.
+  struct Recorded {
+    std::vector<const void*> in;
+    std::vector<void*> out;
+    std::shared_ptr<Queue::Captured> graph;
+  };
+  static constexpr size_t kMaxRecorded = 8;
+  std::vector<Recorded> recorded;
 
   explicit Impl(const rt::PreparedProgram& prepared) : pp(prepared), p(prepared.program()) {}
+  ~Impl() { cudaStreamSynchronize(cs(queue.stream())); }  // no replay still running when graphs go
+  const Queue::Captured& graph_for(cudaStream_t s);
 
   uint8_t* base(const prog::Surface& s) const {
     switch (s.pool) {
@@ -267,10 +279,37 @@ void ProgramEngine::Impl::enqueue(const std::vector<const void*>& in, const std:
   m.out_bind = out;
   m.queue.begin(stream);
   const cudaStream_t s = cs(m.queue.stream());
-  for (size_t oi = 0; oi < m.ops.size() && oi < op_count; ++oi)
-    for (auto& l : m.ops[oi]) l(s);
+  if (op_count >= m.ops.size()) {
+    m.queue.replay(m.graph_for(s));
+  } else {
+    for (size_t oi = 0; oi < op_count; ++oi)
+      for (auto& l : m.ops[oi]) l(s);
+  }
   DLAKIT_CUDA(cudaGetLastError());  // a failed kernel launch
   m.queue.end(stream);
+}
+
+// The graph of a whole run on the bound buffers (in_bind, out_bind), recorded on first use.
+const Queue::Captured& ProgramEngine::Impl::graph_for(cudaStream_t s) {
+  for (const Recorded& r : recorded)
+    if (r.in == in_bind && r.out == out_bind) return *r.graph;
+  if (recorded.size() == kMaxRecorded) {  // buffers that change every run: keep the newest few
+    DLAKIT_CUDA(cudaStreamSynchronize(s));
+    recorded.clear();
+  }
+  queue.begin_capture();
+  try {
+    for (auto& op : ops)
+      for (auto& l : op) l(s);
+  } catch (...) {
+    try {
+      queue.end_capture();
+    } catch (const Error&) {
+    }
+    throw;
+  }
+  recorded.push_back({in_bind, out_bind, queue.end_capture()});
+  return *recorded.back().graph;
 }
 
 void ProgramEngine::synchronize() { impl_->queue.synchronize(); }

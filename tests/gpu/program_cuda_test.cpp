@@ -1,7 +1,8 @@
 // The CUDA executor against the CPU executor on the same compiled programs: every DLA segment of real
 // models (hybrid placement, FP16 and INT8), run on seeded inputs. INT8: equal value for value. FP16: the
 // float sums of convolutions and matrix products run in another order on the GPU, so outputs agree within
-// rounding (cosine >= 0.99999, docs/runtime.md; PP-OCRv4 det 0.99997: fp16_cosine_bound). Skips without a GPU; fails with DLAKIT_REQUIRE_GPU=1.
+// rounding (cosine >= 0.99999, docs/runtime.md; PP-OCRv4 det 0.99997: fp16_cosine_bound). Skips without a
+// GPU; fails with DLAKIT_REQUIRE_GPU=1.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include "../common/require_gpu.h"
 #include "../common/test_data.h"
+#include "gpu/gpu.h"
 #include "gpu/program_engine.h"
 #include "loadable/plan.h"
 #include "onnx/importer.h"
@@ -173,7 +175,9 @@ TEST_P(CudaExecutor, MatchesTheCpuExecutorOnEveryDlaSegment) {
           (long long)a.numel(), max_abs, cos, e.gpu_steps(), e.steps().size());
       const bool ok = int8 ? differ == 0 : cos >= fp16_cosine_bound(m.name);
       EXPECT_TRUE(ok) << m.name << " segment " << si << " output " << mod.outputs()[k].name << ": "
-                      << (int8 ? "INT8 must be equal" : "FP16 needs cosine >= " + std::to_string(fp16_cosine_bound(m.name))) << "\n"
+                      << (int8 ? "INT8 must be equal"
+                               : "FP16 needs cosine >= " + std::to_string(fp16_cosine_bound(m.name)))
+                      << "\n"
                       << first_difference(mod, e, ip, int8);
       if (!ok) break;
     }
@@ -187,5 +191,61 @@ std::string label(const ::testing::TestParamInfo<std::tuple<ModelSpec, bool>>& i
 
 INSTANTIATE_TEST_SUITE_P(RealModels, CudaExecutor,
                          ::testing::Combine(::testing::ValuesIn(kModelsOnGpu), ::testing::Bool()), label);
+
+// Tasks submitted again and again on the same device buffers replay the run recorded as a CUDA graph:
+// each replay reads the inputs of its own task (MobileNetV2 INT8, its first DLA segment, three different
+// inputs, then the first again), equal to the CPU executor's outputs byte for byte.
+TEST(CudaExecutor, RepeatedTasksOnTheSameBuffersReplayWithTheirOwnInputs) {
+  REQUIRE_GPU();
+  const std::string plan = plan_of({"mobilenet_v2", ""}, true);
+  const PlanContents c = read_plan(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
+  const std::string* bytes = nullptr;
+  for (const auto& seg : c.segments)
+    if (seg.dla && !bytes) bytes = &seg.payload;
+  ASSERT_NE(bytes, nullptr);
+  rt::Module mod(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size());
+  gpu::ProgramEngine& e = mod.gpu_engine();
+  std::vector<gpu::DeviceBuffer> in_dev, out_dev;
+  std::vector<const void*> ip_dev;
+  std::vector<void*> op_dev;
+  for (const rt::TensorDesc& d : mod.inputs())
+    in_dev.emplace_back(d.size), ip_dev.push_back(in_dev.back().data());
+  for (const rt::TensorDesc& d : mod.outputs())
+    out_dev.emplace_back(d.size), op_dev.push_back(out_dev.back().data());
+  gpu::Queue copies;  // host <-> device, any memory kinds
+  std::vector<std::vector<uint8_t>> first_output;
+  for (uint32_t seed : {1u, 2u, 3u, 1u}) {
+    SCOPED_TRACE("inputs of seed " + std::to_string(seed));
+    std::vector<std::vector<uint8_t>> in, want, got;
+    std::vector<const void*> ip;
+    std::vector<void*> wp;
+    for (size_t i = 0; i < mod.inputs().size(); ++i) {
+      const rt::TensorDesc& d = mod.inputs()[i];
+      Graph shape_only;
+      shape_only.inputs.push_back(shape_only.add_value(d.name, {DType::kF32, d.network_shape}));
+      in.emplace_back(d.size);
+      rt::pack(test_data::random_inputs(shape_only, seed).at(d.name), d, in.back().data());
+      ip.push_back(in.back().data());
+      copies.copy(in_dev[i].data(), in.back().data(), d.size);
+    }
+    for (const rt::TensorDesc& d : mod.outputs()) want.emplace_back(d.size), wp.push_back(want.back().data());
+    copies.synchronize();
+    mod.execute(ip, wp);
+    e.enqueue(ip_dev, op_dev, nullptr);
+    e.synchronize();
+    for (size_t k = 0; k < mod.outputs().size(); ++k) {
+      got.emplace_back(mod.outputs()[k].size);
+      copies.copy(got.back().data(), op_dev[k], got.back().size());
+    }
+    copies.synchronize();
+    for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k], want[k]) << "output " << k;
+    if (first_output.empty()) {
+      first_output = got;
+    } else {
+      EXPECT_EQ(got == first_output, seed == 1u)
+          << "a replay that ignored its inputs would repeat the first output";
+    }
+  }
+}
 
 }  // namespace
