@@ -9,6 +9,15 @@ namespace dlakit::gpu::k {
 __device__ inline float smax(float a, float b) { return a < b ? b : a; }
 __device__ inline float smin(float a, float b) { return b < a ? b : a; }
 
+// quantize() of src/numerics/quantize.h: x / scale, round (ties by mode), clamp to [-128, 127], NaN -> 0.
+__device__ inline float level(float x, float scale, int rounding) {
+  if (x != x) return 0.f;
+  const float v = x / scale;
+  float t = rintf(v);  // ties to even
+  if (rounding == 0 && fabsf(v - t) == 0.5f && fabsf(t) < fabsf(v)) t += v < 0 ? -1.f : 1.f;
+  return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
+}
+
 __device__ inline float activate(ActParams a, float v) {
   switch (a.act) {
     case Act::kRelu:

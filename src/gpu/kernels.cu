@@ -122,15 +122,6 @@ __global__ void round_half_kernel(const float* x, float* y, int64_t n) {
   GRID_STRIDE(i, n) y[i] = __half2float(__float2half_rn(x[i]));
 }
 
-// quantize() of src/numerics/quantize.h: x / scale, round (ties by mode), clamp to [-128, 127], NaN -> 0.
-__device__ inline float level(float x, float scale, int rounding) {
-  if (x != x) return 0.f;
-  const float v = x / scale;
-  float t = rintf(v);  // ties to even
-  if (rounding == 0 && fabsf(v - t) == 0.5f && fabsf(t) < fabsf(v)) t += v < 0 ? -1.f : 1.f;
-  return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
-}
-
 __global__ void quantize_kernel(const float* x, float* y, int64_t n, float scale, int rounding,
                                 bool dequant) {
   GRID_STRIDE(i, n) {

@@ -13,6 +13,7 @@
 #include "gpu/kernels.h"
 #include "gpu/layer_emit.h"
 #include "gpu/program_engine.h"
+#include "numerics/quantize.h"
 
 namespace dlakit::gpu {
 
@@ -116,11 +117,29 @@ struct ProgramEngine::Impl {
   Staged stage(const std::vector<const void*>& in, const std::vector<void*>& out) const;
   void unstage(const Staged& st, const std::vector<void*>& out) const;
   void build_op(size_t oi);
+  Launch atom_launch(const rt::AtomOp& a);
   void enqueue(const std::vector<const void*>& in, const std::vector<void*>& out, void* stream,
                size_t op_count);
   void host_step(size_t oi, size_t k, const std::vector<const float*>& ins, const std::vector<Shape>& shapes,
                  const std::vector<float*>& outs, std::vector<Launch>& launches);
 };
+
+// An operation on int8 surfaces in place (runtime/atom_ops.h), as one kernel.
+Launch ProgramEngine::Impl::atom_launch(const rt::AtomOp& a) {
+  auto atoms = [this](const prog::Surface& s) {
+    return Int8Atoms{reinterpret_cast<int8_t*>(base(s)), int64_t(s.desc.stride[3]), int64_t(s.desc.stride[2]),
+                     int64_t(s.desc.stride[1]), s.desc.scale};
+  };
+  const Shape xs = a.x->desc.network_shape;
+  if (a.kind == rt::AtomOp::Kind::kAdd)
+    return [=](cudaStream_t s) {
+      k::add_int8_atoms(xs[0], xs[1], xs[2], xs[3], atoms(*a.x), atoms(*a.b), a.relu, atoms(*a.y), s);
+    };
+  const bool same_scale = quant::same_levels(a.x->desc.scale, a.y->desc.scale);
+  return [=](cudaStream_t s) {
+    k::max_pool_int8_atoms(xs[0], xs[1], xs[2], xs[3], a.window, atoms(*a.x), same_scale, atoms(*a.y), s);
+  };
+}
 
 // A step on the host in stream order: its device inputs copied to pinned memory, numerics::run_step, its
 // results copied back (already in their stored form).
@@ -173,6 +192,11 @@ void ProgramEngine::Impl::host_step(size_t oi, size_t k, const std::vector<const
 void ProgramEngine::Impl::build_op(size_t oi) {
   const prog::Op& op = p.ops[oi];
   std::vector<Launch>& launches = ops[oi];
+  if (const std::optional<rt::AtomOp>& atom = pp.atom_op(oi)) {
+    launches.push_back(atom_launch(*atom));
+    for (const prog::Step& s : op.steps) info.push_back({s.layer, true, ""});
+    return;
+  }
   std::map<uint32_t, const float*> loaded;  // surfaces read by this operation, unpacked
   std::vector<float*> temps;
   for (size_t k = 0; k < op.steps.size(); ++k) {

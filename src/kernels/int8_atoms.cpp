@@ -151,11 +151,8 @@ void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms&
 void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolWindow& p, const Int8Atoms& x,
                          const Int8Atoms& y) {
   const int64_t groups = (C + 31) / 32;
-  // At one scale every level survives float(level) * scale and back (a normal, finite scale): the maximum
-  // level is stored as it is. Checked, not assumed.
-  bool same_scale = x.scale == y.scale;
-  for (int level = -128; level <= 127 && same_scale; ++level)
-    same_scale = quantize(float(level) * x.scale, y.scale) == level;
+  // The maximum level is stored as it is when every level keeps its value at y's scale.
+  const bool same_scale = quant::same_levels(x.scale, y.scale);
   const bool fast = use_avx512();
   parallel_for(
       N * groups * p.OH,

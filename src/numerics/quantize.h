@@ -34,6 +34,14 @@ inline int8_t quantize(float x, float scale, Rounding r) {
 // bits in level x scale.)
 inline bool levels_round_trip(float scale) { return scale >= FLT_MIN && std::isfinite(scale * 128.f); }
 
+// Whether every level at scale `from` is the same level at scale `to` (quantize(level * from, to), ties away
+// from zero): then a level can be stored as it is. Checked level by level, not assumed from from == to.
+inline bool same_levels(float from, float to) {
+  for (int level = -128; level <= 127; ++level)
+    if (quantize(float(level) * from, to, Rounding::kHalfAwayFromZero) != level) return false;
+  return true;
+}
+
 // Quantize-dequantize in place ("fake quantization"): every element becomes q * scale.
 void fake_quantize(float* x, int64_t n, float scale, Rounding r);
 // The integer levels q (as floats) of x, for integer-exact arithmetic on float hardware.

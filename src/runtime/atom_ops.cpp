@@ -52,15 +52,13 @@ bool plain_int8(const prog::Step& s, const Node& n) {
 }
 
 // Add(a, b) [-> Relu] with a, b and the result in int8 surfaces of one shape, the sum kept in fp32 between.
-bool run_add(const PreparedProgram& pp, size_t oi,
-             const std::function<uint8_t*(const prog::Surface&)>& base) {
-  const prog::Program& p = pp.program();
-  const prog::Op& op = p.ops[oi];
-  if (op.steps.empty() || op.steps.size() > 2) return false;
+std::optional<AtomOp> plan_add(const prog::Program& p, const prog::Op& op,
+                               const std::vector<const Node*>& nodes) {
+  if (op.steps.empty() || op.steps.size() > 2) return std::nullopt;
   const prog::Step& add = op.steps[0];
-  if (add.op != OpKind::Add || !plain_int8(add, pp.step(oi, 0).node) || add.inputs.size() != 2 ||
-      !on_grid(p, add, 0) || !on_grid(p, add, 1))
-    return false;
+  if (add.op != OpKind::Add || !plain_int8(add, *nodes[0]) || add.inputs.size() != 2 || !on_grid(p, add, 0) ||
+      !on_grid(p, add, 1))
+    return std::nullopt;
   const prog::Step& last = op.steps.back();
   const bool relu = op.steps.size() == 2;
   if (relu) {
@@ -68,54 +66,67 @@ bool run_add(const PreparedProgram& pp, size_t oi,
     const bool fused_between = add.outputs.size() == 1 && add.outputs[0].kind == Ref::Kind::kTemp &&
                                add.rules.outputs.size() == 1 &&
                                add.rules.outputs[0].store == numerics::Store::kFused;
-    if (r.op != OpKind::Relu || !plain_int8(r, pp.step(oi, 1).node) || !fused_between ||
-        r.inputs.size() != 1 || r.inputs[0].kind != Ref::Kind::kTemp ||
-        r.inputs[0].index != add.outputs[0].index || r.rules.inputs.empty() ||
-        r.rules.inputs[0].quantize_scale != 0 || r.rules.inputs[0].round_fp16)
-      return false;
+    if (r.op != OpKind::Relu || !plain_int8(r, *nodes[1]) || !fused_between || r.inputs.size() != 1 ||
+        r.inputs[0].kind != Ref::Kind::kTemp || r.inputs[0].index != add.outputs[0].index ||
+        r.rules.inputs.empty() || r.rules.inputs[0].quantize_scale != 0 || r.rules.inputs[0].round_fp16)
+      return std::nullopt;
   }
   const prog::Surface* y = stored_on_grid(p, last);
-  if (!y) return false;
+  if (!y) return std::nullopt;
   const prog::Surface &a = p.surfaces[add.inputs[0].index], &b = p.surfaces[add.inputs[1].index];
   const Shape& shape = y->desc.network_shape;
   if (a.desc.network_shape != shape || b.desc.network_shape != shape || overlap(*y, a) || overlap(*y, b))
-    return false;
-  add_int8_atoms(shape[0], shape[1], shape[2], shape[3], atoms_of(a, base(a)), atoms_of(b, base(b)), relu,
-                 atoms_of(*y, base(*y)));
-  return true;
+    return std::nullopt;
+  AtomOp o;
+  o.kind = AtomOp::Kind::kAdd, o.x = &a, o.b = &b, o.y = y, o.relu = relu;
+  return o;
 }
 
 // MaxPool 2-D (no dilation, floor rounding, every window holding an input position) between int8 surfaces.
-bool run_max_pool(const PreparedProgram& pp, size_t oi,
-                  const std::function<uint8_t*(const prog::Surface&)>& base) {
-  const prog::Program& p = pp.program();
-  const prog::Op& op = p.ops[oi];
-  if (op.steps.size() != 1) return false;
+std::optional<AtomOp> plan_max_pool(const prog::Program& p, const prog::Op& op,
+                                    const std::vector<const Node*>& nodes) {
+  if (op.steps.size() != 1) return std::nullopt;
   const prog::Step& s = op.steps[0];
-  const Node& n = pp.step(oi, 0).node;
-  if (s.op != OpKind::MaxPool || !plain_int8(s, n) || s.inputs.size() != 1 || !on_grid(p, s, 0)) return false;
+  const Node& n = *nodes[0];
+  if (s.op != OpKind::MaxPool || !plain_int8(s, n) || s.inputs.size() != 1 || !on_grid(p, s, 0))
+    return std::nullopt;
   const prog::Surface* y = stored_on_grid(p, s);
-  if (!y) return false;
+  if (!y) return std::nullopt;
   const prog::Surface& x = p.surfaces[s.inputs[0].index];
   const Shape& xs = x.desc.network_shape;
   const std::vector<int64_t> kernel = n.attr_ints("kernel_shape");
   if (kernel.size() != 2 || n.attr_int("ceil_mode", 0) != 0 || n.attr_int("storage_order", 0) != 0 ||
       n.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1} || overlap(*y, x))
-    return false;
+    return std::nullopt;
   const ref::WindowGeom g = ref::window_geom(n, xs, kernel, false);
-  if (y->desc.network_shape != g.out_shape(xs[1])) return false;
+  if (y->desc.network_shape != g.out_shape(xs[1])) return std::nullopt;
   for (size_t d = 1; d < 3; ++d)
-    if (g.pb[d] >= g.k[d] || g.pe[d] >= g.k[d]) return false;  // a window entirely in the padding
-  const PoolWindow w{g.k[1], g.k[2], g.s[1], g.s[2], g.pb[1], g.pb[2], g.out[1], g.out[2]};
-  max_pool_int8_atoms(xs[0], xs[1], xs[2], xs[3], w, atoms_of(x, base(x)), atoms_of(*y, base(*y)));
-  return true;
+    if (g.pb[d] >= g.k[d] || g.pe[d] >= g.k[d]) return std::nullopt;  // a window entirely in the padding
+  AtomOp o;
+  o.kind = AtomOp::Kind::kMaxPool, o.x = &x, o.y = y;
+  o.window = {g.k[1], g.k[2], g.s[1], g.s[2], g.pb[1], g.pb[2], g.out[1], g.out[2]};
+  return o;
 }
 
 }  // namespace
 
-bool run_on_int8_atoms(const PreparedProgram& pp, size_t oi,
-                       const std::function<uint8_t*(const prog::Surface&)>& base) {
-  return run_add(pp, oi, base) || run_max_pool(pp, oi, base);
+std::optional<AtomOp> plan_int8_atoms(const prog::Program& p, size_t oi,
+                                      const std::vector<const Node*>& nodes) {
+  const prog::Op& op = p.ops[oi];
+  if (nodes.size() != op.steps.size()) return std::nullopt;
+  if (auto a = plan_add(p, op, nodes)) return a;
+  return plan_max_pool(p, op, nodes);
+}
+
+void run_int8_atoms(const AtomOp& a, const std::function<uint8_t*(const prog::Surface&)>& base) {
+  const Shape& xs = a.x->desc.network_shape;
+  if (a.kind == AtomOp::Kind::kAdd) {
+    add_int8_atoms(xs[0], xs[1], xs[2], xs[3], atoms_of(*a.x, base(*a.x)), atoms_of(*a.b, base(*a.b)), a.relu,
+                   atoms_of(*a.y, base(*a.y)));
+  } else {
+    max_pool_int8_atoms(xs[0], xs[1], xs[2], xs[3], a.window, atoms_of(*a.x, base(*a.x)),
+                        atoms_of(*a.y, base(*a.y)));
+  }
 }
 
 }  // namespace dlakit::rt

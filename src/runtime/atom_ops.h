@@ -1,21 +1,36 @@
-// Operations the CPU executor runs on int8 chw32 surfaces in place (kernels/int8_atoms.h) instead of
-// reading them to float and writing them back: an SDP Add (+ ReLU) of two int8 surfaces and a PDP MaxPool,
-// taken only when every rule of their steps is one those kernels reproduce bit for bit.
+// Operations executed on int8 chw32 surfaces in place (kernels/int8_atoms.h on the CPU, gpu/int8_atoms.cu
+// on CUDA) instead of reading them to float and writing them back: an SDP Add (+ ReLU) of two int8 surfaces
+// and a PDP MaxPool, taken only when every rule of their steps is one those kernels reproduce bit for bit.
+// Decided once per operation when the program is prepared (PreparedProgram::atom_op).
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <vector>
 
+#include "ir/graph.h"
+#include "kernels/int8_atoms.h"
 #include "program/program.h"
-#include "runtime/prepared_program.h"
 
 namespace dlakit::rt {
 
 // Whether two surfaces share bytes (views share their parent's pool).
 bool overlap(const prog::Surface& a, const prog::Surface& b);
 
-// Runs operation `op` (index `oi`) on its surfaces in place and returns true, or returns false having
-// touched nothing when it is not one of the operations above.
-bool run_on_int8_atoms(const PreparedProgram& pp, size_t oi,
-                       const std::function<uint8_t*(const prog::Surface&)>& base);
+struct AtomOp {
+  enum class Kind { kAdd, kMaxPool } kind = Kind::kAdd;
+  const prog::Surface* x = nullptr;  // Add: the first operand; MaxPool: the input
+  const prog::Surface* b = nullptr;  // Add: the second operand
+  const prog::Surface* y = nullptr;
+  bool relu = false;  // Add
+  PoolWindow window;  // MaxPool
+};
+
+// The in-place form of operation `oi` of `p`, whose steps' kernel nodes are `nodes`; nullopt when it is not
+// one of the operations above.
+std::optional<AtomOp> plan_int8_atoms(const prog::Program& p, size_t oi,
+                                      const std::vector<const Node*>& nodes);
+// Runs it on the CPU; `base` gives each surface's bytes.
+void run_int8_atoms(const AtomOp& a, const std::function<uint8_t*(const prog::Surface&)>& base);
 
 }  // namespace dlakit::rt

@@ -89,7 +89,8 @@ void CpuExecutor::run_locked(const std::vector<const void*>& in, const std::vect
             {op.steps[0].layer,
              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
     };
-    if (run_on_int8_atoms(p_, oi, base)) {
+    if (const std::optional<AtomOp>& a = p_.atom_op(oi)) {
+      run_int8_atoms(*a, base);
       record_time();
       continue;
     }

@@ -140,6 +140,11 @@ PreparedProgram::PreparedProgram(prog::Program p) : p_(std::move(p)) {
     }
     steps_.push_back(std::move(steps));
   }
+  for (size_t oi = 0; oi < p_.ops.size(); ++oi) {
+    std::vector<const Node*> nodes;
+    for (const PreparedStep& ps : steps_[oi]) nodes.push_back(&ps.node);
+    atom_ops_.push_back(plan_int8_atoms(p_, oi, nodes));
+  }
 }
 
 }  // namespace dlakit::rt

@@ -8,6 +8,7 @@
 
 #include "numerics/step.h"
 #include "program/program.h"
+#include "runtime/atom_ops.h"
 
 namespace dlakit::rt {
 
@@ -27,12 +28,15 @@ class PreparedProgram {
   // The constant as values (float32, or its integer type for shape arguments); empty when only exact INT8
   // convolutions read it (they read step(...).constants[1], its integer levels).
   const Tensor& constant(size_t i) const { return constants_[i]; }
+  // Operation `op` as an in-place INT8 surface operation (runtime/atom_ops.h), when it is one.
+  const std::optional<AtomOp>& atom_op(size_t op) const { return atom_ops_[op]; }
 
  private:
   prog::Program p_;
   std::vector<Tensor> constants_;  // as values (empty when only exact INT8 convolutions read it)
   std::vector<Tensor> levels_;     // int8 weights as integer levels, for the exact INT8 convolutions
   std::vector<std::vector<PreparedStep>> steps_;
+  std::vector<std::optional<AtomOp>> atom_ops_;
 };
 
 }  // namespace dlakit::rt

@@ -1,0 +1,110 @@
+// The CUDA in-place INT8 surface operations (gpu/int8_atoms.cu) against the CPU's (kernels/int8_atoms.h),
+// byte for byte over whole surfaces (padding channels and untouched line tails included), on odd shapes
+// (channels not a multiple of 32, lines padded to 64 bytes), scales that put sums on ties, and pools with
+// and without a change of scale. Skips without a GPU; fails with DLAKIT_REQUIRE_GPU=1.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <random>
+
+#include "../common/require_gpu.h"
+#include "kernels/int8_atoms.h"
+#include "numerics/quantize.h"
+#include "runtime/io_format.h"
+
+#if DLAKIT_WITH_CUDA
+#include "gpu/gpu.h"
+#include "gpu/kernels.h"
+
+using namespace dlakit;
+
+namespace {
+
+// A chw32 surface of random levels (64-byte lines), line tails and padding bytes 0x5a.
+struct Surface {
+  rt::TensorDesc desc;
+  std::vector<uint8_t> bytes;
+};
+Surface surface(const Shape& s, float scale, std::mt19937& rng, bool fill) {
+  Surface r{rt::make_desc("t", s, {DType::kI8, rt::IoFormat::kChw32}, 64), {}};
+  r.desc.scale = scale;
+  r.bytes.assign(r.desc.size, 0x5a);
+  std::uniform_int_distribution<int> level(-128, 127);
+  if (fill)
+    for (auto& b : r.bytes) b = uint8_t(level(rng));
+  return r;
+}
+Int8Atoms atoms(const Surface& s, void* data) {
+  return {static_cast<int8_t*>(data), int64_t(s.desc.stride[3]), int64_t(s.desc.stride[2]),
+          int64_t(s.desc.stride[1]), s.desc.scale};
+}
+
+// The surfaces on the device, the kernel run there, the output copied back.
+struct OnDevice {
+  gpu::Queue q;
+  std::vector<gpu::DeviceBuffer> keep;
+  void* put(const Surface& s) {
+    keep.emplace_back(s.bytes.size());
+    q.copy(keep.back().data(), s.bytes.data(), s.bytes.size());
+    return keep.back().data();
+  }
+  std::vector<uint8_t> get(const void* d, size_t n) {
+    std::vector<uint8_t> out(n);
+    q.copy(out.data(), d, n);
+    q.synchronize();
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST(Int8AtomsCuda, AddWithAndWithoutReluEqualsTheCpuKernel) {
+  REQUIRE_GPU();
+  std::mt19937 rng(3);
+  const std::vector<std::array<float, 3>> scales = {{0.031f, 0.017f, 0.043f},
+                                                    {0.350695f, 0.350695f, 0.70139f}};
+  for (const Shape& s : {Shape{1, 45, 5, 7}, Shape{2, 32, 3, 4}, Shape{1, 70, 2, 9}})
+    for (const auto& [sa, sb, sy] : scales)
+      for (bool relu : {false, true}) {
+        SCOPED_TRACE(shape_str(s) + (relu ? " relu" : ""));
+        const Surface a = surface(s, sa, rng, true), b = surface(s, sb, rng, true);
+        Surface want = surface(s, sy, rng, false);
+        OnDevice dev;
+        void *da = dev.put(a), *db = dev.put(b), *dy = dev.put(want);
+        dev.q.synchronize();  // the copies have read `want` before the CPU kernel writes it
+        add_int8_atoms(s[0], s[1], s[2], s[3], atoms(a, const_cast<uint8_t*>(a.bytes.data())),
+                       atoms(b, const_cast<uint8_t*>(b.bytes.data())), relu, atoms(want, want.bytes.data()));
+        gpu::k::add_int8_atoms(s[0], s[1], s[2], s[3], atoms(a, da), atoms(b, db), relu, atoms(want, dy),
+                               static_cast<cudaStream_t>(dev.q.stream()));
+        EXPECT_EQ(dev.get(dy, want.bytes.size()), want.bytes);
+      }
+}
+
+TEST(Int8AtomsCuda, MaxPoolEqualsTheCpuKernel) {
+  REQUIRE_GPU();
+  std::mt19937 rng(4);
+  struct Pool {
+    int64_t k, stride, pad;
+  };
+  for (const Shape& s : {Shape{1, 45, 9, 11}, Shape{2, 64, 8, 8}})
+    for (const Pool& p : {Pool{3, 2, 1}, Pool{2, 2, 0}, Pool{3, 1, 1}})
+      for (float sy : {0.02f, 0.031f}) {
+        SCOPED_TRACE(shape_str(s) + " k" + std::to_string(p.k) + " s" + std::to_string(p.stride) + " p" +
+                     std::to_string(p.pad) + " scale " + std::to_string(sy));
+        const int64_t oh = (s[2] + 2 * p.pad - p.k) / p.stride + 1,
+                      ow = (s[3] + 2 * p.pad - p.k) / p.stride + 1;
+        const PoolWindow w{p.k, p.k, p.stride, p.stride, p.pad, p.pad, oh, ow};
+        const Surface x = surface(s, 0.02f, rng, true);
+        Surface want = surface({s[0], s[1], oh, ow}, sy, rng, false);
+        OnDevice dev;
+        void *dx = dev.put(x), *dy = dev.put(want);
+        dev.q.synchronize();
+        max_pool_int8_atoms(s[0], s[1], s[2], s[3], w, atoms(x, const_cast<uint8_t*>(x.bytes.data())),
+                            atoms(want, want.bytes.data()));
+        gpu::k::max_pool_int8_atoms(s[0], s[1], s[2], s[3], w, atoms(x, dx), quant::same_levels(0.02f, sy),
+                                    atoms(want, dy), static_cast<cudaStream_t>(dev.q.stream()));
+        EXPECT_EQ(dev.get(dy, want.bytes.size()), want.bytes);
+      }
+}
+
+#endif  // DLAKIT_WITH_CUDA
