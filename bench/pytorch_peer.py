@@ -1,6 +1,6 @@
 """The PyTorch peer of bench/gpu.sh: torchvision architectures (random weights) in FP16 on the GPU, replayed
-from a CUDA graph, timed with CUDA events. Prints one JSON object: {model: {"batch": B, "median_ms": ...}}.
-Usage: pytorch_peer.py resnet18,resnet50,mobilenet_v2 BATCH"""
+from a CUDA graph, timed with CUDA events. Prints one JSON object: {"models": {"NAME:BATCH": {...}}}.
+Usage: pytorch_peer.py resnet50:1 resnet50:32 ..."""
 import json
 import statistics
 import sys
@@ -9,9 +9,9 @@ import torch
 import torchvision
 
 torch.backends.cudnn.benchmark = True
-names, batch = sys.argv[1].split(","), int(sys.argv[2])
 results = {}
-for name in names:
+for spec in sys.argv[1:]:
+    name, batch = spec.split(":")[0], int(spec.split(":")[1])
     model = getattr(torchvision.models, name)(weights=None).eval().cuda().half()
     x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=torch.half)
     side = torch.cuda.Stream()
@@ -34,5 +34,5 @@ for name in names:
         end.record()
         end.synchronize()
         runs.append(start.elapsed_time(end) / 20)
-    results[name] = {"batch": batch, "median_ms": statistics.median(runs), "min_ms": min(runs)}
+    results[spec] = {"batch": batch, "median_ms": statistics.median(runs), "min_ms": min(runs)}
 print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "models": results}))
