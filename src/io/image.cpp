@@ -37,7 +37,12 @@ void check_bmp_size(const std::string& b, const std::string& origin) {
   if (b.size() < 34 || u32(14) < 40) return;  // an old OS/2 header: stb checks those itself
   const int64_t width = int32_t(u32(18)), height = int32_t(u32(22));
   const int64_t bpp = u32(28) & 0xffff, compression = u32(30);
-  if (compression != 0 && compression != 3) return;  // RLE: its length says nothing about the size
+  // stb reads the code as a signed int and refuses only 1, 2 (RLE) and 4 or more, so a negative code
+  // passed as uncompressed, past this check (found by CI's fuzz_image smoke run: 56 bytes decoding to a
+  // 262144 x 272 image). dlakit reads what stb decodes: uncompressed (0) and bitfields (3).
+  if (compression != 0 && compression != 3)
+    fail(Status::kUnsupported, "cannot read image '", origin, "': BMP compression code ", compression,
+         " (dlakit reads uncompressed and bitfield BMPs)");
   // stb refuses dimensions over 2^24 itself; below that the product stays far inside int64.
   if (std::abs(width) > (1 << 24) || std::abs(height) > (1 << 24)) return;
   const int64_t stride = (std::abs(width) * bpp + 31) / 32 * 4;

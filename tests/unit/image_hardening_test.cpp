@@ -99,3 +99,18 @@ TEST(ImageHardening, BmpWithNoRowsIsRefused) {
     EXPECT_NE(std::string(e.what()).find("pixels"), std::string::npos) << e.what();
   }
 }
+
+// stb takes a negative compression code for an uncompressed BMP, so 56 bytes decoded to a 262144 x 272
+// image of zeros (12 s under ASan; a CI timeout). Codes other than 0 and 3 are refused first.
+TEST(ImageHardening, BmpWithACompressionCodeStbDoesNotCheckIsRefused) {
+  const std::string bmp = read_file(
+      std::string(DLAKIT_SOURCE_DIR) +
+      "/tests/fuzz/regressions/fuzz_image/bmp_negative_compression_code_262144x272_in_56_bytes.bmp");
+  try {
+    const Image img = decode_image(bmp, "negative.bmp");
+    FAIL() << "decoded to " << img.width << "x" << img.height;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("BMP compression code 4278220032"), std::string::npos) << e.what();
+  }
+}
