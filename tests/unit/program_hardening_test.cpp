@@ -14,17 +14,24 @@ using namespace dlakit;
 
 namespace {
 
-prog::Program max_pool_program() {
+// A one-model FP16 program (chw16 I/O) from ONNX text, after dlakit's graph passes.
+prog::Program program_of(const char* onnx_text) {
   onnx::ModelProto m;
-  const auto status = onnx::OnnxParser::Parse(m, R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,3,9,9] x) => (float[1,3,5,5] y) { y = MaxPool<kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]>(x) })");
+  const auto status = onnx::OnnxParser::Parse(m, onnx_text);
   EXPECT_TRUE(status.IsOK()) << status.ErrorMessage();
   const std::string bytes = m.SerializeAsString();
+  Graph g = import_onnx_bytes(bytes.data(), bytes.size());
+  run_passes(g);
   LoadableOptions opt;
   opt.inputs = {{DType::kF16, rt::IoFormat::kChw16}};
   opt.outputs = {{DType::kF16, rt::IoFormat::kChw16}};
-  return compile_program(import_onnx_bytes(bytes.data(), bytes.size()), opt);
+  return compile_program(g, opt);
+}
+
+prog::Program max_pool_program() {
+  return program_of(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,9,9] x) => (float[1,3,5,5] y) { y = MaxPool<kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]>(x) })");
 }
 
 std::string load_error(const prog::Program& p) {
@@ -72,22 +79,13 @@ TEST(ProgramSchema, AttributesOfTheWrongTypeOrUnknownAreRefused) {
 
 // A Conv step's fused activation is one the epilogue knows (ir/op_schema: dlakit_activation).
 TEST(ProgramSchema, AFusedActivationTheEpilogueDoesNotKnowIsRefused) {
-  onnx::ModelProto m;
-  ASSERT_TRUE(onnx::OnnxParser::Parse(m, R"(
+  prog::Program p = program_of(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,3,8,8] x) => (float[1,4,8,8] y) {
       w = Constant<value = float[4,3,1,1] {1,2,3,4,5,6,7,8,9,10,11,12}>()
       c = Conv(x, w)
       y = Relu(c)
-    })")
-                  .IsOK());
-  const std::string bytes = m.SerializeAsString();
-  Graph g = import_onnx_bytes(bytes.data(), bytes.size());
-  run_passes(g);
-  LoadableOptions opt;
-  opt.inputs = {{DType::kF16, rt::IoFormat::kChw16}};
-  opt.outputs = {{DType::kF16, rt::IoFormat::kChw16}};
-  prog::Program p = compile_program(g, opt);
+    })");
   prog::Step* conv = nullptr;
   for (prog::Op& op : p.ops)
     for (prog::Step& s : op.steps)
