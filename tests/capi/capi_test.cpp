@@ -15,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "../common/onnx_text.h"
 #include "../common/require_gpu.h"
 #include "../common/test_data.h"
 #include "cudla.h"
@@ -34,8 +35,7 @@ namespace {
 
 // A small all-DLA network: Conv 3x3 (8->8) + Relu + Add of the input.
 std::string tiny_loadable() {
-  onnx::ModelProto m;
-  auto st = onnx::OnnxParser::Parse(m, R"(
+  const Graph g = test_data::passed_graph_of(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,8,16,16] x) => (float[1,8,16,16] y) {
       ws = Constant<value = int64[4] {8,8,3,3}>()
@@ -44,10 +44,6 @@ std::string tiny_loadable() {
       r = Relu(c)
       y = Add(r, x)
     })");
-  EXPECT_TRUE(st.IsOK()) << st.ErrorMessage();
-  const std::string b = m.SerializeAsString();
-  Graph g = import_onnx_bytes(b.data(), b.size());
-  run_passes(g);
   LoadableOptions o;
   o.inputs = {{DType::kF16, rt::IoFormat::kChw16}};
   o.outputs = {{DType::kF16, rt::IoFormat::kDlaLinear}};

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "../common/onnx_text.h"
 #include "../common/require_gpu.h"
 #include "cudla.h"
 #include "dlakit/cudla_ext.h"
@@ -50,12 +51,7 @@ std::string loadable(int layers, int channels, int size) {
                                shape, " y) {\n ws = Constant<value = int64[4] {", channels, ",", channels,
                                ",3,3}>()\n w = ConstantOfShape<value = float[1] {0.02}>(ws)\n", body,
                                " r = Relu(", prev, ")\n y = Add(r, x)\n}");
-  onnx::ModelProto m;
-  auto st = onnx::OnnxParser::Parse(m, text.c_str());
-  EXPECT_TRUE(st.IsOK()) << st.ErrorMessage();
-  const std::string b = m.SerializeAsString();
-  Graph g = import_onnx_bytes(b.data(), b.size());
-  run_passes(g);
+  const Graph g = test_data::passed_graph_of(text);
   LoadableOptions o;
   o.inputs = {{DType::kF16, rt::IoFormat::kChw16}};
   o.outputs = {{DType::kF16, rt::IoFormat::kChw16}};

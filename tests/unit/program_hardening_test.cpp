@@ -1,12 +1,9 @@
 // A loaded program's steps are checked against their op's definition (ir/op_schema), as imported nodes
 // are: a loadable is a file from anywhere, and the runtime's shape formulas assume the attribute ranges.
 #include <gtest/gtest.h>
-#include <onnx/defs/parser.h>
-#include <onnx/onnx_pb.h>
 
+#include "../common/onnx_text.h"
 #include "loadable/loadable.h"
-#include "onnx/importer.h"
-#include "passes/passes.h"
 #include "program/format.h"
 #include "runtime/runtime.h"
 
@@ -16,12 +13,7 @@ namespace {
 
 // A one-model FP16 program (chw16 I/O) from ONNX text, after dlakit's graph passes.
 prog::Program program_of(const char* onnx_text) {
-  onnx::ModelProto m;
-  const auto status = onnx::OnnxParser::Parse(m, onnx_text);
-  EXPECT_TRUE(status.IsOK()) << status.ErrorMessage();
-  const std::string bytes = m.SerializeAsString();
-  Graph g = import_onnx_bytes(bytes.data(), bytes.size());
-  run_passes(g);
+  const Graph g = test_data::passed_graph_of(onnx_text);
   LoadableOptions opt;
   opt.inputs = {{DType::kF16, rt::IoFormat::kChw16}};
   opt.outputs = {{DType::kF16, rt::IoFormat::kChw16}};
