@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "gpu/device_math.cuh"
+#include "gpu/gpu_check.h"
 #include "gpu/kernels.h"
 
 namespace dlakit::gpu::k {
@@ -120,11 +121,15 @@ constexpr int64_t kBusyBlocks = 264;
 }  // namespace
 
 bool conv_int8_mma_fits(const ConvGeom& g) {
-  const int64_t cg = g.C / g.G, mg = g.M / g.G, k = cg * g.KH * g.KW;
+  const int64_t cg = g.C / g.G, mg = g.M / g.G, k = cg * g.KH * g.KW, small = int64_t(1) << 28;
   // 16 filters a group at least (depthwise layers stay on conv_int8); int32 sums exact (K * 128 * 128 <
-  // 2^31); tap offsets and rows in int; a group per grid layer.
-  return mg >= 16 && k <= 65536 && cg * g.H * g.W < (int64_t(1) << 30) && g.H < (1 << 28) &&
-         g.W < (1 << 28) && g.G <= 65535 && (g.M / g.G + kCols - 1) / kCols <= 65535;
+  // 2^31); a group per grid layer. The kernel keeps tap offsets (< 2^30 + 2^29 + 2^28) and window origins
+  // (within +-2^28, kOutside at -2^29 still outside) in int: every term below 2^28 or as noted. A loadable
+  // may carry pads and dilations up to 2^31 (the schema's bound); those stay on the int64 kernel.
+  return mg >= 16 && k <= 65536 && cg * g.H * g.W < (int64_t(1) << 30) && g.H < small && g.W < small &&
+         g.PT < small && g.PL < small && (g.KH - 1) * g.DH < small && (g.KW - 1) * g.DW < small &&
+         (g.KH - 1) * g.DH * g.W < (int64_t(1) << 29) && (g.OH - 1) * g.SH < small &&
+         (g.OW - 1) * g.SW < small && g.G <= 65535 && (mg + kCols - 1) / kCols <= 65535;
 }
 
 MmaConvOperands conv_int8_mma_operands(const ConvGeom& g, const int8_t* wq) {
@@ -152,9 +157,12 @@ MmaConvOperands conv_int8_mma_operands(const ConvGeom& g, const int8_t* wq) {
 int conv_int8_mma_splits(const ConvGeom& g, int64_t k_padded) {
   const int64_t tiles = (g.N * g.OH * g.OW + kRows - 1) / kRows * ((g.M / g.G + kCols - 1) / kCols) * g.G;
   // Slices of at least two K steps, while the grid is small; a group per grid layer still fits.
-  int64_t splits = std::min<int64_t>((kBusyBlocks + tiles - 1) / tiles, k_padded / kMmaK / 2);
-  splits = std::min<int64_t>(splits, 65535 / g.G);
-  return int(std::max<int64_t>(splits, 1));
+  const int64_t k_steps = k_padded / kMmaK;
+  int64_t splits = std::min<int64_t>((kBusyBlocks + tiles - 1) / tiles, k_steps / 2);
+  splits = std::max<int64_t>(std::min<int64_t>(splits, 65535 / g.G), 1);
+  // Equal slices of whole steps; no slice left empty by the rounding.
+  const int64_t slice = (k_steps + splits - 1) / splits;
+  return int((k_steps + slice - 1) / slice);
 }
 
 void conv_int8_mma(const ConvGeom& g, int64_t k_padded, int splits, const int8_t* xq, const int8_t* wq_padded,
@@ -162,7 +170,7 @@ void conv_int8_mma(const ConvGeom& g, int64_t k_padded, int splits, const int8_t
                    float* y, int32_t* partial, cudaStream_t s) {
   const int64_t pixels = g.N * g.OH * g.OW, mg = g.M / g.G, total = pixels * g.M;
   if (!pixels || !mg) return;
-  if (splits > 1) cudaMemsetAsync(partial, 0, size_t(total) * 4, s);
+  if (splits > 1) DLAKIT_CUDA(cudaMemsetAsync(partial, 0, size_t(total) * 4, s));
   const dim3 grid(unsigned((pixels + kRows - 1) / kRows), unsigned((mg + kCols - 1) / kCols),
                   unsigned(g.G * splits));
   conv_int8_mma_kernel<<<grid, kBlockThreads, 0, s>>>(g, k_padded, splits, xq, wq_padded, taps, mult, bq,

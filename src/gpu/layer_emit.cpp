@@ -5,6 +5,7 @@
 
 #include "gpu/gpu_check.h"
 #include "gpu/kernels.h"
+#include "kernels/fused_activation.h"
 #include "kernels/ref/common.h"
 #include "kernels/ref/conv_geom.h"
 
@@ -118,20 +119,20 @@ bool binary_code(OpKind op, k::Binary& b) {
   }
 }
 
+// The activation the fuse-activation pass attached, as the kernels take it (the rule: ref::fused_epilogue).
 k::ActParams fused_act(const Node& n) {
-  k::ActParams a;
-  if (!n.has("dlakit_activation")) return a;
-  const std::string act = n.attr_str("dlakit_activation", "");
-  const auto p = n.attr_floats("dlakit_activation_params", {});
-  if (act == "Relu")
-    a.act = k::Act::kRelu;
-  else if (act == "Clip" && p.size() == 2)
-    a = {k::Act::kClip, p[0], p[1]};
-  else if (act == "LeakyRelu" && p.size() == 1)
-    a = {k::Act::kLeakyRelu, p[0], 0};
-  else
-    fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
-  return a;
+  const GemmEpilogue e = ref::fused_epilogue(n);
+  switch (e.act) {
+    case GemmEpilogue::Act::kRelu:
+      return {k::Act::kRelu, 0, 0};
+    case GemmEpilogue::Act::kClip:
+      return {k::Act::kClip, e.lo, e.hi};
+    case GemmEpilogue::Act::kLeakyRelu:
+      return {k::Act::kLeakyRelu, e.alpha, 0};
+    case GemmEpilogue::Act::kNone:
+      break;
+  }
+  return {};
 }
 }  // namespace
 

@@ -52,7 +52,9 @@ struct ProgramEngine::Impl {
   std::mutex run_mu;
   // Whole runs recorded as CUDA graphs, one per set of task buffers (the launches read the buffers'
   // addresses when they are queued). A cuDLA application registers its buffers once and submits on them
-  // again and again: one graph launch then replaces some hundreds of kernel launches.
+  // again and again: one graph launch then replaces some hundreds of kernel launches. The first
+  // kMaxRecorded buffer sets get graphs; runs on others launch their kernels one by one (dropping a graph
+  // would mean waiting for the stream, which may wait on the caller's).
   struct Recorded {
     std::vector<const void*> in;
     std::vector<void*> out;
@@ -63,7 +65,7 @@ struct ProgramEngine::Impl {
 
   explicit Impl(const rt::PreparedProgram& prepared) : pp(prepared), p(prepared.program()) {}
   ~Impl() { cudaStreamSynchronize(cs(queue.stream())); }  // no replay still running when graphs go
-  const Queue::Captured& graph_for(cudaStream_t s);
+  const Queue::Captured* graph_for(cudaStream_t s);
 
   uint8_t* base(const prog::Surface& s) const {
     switch (s.pool) {
@@ -303,24 +305,23 @@ void ProgramEngine::Impl::enqueue(const std::vector<const void*>& in, const std:
   m.out_bind = out;
   m.queue.begin(stream);
   const cudaStream_t s = cs(m.queue.stream());
-  if (op_count >= m.ops.size()) {
-    m.queue.replay(m.graph_for(s));
+  const Queue::Captured* graph = op_count >= m.ops.size() ? m.graph_for(s) : nullptr;
+  if (graph) {
+    m.queue.replay(*graph);
   } else {
-    for (size_t oi = 0; oi < op_count; ++oi)
+    for (size_t oi = 0; oi < m.ops.size() && oi < op_count; ++oi)
       for (auto& l : m.ops[oi]) l(s);
   }
   DLAKIT_CUDA(cudaGetLastError());  // a failed kernel launch
   m.queue.end(stream);
 }
 
-// The graph of a whole run on the bound buffers (in_bind, out_bind), recorded on first use.
-const Queue::Captured& ProgramEngine::Impl::graph_for(cudaStream_t s) {
+// The graph of a whole run on the bound buffers (in_bind, out_bind), recorded on first use; null when
+// kMaxRecorded other buffer sets have graphs.
+const Queue::Captured* ProgramEngine::Impl::graph_for(cudaStream_t s) {
   for (const Recorded& r : recorded)
-    if (r.in == in_bind && r.out == out_bind) return *r.graph;
-  if (recorded.size() == kMaxRecorded) {  // buffers that change every run: keep the newest few
-    DLAKIT_CUDA(cudaStreamSynchronize(s));
-    recorded.clear();
-  }
+    if (r.in == in_bind && r.out == out_bind) return r.graph.get();
+  if (recorded.size() == kMaxRecorded) return nullptr;
   queue.begin_capture();
   try {
     for (auto& op : ops)
@@ -333,10 +334,13 @@ const Queue::Captured& ProgramEngine::Impl::graph_for(cudaStream_t s) {
     throw;
   }
   recorded.push_back({in_bind, out_bind, queue.end_capture()});
-  return *recorded.back().graph;
+  return recorded.back().graph.get();
 }
 
-void ProgramEngine::synchronize() { impl_->queue.synchronize(); }
+void ProgramEngine::synchronize() {
+  std::lock_guard<std::mutex> lk(impl_->run_mu);  // never while a run is being recorded on the stream
+  impl_->queue.synchronize();
+}
 
 void ProgramEngine::run(const std::vector<const void*>& in, const std::vector<void*>& out) {
   run_prefix(in, out, impl_->ops.size());

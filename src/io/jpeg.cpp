@@ -32,7 +32,8 @@ struct Decoder {
 }
 
 // Warnings about damaged data stay quiet (libjpeg repairs them as Pillow does), except data that ends
-// early: libjpeg would fill the missing rows with grey, and Pillow refuses such a file by default.
+// early: libjpeg would fill the missing rows with grey, and Pillow refuses such a file by default (even one
+// that lacks only its end marker: "image file is truncated").
 void on_message(j_common_ptr c, int level) {
   if (level == -1 && c->err->msg_code == JWRN_JPEG_EOF) jump_out(c);
 }
@@ -44,8 +45,8 @@ bool create(Decoder* d) {
   d->errors.emit_message = on_message;
   d->info.client_data = d;  // kept by jpeg_create_decompress
   if (setjmp(d->jump)) return false;
+  d->created = true;  // destroying a half-created decompressor is safe, and frees what it has
   jpeg_create_decompress(&d->info);
-  d->created = true;
   return true;
 }
 

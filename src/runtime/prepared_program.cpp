@@ -4,6 +4,7 @@
 
 #include "base/fp16.h"
 #include "ir/op_schema.h"
+#include "kernels/fused_activation.h"
 #include "kernels/registry.h"
 
 namespace dlakit::rt {
@@ -113,6 +114,13 @@ PreparedProgram::PreparedProgram(prog::Program p) : p_(std::move(p)) {
       // The op's definition first, as at import: shape formulas and kernels assume its attribute ranges.
       if (const std::vector<std::string> bad = schema_violations(n); !bad.empty())
         fail(Status::kParseError, "step '", s.layer, "': ", bad.front());
+      if (n.has("dlakit_activation")) {  // its parameters are the activation's (checked where it runs)
+        try {
+          ref::fused_epilogue(n);
+        } catch (const Error& e) {
+          fail(Status::kParseError, "step '", s.layer, "': ", e.what());
+        }
+      }
       std::vector<TensorType> inferred;
       try {
         inferred = op_impl(n.op).infer(InferContext(g, n));

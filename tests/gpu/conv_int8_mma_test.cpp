@@ -126,8 +126,15 @@ TEST(ConvInt8Mma, SmallOutputsCutKIntoSlices) {
 INSTANTIATE_TEST_SUITE_P(Geometries, ConvInt8Mma, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TEST(ConvInt8Mma, DepthwiseStaysOnThePlainKernel) {
+TEST(ConvInt8Mma, DepthwiseAndHugeWindowsStayOnThePlainKernel) {
   EXPECT_FALSE(gpu::k::conv_int8_mma_fits(geom(1, 32, 9, 32, 3, 1, 1, 1, 32)));
+  // Pads and dilations a loadable may carry (up to 2^31) would wrap the kernel's int offsets.
+  ConvGeom huge_pad = geom(1, 32, 9, 32, 3, 1, 1, 1, 1), huge_dilation = huge_pad;
+  ASSERT_TRUE(gpu::k::conv_int8_mma_fits(huge_pad));
+  huge_pad.PT = huge_pad.PL = (int64_t(1) << 31) - 1;
+  huge_dilation.DH = huge_dilation.DW = (int64_t(1) << 31) - 1;
+  EXPECT_FALSE(gpu::k::conv_int8_mma_fits(huge_pad));
+  EXPECT_FALSE(gpu::k::conv_int8_mma_fits(huge_dilation));
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The CUDA in-place INT8 surface operations (gpu/int8_atoms.cu) against the CPU's (kernels/int8_atoms.h),
 // byte for byte over whole surfaces (padding channels and untouched line tails included), on odd shapes
-// (channels not a multiple of 32, lines padded to 64 bytes), scales that put sums on ties, and pools with
-// and without a change of scale. Skips without a GPU; fails with DLAKIT_REQUIRE_GPU=1.
+// (channels not a multiple of 32, lines padded to 64 bytes), the tie-prone scales of the CPU test (y at
+// twice the inputs' scale), and pools with and without a change of scale. Skips without a GPU; fails
+// with DLAKIT_REQUIRE_GPU=1.
 #include <gtest/gtest.h>
 
 #include <array>

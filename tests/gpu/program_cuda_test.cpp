@@ -192,60 +192,92 @@ std::string label(const ::testing::TestParamInfo<std::tuple<ModelSpec, bool>>& i
 INSTANTIATE_TEST_SUITE_P(RealModels, CudaExecutor,
                          ::testing::Combine(::testing::ValuesIn(kModelsOnGpu), ::testing::Bool()), label);
 
-// Tasks submitted again and again on the same device buffers replay the run recorded as a CUDA graph:
-// each replay reads the inputs of its own task (MobileNetV2 INT8, its first DLA segment, three different
-// inputs, then the first again), equal to the CPU executor's outputs byte for byte.
-TEST(CudaExecutor, RepeatedTasksOnTheSameBuffersReplayWithTheirOwnInputs) {
-  REQUIRE_GPU();
-  const std::string plan = plan_of({"mobilenet_v2", ""}, true);
-  const PlanContents c = read_plan(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
-  const std::string* bytes = nullptr;
-  for (const auto& seg : c.segments)
-    if (seg.dla && !bytes) bytes = &seg.payload;
-  ASSERT_NE(bytes, nullptr);
-  rt::Module mod(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size());
-  gpu::ProgramEngine& e = mod.gpu_engine();
-  std::vector<gpu::DeviceBuffer> in_dev, out_dev;
-  std::vector<const void*> ip_dev;
-  std::vector<void*> op_dev;
-  for (const rt::TensorDesc& d : mod.inputs())
-    in_dev.emplace_back(d.size), ip_dev.push_back(in_dev.back().data());
-  for (const rt::TensorDesc& d : mod.outputs())
-    out_dev.emplace_back(d.size), op_dev.push_back(out_dev.back().data());
-  gpu::Queue copies;  // host <-> device, any memory kinds
-  std::vector<std::vector<uint8_t>> first_output;
-  for (uint32_t seed : {1u, 2u, 3u, 1u}) {
-    SCOPED_TRACE("inputs of seed " + std::to_string(seed));
+// A MobileNetV2 INT8 DLA segment (the first) on the CUDA executor, with task buffers in device memory.
+struct DeviceTasks {
+  std::string plan = plan_of({"mobilenet_v2", ""}, true);
+  PlanContents contents = read_plan(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
+  std::unique_ptr<rt::Module> mod;
+  gpu::Queue copies;                                        // host <-> device, any memory kinds
+  std::vector<std::vector<gpu::DeviceBuffer>> buffer_sets;  // per set: inputs then outputs
+
+  DeviceTasks() {
+    for (const auto& seg : contents.segments)
+      if (seg.dla && !mod)
+        mod = std::make_unique<rt::Module>(reinterpret_cast<const uint8_t*>(seg.payload.data()),
+                                           seg.payload.size());
+  }
+  size_t new_buffer_set() {
+    buffer_sets.emplace_back();
+    for (const rt::TensorDesc& d : mod->inputs()) buffer_sets.back().emplace_back(d.size);
+    for (const rt::TensorDesc& d : mod->outputs()) buffer_sets.back().emplace_back(d.size);
+    return buffer_sets.size() - 1;
+  }
+  // One task on buffer set `set` with inputs of `seed`; its outputs, after checking them against the CPU
+  // executor's byte for byte.
+  std::vector<std::vector<uint8_t>> run(size_t set, uint32_t seed) {
+    const size_t ni = mod->inputs().size();
     std::vector<std::vector<uint8_t>> in, want, got;
-    std::vector<const void*> ip;
-    std::vector<void*> wp;
-    for (size_t i = 0; i < mod.inputs().size(); ++i) {
-      const rt::TensorDesc& d = mod.inputs()[i];
+    std::vector<const void*> ip, ip_dev;
+    std::vector<void*> wp, op_dev;
+    for (size_t i = 0; i < ni; ++i) {
+      const rt::TensorDesc& d = mod->inputs()[i];
       Graph shape_only;
       shape_only.inputs.push_back(shape_only.add_value(d.name, {DType::kF32, d.network_shape}));
       in.emplace_back(d.size);
       rt::pack(test_data::random_inputs(shape_only, seed).at(d.name), d, in.back().data());
       ip.push_back(in.back().data());
-      copies.copy(in_dev[i].data(), in.back().data(), d.size);
+      ip_dev.push_back(buffer_sets[set][i].data());
+      copies.copy(buffer_sets[set][i].data(), in.back().data(), d.size);
     }
-    for (const rt::TensorDesc& d : mod.outputs()) want.emplace_back(d.size), wp.push_back(want.back().data());
+    for (size_t k = 0; k < mod->outputs().size(); ++k) {
+      want.emplace_back(mod->outputs()[k].size), wp.push_back(want.back().data());
+      op_dev.push_back(buffer_sets[set][ni + k].data());
+    }
     copies.synchronize();
-    mod.execute(ip, wp);
-    e.enqueue(ip_dev, op_dev, nullptr);
-    e.synchronize();
-    for (size_t k = 0; k < mod.outputs().size(); ++k) {
-      got.emplace_back(mod.outputs()[k].size);
+    mod->execute(ip, wp);
+    mod->gpu_engine().enqueue(ip_dev, op_dev, nullptr);
+    mod->gpu_engine().synchronize();
+    for (size_t k = 0; k < op_dev.size(); ++k) {
+      got.emplace_back(want[k].size());
       copies.copy(got.back().data(), op_dev[k], got.back().size());
     }
     copies.synchronize();
     for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k], want[k]) << "output " << k;
-    if (first_output.empty()) {
-      first_output = got;
-    } else {
-      EXPECT_EQ(got == first_output, seed == 1u)
-          << "a replay that ignored its inputs would repeat the first output";
-    }
+    return got;
   }
+};
+
+// Tasks submitted again and again on the same device buffers replay the run recorded as a CUDA graph:
+// each replay reads the inputs of its own task (three different inputs, then the first again), equal to
+// the CPU executor's outputs byte for byte.
+TEST(CudaExecutor, RepeatedTasksOnTheSameBuffersReplayWithTheirOwnInputs) {
+  REQUIRE_GPU();
+  DeviceTasks t;
+  ASSERT_TRUE(t.mod);
+  const size_t set = t.new_buffer_set();
+  std::vector<std::vector<uint8_t>> first;
+  for (uint32_t seed : {1u, 2u, 3u, 1u}) {
+    SCOPED_TRACE("inputs of seed " + std::to_string(seed));
+    const auto got = t.run(set, seed);
+    if (first.empty())
+      first = got;
+    else
+      EXPECT_EQ(got == first, seed == 1u) << "a replay that ignored its inputs would repeat the first output";
+  }
+}
+
+// More buffer sets than the engine records graphs for (8): the later sets run their kernels one by one,
+// and every task, on every set and again on the first, equals the CPU executor.
+TEST(CudaExecutor, MoreBufferSetsThanRecordedGraphsStillRunEveryTask) {
+  REQUIRE_GPU();
+  DeviceTasks t;
+  ASSERT_TRUE(t.mod);
+  for (uint32_t k = 0; k < 10; ++k) {
+    SCOPED_TRACE("buffer set " + std::to_string(k));
+    t.run(t.new_buffer_set(), 20 + k);
+  }
+  SCOPED_TRACE("the first set again");
+  t.run(0, 40);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ photo.save(out + "/baseline444.jpg", quality=92, subsampling=0)
 photo.save(out + "/progressive.jpg", quality=80, progressive=True)
 photo.convert("L").save(out + "/gray.jpg", quality=90)
 photo.save(out + "/photo.png")
+photo.convert("CMYK").save(out + "/cmyk.jpg", quality=90)
 for name in ("baseline420.jpg", "baseline444.jpg", "progressive.jpg", "gray.jpg", "photo.png"):
     pixels = numpy.asarray(PIL.Image.open(out + "/" + name).convert("RGB"))
     numpy.save(out + "/" + name + ".npy", pixels)
@@ -48,7 +49,8 @@ TEST(ImageDecode, PhotosDecodeToPillowsPixels) {
   const fs::path dir = fs::path(testing::TempDir()) / "dlakit_image_decode";
   fs::create_directories(dir);
   write_variants_with_pillow(photo, dir);
-  for (const char* name : {"baseline420.jpg", "baseline444.jpg", "progressive.jpg", "gray.jpg", "photo.png"}) {
+  for (const char* name :
+       {"baseline420.jpg", "baseline444.jpg", "progressive.jpg", "gray.jpg", "photo.png"}) {
     SCOPED_TRACE(name);
     const Image img = load_image((dir / name).string());
     const Tensor want = read_npy((dir / (std::string(name) + ".npy")).string());
@@ -74,5 +76,42 @@ TEST(ImageDecode, ATruncatedJpegIsRefused) {
     FAIL() << "half a JPEG decoded";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("Premature end of JPEG file"), std::string::npos) << e.what();
+  }
+}
+
+// A file that lacks only its end marker (FF D9) is refused, as Pillow refuses it ("image file is
+// truncated"); so are a CMYK JPEG and a file of more scans than dlakit reads, each by name.
+TEST(ImageDecode, MissingEndMarkerCmykAndTooManyScansAreRefused) {
+  const fs::path photo = fs::path(DLAKIT_SOURCE_DIR) / ".cache" / "images" / "fruits.jpg";
+  if (!fs::exists(photo)) GTEST_SKIP() << "run make fetch";
+  const std::string whole = read_file(photo.string());
+  ASSERT_EQ(whole.substr(whole.size() - 2), "\xff\xd9");
+  try {
+    decode_image(whole.substr(0, whole.size() - 2), "no_eoi.jpg");
+    FAIL() << "a JPEG without its end marker decoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Premature end of JPEG file"), std::string::npos) << e.what();
+  }
+
+  const fs::path dir = fs::path(testing::TempDir()) / "dlakit_image_cmyk";
+  fs::create_directories(dir);
+  write_variants_with_pillow(photo, dir);
+  try {
+    load_image((dir / "cmyk.jpg").string());
+    FAIL() << "a CMYK JPEG decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("a CMYK JPEG (4 components)"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+
+  std::string scans = "\xff\xd8\xff";
+  for (int i = 0; i < 501; ++i) scans += "\xff\xda";
+  try {
+    decode_image(scans, "scans.jpg");
+    FAIL() << "501 scans decoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a JPEG of 501 scans (dlakit reads 500 at most)"), std::string::npos)
+        << e.what();
   }
 }

@@ -85,6 +85,10 @@ TEST(ProgramSchema, AFusedActivationTheEpilogueDoesNotKnowIsRefused) {
   ASSERT_NE(conv, nullptr);
   ASSERT_EQ(std::get<std::string>(conv->attrs.at("dlakit_activation")), "Relu");
   EXPECT_EQ(load_error(p), "loaded");
+  conv->attrs["dlakit_activation"] = std::string("Clip");  // Clip needs its two bounds
+  conv->attrs["dlakit_activation_params"] = std::vector<float>{0.f};
+  EXPECT_NE(load_error(p).find("fused activation 'Clip' with 1 parameter(s)"), std::string::npos)
+      << load_error(p);
   conv->attrs["dlakit_activation"] = std::string("Sigmoid");
   EXPECT_NE(load_error(p).find("attribute 'dlakit_activation' = 'Sigmoid' is not one of Relu|LeakyRelu|Clip"),
             std::string::npos)

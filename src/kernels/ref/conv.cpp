@@ -397,7 +397,8 @@ GemmEpilogue fused_epilogue(const Node& n) {
     e.act = GemmEpilogue::Act::kLeakyRelu;
     e.alpha = p[0];
   } else {
-    fail(Status::kInvalidArgument, n.label(), ": unknown fused activation '", act, "'");
+    fail(Status::kInvalidArgument, n.label(), ": fused activation '", act, "' with ", p.size(),
+         " parameter(s); dlakit fuses Relu (no parameters), LeakyRelu (alpha) and Clip (min, max)");
   }
   return e;
 }
