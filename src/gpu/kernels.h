@@ -96,11 +96,11 @@ void conv_int8_mma(const ConvGeom& g, int64_t k_padded, int splits, const int8_t
 
 // The in-place INT8 surface operations (runtime/atom_ops.h) on device surfaces, exactly as
 // kernels/int8_atoms.h computes them on the CPU (padding channels zeroed, line tails untouched).
-// same_scale: quant::same_levels(x.scale, y.scale), decided by the caller once.
+// keep_levels as for the CPU's max_pool_int8_atoms.
 void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms& a, const Int8Atoms& b,
                     bool relu, const Int8Atoms& y, cudaStream_t s);
 void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolWindow& p, const Int8Atoms& x,
-                         bool same_scale, const Int8Atoms& y, cudaStream_t s);
+                         bool keep_levels, const Int8Atoms& y, cudaStream_t s);
 
 // 2-D pooling over (N*C) planes with the reference's window rules; exact (the average sums in double in
 // the reference's order).

@@ -13,7 +13,6 @@
 #include "gpu/kernels.h"
 #include "gpu/layer_emit.h"
 #include "gpu/program_engine.h"
-#include "numerics/quantize.h"
 
 namespace dlakit::gpu {
 
@@ -128,18 +127,14 @@ struct ProgramEngine::Impl {
 
 // An operation on int8 surfaces in place (runtime/atom_ops.h), as one kernel.
 Launch ProgramEngine::Impl::atom_launch(const rt::AtomOp& a) {
-  auto atoms = [this](const prog::Surface& s) {
-    return Int8Atoms{reinterpret_cast<int8_t*>(base(s)), int64_t(s.desc.stride[3]), int64_t(s.desc.stride[2]),
-                     int64_t(s.desc.stride[1]), s.desc.scale};
-  };
+  auto atoms = [this](const prog::Surface& s) { return rt::atoms_of(s, base(s)); };
   const Shape xs = a.x->desc.network_shape;
   if (a.kind == rt::AtomOp::Kind::kAdd)
     return [=](cudaStream_t s) {
       k::add_int8_atoms(xs[0], xs[1], xs[2], xs[3], atoms(*a.x), atoms(*a.b), a.relu, atoms(*a.y), s);
     };
-  const bool same_scale = quant::same_levels(a.x->desc.scale, a.y->desc.scale);
   return [=](cudaStream_t s) {
-    k::max_pool_int8_atoms(xs[0], xs[1], xs[2], xs[3], a.window, atoms(*a.x), same_scale, atoms(*a.y), s);
+    k::max_pool_int8_atoms(xs[0], xs[1], xs[2], xs[3], a.window, atoms(*a.x), a.keep_levels, atoms(*a.y), s);
   };
 }
 

@@ -149,10 +149,8 @@ void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms&
 }
 
 void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolWindow& p, const Int8Atoms& x,
-                         const Int8Atoms& y) {
+                         bool keep_levels, const Int8Atoms& y) {
   const int64_t groups = (C + 31) / 32;
-  // The maximum level is stored as it is when every level keeps its value at y's scale.
-  const bool same_scale = quant::same_levels(x.scale, y.scale);
   const bool fast = use_avx512();
   parallel_for(
       N * groups * p.OH,
@@ -166,12 +164,12 @@ void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolW
 #if defined(__x86_64__)
             if (fast) {
               window_max_avx512(x, n, g, taps, out);
-              if (!same_scale) rescale32_avx512(out, x.scale, y.scale);
+              if (!keep_levels) rescale32_avx512(out, x.scale, y.scale);
             } else
 #endif
             {
               window_max_generic(x, n, g, taps, out);
-              if (!same_scale)
+              if (!keep_levels)
                 for (int k = 0; k < 32; ++k) out[k] = quantize(float(out[k]) * x.scale, y.scale);
             }
             for (int k = lanes; k < 32; ++k) out[k] = 0;  // padding channels, as a surface write leaves them

@@ -25,12 +25,13 @@ void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms&
 // MaxPool over KH x KW windows (strides sh, sw; leading padding pt, pl; padded positions ignored) of an
 // N x C x H x W input into OH x OW: y = quantize(float(max level) * x.scale, y.scale), which is the float
 // emulation's quantize(max(float(level) * x.scale)) since multiplying by a positive scale keeps the order.
-// Every window must hold an input position.
+// Every window must hold an input position. keep_levels: quant::same_levels(x.scale, y.scale), decided by
+// the caller once (the maximum level is then stored as it is).
 struct PoolWindow {
   int64_t KH = 1, KW = 1, sh = 1, sw = 1, pt = 0, pl = 0, OH = 0, OW = 0;
 };
 void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolWindow& p, const Int8Atoms& x,
-                         const Int8Atoms& y);
+                         bool keep_levels, const Int8Atoms& y);
 
 // The plain loops instead of AVX-512 (tests run both); returns the previous setting.
 bool int8_atoms_use_generic(bool use_generic);

@@ -26,11 +26,6 @@ const prog::Surface* atom_surface(const prog::Program& p, const Ref& r) {
   return ok ? &s : nullptr;
 }
 
-Int8Atoms atoms_of(const prog::Surface& s, uint8_t* data) {
-  return {reinterpret_cast<int8_t*>(data), int64_t(s.desc.stride[3]), int64_t(s.desc.stride[2]),
-          int64_t(s.desc.stride[1]), s.desc.scale};
-}
-
 // An INT8 step input read from an int8 surface at the scale its rule quantizes to (on the grid already).
 bool on_grid(const prog::Program& p, const prog::Step& s, size_t i) {
   const prog::Surface* sf = atom_surface(p, s.inputs[i]);
@@ -105,6 +100,7 @@ std::optional<AtomOp> plan_max_pool(const prog::Program& p, const prog::Op& op,
   AtomOp o;
   o.kind = AtomOp::Kind::kMaxPool, o.x = &x, o.y = y;
   o.window = {g.k[1], g.k[2], g.s[1], g.s[2], g.pb[1], g.pb[2], g.out[1], g.out[2]};
+  o.keep_levels = quant::same_levels(x.desc.scale, y->desc.scale);
   return o;
 }
 
@@ -118,13 +114,18 @@ std::optional<AtomOp> plan_int8_atoms(const prog::Program& p, size_t oi,
   return plan_max_pool(p, op, nodes);
 }
 
+Int8Atoms atoms_of(const prog::Surface& s, uint8_t* data) {
+  return {reinterpret_cast<int8_t*>(data), int64_t(s.desc.stride[3]), int64_t(s.desc.stride[2]),
+          int64_t(s.desc.stride[1]), s.desc.scale};
+}
+
 void run_int8_atoms(const AtomOp& a, const std::function<uint8_t*(const prog::Surface&)>& base) {
   const Shape& xs = a.x->desc.network_shape;
   if (a.kind == AtomOp::Kind::kAdd) {
     add_int8_atoms(xs[0], xs[1], xs[2], xs[3], atoms_of(*a.x, base(*a.x)), atoms_of(*a.b, base(*a.b)), a.relu,
                    atoms_of(*a.y, base(*a.y)));
   } else {
-    max_pool_int8_atoms(xs[0], xs[1], xs[2], xs[3], a.window, atoms_of(*a.x, base(*a.x)),
+    max_pool_int8_atoms(xs[0], xs[1], xs[2], xs[3], a.window, atoms_of(*a.x, base(*a.x)), a.keep_levels,
                         atoms_of(*a.y, base(*a.y)));
   }
 }

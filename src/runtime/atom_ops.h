@@ -22,14 +22,17 @@ struct AtomOp {
   const prog::Surface* x = nullptr;  // Add: the first operand; MaxPool: the input
   const prog::Surface* b = nullptr;  // Add: the second operand
   const prog::Surface* y = nullptr;
-  bool relu = false;  // Add
-  PoolWindow window;  // MaxPool
+  bool relu = false;         // Add
+  PoolWindow window;         // MaxPool
+  bool keep_levels = false;  // MaxPool: quant::same_levels(x scale, y scale)
 };
 
 // The in-place form of operation `oi` of `p`, whose steps' kernel nodes are `nodes`; nullopt when it is not
 // one of the operations above.
 std::optional<AtomOp> plan_int8_atoms(const prog::Program& p, size_t oi,
                                       const std::vector<const Node*>& nodes);
+// A chw32 surface's layout over its bytes at `data`.
+Int8Atoms atoms_of(const prog::Surface& s, uint8_t* data);
 // Runs it on the CPU; `base` gives each surface's bytes.
 void run_int8_atoms(const AtomOp& a, const std::function<uint8_t*(const prog::Surface&)>& base);
 

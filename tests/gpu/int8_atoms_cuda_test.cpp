@@ -100,10 +100,11 @@ TEST(Int8AtomsCuda, MaxPoolEqualsTheCpuKernel) {
         OnDevice dev;
         void *dx = dev.put(x), *dy = dev.put(want);
         dev.q.synchronize();
+        const bool keep_levels = quant::same_levels(0.02f, sy);
         max_pool_int8_atoms(s[0], s[1], s[2], s[3], w, atoms(x, const_cast<uint8_t*>(x.bytes.data())),
-                            atoms(want, want.bytes.data()));
-        gpu::k::max_pool_int8_atoms(s[0], s[1], s[2], s[3], w, atoms(x, dx), quant::same_levels(0.02f, sy),
-                                    atoms(want, dy), static_cast<cudaStream_t>(dev.q.stream()));
+                            keep_levels, atoms(want, want.bytes.data()));
+        gpu::k::max_pool_int8_atoms(s[0], s[1], s[2], s[3], w, atoms(x, dx), keep_levels, atoms(want, dy),
+                                    static_cast<cudaStream_t>(dev.q.stream()));
         EXPECT_EQ(dev.get(dy, want.bytes.size()), want.bytes);
       }
 }
