@@ -119,7 +119,7 @@ static void BM_ConvInt8(benchmark::State& st) {
   st.counters["GMAC/s"] =
       benchmark::Counter(double(M * g.OH * g.OW * (C / G) * K * K),
                          benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  st.SetLabel(conv_int8_isa());
+  st.SetLabel(int8_kernel_name(int8_kernel()));
 }
 // resnet18's stem 7x7/2 3->64 @224, its 3x3 64@56 and 512@7, mobilenet_v2's depthwise 144@56.
 BENCHMARK(BM_ConvInt8)

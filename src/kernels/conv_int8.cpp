@@ -38,6 +38,11 @@ struct Tile {
   int64_t M, OH, OW;      // the output's size
   int64_t n, m0, oh, ow;  // the tile's image, first channel, row and first pixel
   int64_t channels_left;  // output channels from this tile's first block to the group's end
+  // The AVX2 kernel's copies: the padded input widened to 16 bits (same offsets, in elements) and the
+  // first block's 16-bit weights.
+  const uint16_t* x16;
+  const int16_t* w16;
+  int64_t block_stride16;  // elements from one block's 16-bit weights to the next
 };
 
 // One requantized value to its place: as it is, or quantized into the int8 surface.
@@ -175,17 +180,138 @@ constexpr std::array<TileFn, sizeof...(kPixels)> vnni_table(std::index_sequence<
 const auto kVnni1 = vnni_table<1>(std::make_index_sequence<kMaxPixels>());
 const auto kVnni2 = vnni_table<2>(std::make_index_sequence<kMaxPixels>());
 
-const bool kHasVnni = simd::has_avx512_vnni();
-#else
-const bool kHasVnni = false;
-#endif
+// The AVX2 kernel. 8 output channels per 256-bit vector of int32; one 16-bit multiply-add sums a pair of
+// input channels, each product of a level (+ 128, at most 255) and a weight level exact in int32.
 
-std::atomic<bool> g_force_generic{false};
+// The requantization of 8 sums at once (requantize16's operations, in the same order).
+struct Requant8 {
+  __m256 mult, bias, scaled;  // scaled: all ones where mult > 0
+  __m256d bias_q_lo, bias_q_hi;
+  const GemmEpilogue* act;
+};
+
+// Channels [m, m + count) of rq (count <= 8; the others read as 0 and are never stored).
+DLAKIT_AVX2 inline Requant8 requant8_at(const Int8Requant& rq, int64_t m, int64_t count) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::min<int64_t>(count, 8))), lane);
+  Requant8 q;
+  q.mult = _mm256_maskload_ps(rq.mult + m, keep);
+  q.bias = rq.bias ? _mm256_maskload_ps(rq.bias + m, keep) : _mm256_setzero_ps();
+  q.bias_q_lo = _mm256_maskload_pd(rq.bias_q + m, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(keep)));
+  q.bias_q_hi =
+      _mm256_maskload_pd(rq.bias_q + m + 4, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(keep, 1)));
+  q.scaled = _mm256_cmp_ps(q.mult, _mm256_setzero_ps(), _CMP_GT_OQ);
+  q.act = &rq.act;
+  return q;
+}
+
+DLAKIT_AVX2 inline __m256 requantize8(const Requant8& q, __m256i sum) {
+  const __m256d lo = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(sum)), q.bias_q_lo);
+  const __m256d hi = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(sum, 1)), q.bias_q_hi);
+  const __m256 v = _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+  const __m256 r = _mm256_blendv_ps(q.bias, _mm256_mul_ps(v, q.mult), q.scaled);
+  const __m256 zero = _mm256_setzero_ps();
+  switch (q.act->act) {
+    case GemmEpilogue::Act::kRelu:
+      return _mm256_max_ps(r, zero);
+    case GemmEpilogue::Act::kClip:
+      return _mm256_min_ps(_mm256_set1_ps(q.act->hi), _mm256_max_ps(_mm256_set1_ps(q.act->lo), r));
+    case GemmEpilogue::Act::kLeakyRelu:
+      return _mm256_blendv_ps(_mm256_mul_ps(r, _mm256_set1_ps(q.act->alpha)), r,
+                              _mm256_cmp_ps(r, zero, _CMP_GE_OQ));
+    case GemmEpilogue::Act::kNone:
+      break;
+  }
+  return r;
+}
+
+inline int32_t load_pair(const uint16_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// One block of 16 output channels x kPixels pixels (from pixel j0 of the tile): sums, then requantized
+// and stored 8 channels at a time.
+template <int kPixels>
+DLAKIT_AVX2 void block_avx2(const Tile& t, int b, int j0) {
+  __m256i acc[kPixels][2];
+  for (int j = 0; j < kPixels; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_si256();
+  const int16_t* wb = t.w16 + b * t.block_stride16;
+  for (int64_t tap = 0; tap < t.taps; ++tap) {
+    const uint16_t* x = t.x16 + t.tap_offset[tap] + j0 * t.pixel_step;
+    const int16_t* w = wb + tap * t.quads * 64;
+    for (int64_t q = 0; q < t.quads; ++q, w += 64, x += 4) {
+      const __m256i w01_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+      const __m256i w01_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16));
+      const __m256i w23_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32));
+      const __m256i w23_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 48));
+      for (int j = 0; j < kPixels; ++j) {
+        const uint16_t* xp = x + j * t.pixel_step;
+        const __m256i x01 = _mm256_set1_epi32(load_pair(xp)), x23 = _mm256_set1_epi32(load_pair(xp + 2));
+        acc[j][0] = _mm256_add_epi32(
+            acc[j][0], _mm256_add_epi32(_mm256_madd_epi16(x01, w01_lo), _mm256_madd_epi16(x23, w23_lo)));
+        acc[j][1] = _mm256_add_epi32(
+            acc[j][1], _mm256_add_epi32(_mm256_madd_epi16(x01, w01_hi), _mm256_madd_epi16(x23, w23_hi)));
+      }
+    }
+  }
+  const int64_t channels = std::min<int64_t>(kLanes, t.channels_left - b * kLanes);
+  for (int half = 0; half < 2; ++half) {
+    const int64_t m0 = b * kLanes + half * 8, n = std::min<int64_t>(8, channels - half * 8);
+    if (n <= 0) break;
+    const Requant8 q = requant8_at(t.rq, m0, n);
+    const __m256i comp = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.compensation + m0));
+    alignas(32) float out[kPixels][8];
+    for (int j = 0; j < kPixels; ++j)
+      _mm256_store_ps(out[j], requantize8(q, _mm256_sub_epi32(acc[j][half], comp)));
+    if (t.out->atoms) {
+      const __m256 scale = _mm256_set1_ps(t.out->scale);
+      for (int j = 0; j < kPixels; ++j) {
+        alignas(16) int8_t levels[16];
+        _mm_store_si128(reinterpret_cast<__m128i*>(levels), simd::quantize8(_mm256_load_ps(out[j]), scale));
+        for (int64_t lane = 0; lane < n;) {  // 8 channels may cross into the next 32-channel atom
+          const int64_t m = t.m0 + m0 + lane, run = std::min(n - lane, 32 - m % 32);
+          std::memcpy(t.out->atom_at(t.n, m, t.oh, t.ow + j0 + j), levels + lane, size_t(run));
+          lane += run;
+        }
+      }
+      continue;
+    }
+    float* y = t.out->y + ((t.n * t.M + t.m0 + m0) * t.OH + t.oh) * t.OW + t.ow + j0;
+    for (int64_t lane = 0; lane < n; ++lane)
+      for (int j = 0; j < kPixels; ++j) y[lane * t.OH * t.OW + j] = out[j][lane];
+  }
+}
+
+constexpr int kAvx2Pixels = 4;  // 8 accumulators, 4 weight vectors and 2 broadcasts of 16 registers
+
+void tile_avx2(const Tile& t, int blocks, int pixels) {
+  for (int b = 0; b < blocks; ++b) {
+    int j = 0;
+    for (; j + kAvx2Pixels <= pixels; j += kAvx2Pixels) block_avx2<kAvx2Pixels>(t, b, j);
+    switch (pixels - j) {
+      case 3:
+        block_avx2<3>(t, b, j);
+        break;
+      case 2:
+        block_avx2<2>(t, b, j);
+        break;
+      case 1:
+        block_avx2<1>(t, b, j);
+        break;
+      default:
+        break;
+    }
+  }
+}
+#endif
 
 void run_tile(const Tile& t, int blocks, int pixels) {
 #if defined(__x86_64__)
-  if (kHasVnni && !g_force_generic.load(std::memory_order_relaxed))
-    return (blocks == 2 ? kVnni2 : kVnni1)[size_t(pixels - 1)](t);
+  const Int8Kernel k = int8_kernel();
+  if (k == Int8Kernel::kAvx512Vnni) return (blocks == 2 ? kVnni2 : kVnni1)[size_t(pixels - 1)](t);
+  if (k == Int8Kernel::kAvx2 && t.w16) return tile_avx2(t, blocks, pixels);
 #endif
   tile_generic(t, blocks, pixels);
 }
@@ -193,27 +319,29 @@ void run_tile(const Tile& t, int blocks, int pixels) {
 int64_t padded_rows(const Int8ConvGeometry& g) { return (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1; }
 int64_t padded_cols(const Int8ConvGeometry& g) { return (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1; }
 
-// Channels [c0, c0 + Cg) of image n -> (level + 128) bytes in [Hp][Wp][C4], 128 elsewhere. Channel atoms
-// are copied a pixel's run of channels at a time, planar input a channel's row at a time.
+// Channels [c0, c0 + Cg) of image n -> (level + 128) in [Hp][Wp][C4], 128 elsewhere (bytes, or 16-bit values
+// for the AVX2 kernel). Channel atoms are copied a pixel's run of channels at a time, planar input a
+// channel's row at a time.
+template <typename T>
 void pad_input(const Int8ConvGeometry& g, int64_t C4, const Int8Input& x, int64_t n, int64_t c0, int64_t Cg,
-               uint8_t* xb) {
+               T* xb) {
   const int64_t Hp = padded_rows(g), Wp = padded_cols(g);
   parallel_for(
       Hp,
       [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
-          uint8_t* row = xb + r * Wp * C4;
-          std::memset(row, 128, size_t(Wp * C4));
+          T* row = xb + r * Wp * C4;
+          std::fill(row, row + Wp * C4, T(128));
           const int64_t ih = r - g.pt;
           if (ih < 0 || ih >= g.H) continue;
           const int64_t iw0 = std::max<int64_t>(0, -g.pl), iw1 = std::min(g.W, Wp - g.pl);
           if (x.lane == 1) {
             for (int64_t iw = iw0; iw < iw1; ++iw) {
-              uint8_t* dst = row + (iw + g.pl) * C4;
+              T* dst = row + (iw + g.pl) * C4;
               for (int64_t c = 0; c < Cg;) {
                 const int8_t* src = x.at(n, c0 + c, ih, iw);
                 const int64_t run = std::min(Cg - c, x.atom - (c0 + c) % x.atom);
-                for (int64_t k = 0; k < run; ++k) dst[c + k] = uint8_t(src[k]) ^ 0x80;
+                for (int64_t k = 0; k < run; ++k) dst[c + k] = T(uint8_t(src[k]) ^ 0x80);
                 c += run;
               }
             }
@@ -222,7 +350,7 @@ void pad_input(const Int8ConvGeometry& g, int64_t C4, const Int8Input& x, int64_
           for (int64_t c = 0; c < Cg; ++c) {
             const int8_t* src = x.at(n, c0 + c, ih, 0);
             for (int64_t iw = iw0; iw < iw1; ++iw)
-              row[(iw + g.pl) * C4 + c] = uint8_t(src[iw * x.pixel]) ^ 0x80;
+              row[(iw + g.pl) * C4 + c] = T(uint8_t(src[iw * x.pixel]) ^ 0x80);
           }
         }
       },
@@ -326,10 +454,78 @@ DLAKIT_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeom
   }
 }
 
-void depthwise_atoms_vnni(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const Int8Input& x,
-                          const Int8Requant& rq, const Int8Output& out) {
+// depthwise_row_vnni on AVX2: 8 outputs of the row at a time.
+DLAKIT_AVX2 void depthwise_row_avx2(const DepthwiseRow& r, int64_t oh) {
+  Requant8 q;
+  q.mult = _mm256_set1_ps(r.rq->mult[r.m]);
+  q.bias = _mm256_set1_ps(r.rq->bias ? r.rq->bias[r.m] : 0.f);
+  q.bias_q_lo = q.bias_q_hi = _mm256_set1_pd(r.rq->bias_q[r.m]);
+  q.scaled = _mm256_castsi256_ps(_mm256_set1_epi32(r.rq->mult[r.m] > 0 ? -1 : 0));
+  q.act = &r.rq->act;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t ow = 0; ow < r.OW; ow += 8) {
+    const int64_t n = std::min<int64_t>(8, r.OW - ow);
+    const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), lane);
+    __m256i acc = _mm256_setzero_si256();
+    for (int64_t kh = 0; kh < r.KH; ++kh) {
+      const int32_t* row = r.plane + (oh * r.sh + kh * r.dh) * r.S * r.Wq;
+      for (int64_t kw = 0; kw < r.KW; ++kw) {
+        const int64_t off = kw * r.dw;
+        const __m256i x = _mm256_maskload_epi32(row + (off % r.S) * r.Wq + ow + off / r.S, keep);
+        acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(r.w[kh * r.KW + kw])));
+      }
+    }
+    const __m256 v = requantize8(q, acc);
+    if (!r.out->atoms) {
+      _mm256_maskstore_ps(r.out->y + ((r.n * r.M + r.m) * r.OH + oh) * r.OW + ow, keep, v);
+      continue;
+    }
+    alignas(16) int8_t levels[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(levels), simd::quantize8(v, _mm256_set1_ps(r.out->scale)));
+    int8_t* dst = r.out->atom_at(r.n, r.m, oh, ow);
+    for (int64_t j = 0; j < n; ++j) dst[j * 32] = levels[j];
+  }
+}
+
+// depthwise_atoms_row on AVX2: 8 channels of a pixel at a time (8 bytes of a 32-channel atom).
+DLAKIT_AVX2 void depthwise_atoms_row_avx2(const PackedInt8Conv& p, const Int8ConvGeometry& g,
+                                          const Int8Input& x, const Int8Requant& rq, const Int8Output& out,
+                                          int64_t n, int64_t oh) {
+  const int64_t taps = g.KH * g.KW;
+  const __m256 scale = _mm256_set1_ps(out.scale);
+  for (int64_t c = 0; c < g.M; c += 8) {
+    const int64_t count = std::min<int64_t>(8, g.M - c);
+    const int32_t* w = p.depthwise_w16.data() + (c / kLanes) * taps * kLanes + c % kLanes;
+    const Requant8 q = requant8_at(rq, c, count);
+    for (int64_t ow = 0; ow < g.OW; ++ow) {
+      __m256i acc = _mm256_setzero_si256();
+      for (int64_t kh = 0; kh < g.KH; ++kh) {
+        const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
+        if (ih < 0 || ih >= g.H) continue;
+        for (int64_t kw = 0; kw < g.KW; ++kw) {
+          const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
+          if (iw < 0 || iw >= g.W) continue;
+          const __m256i xv =
+              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.at(n, c, ih, iw))));
+          const __m256i wv =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (kh * g.KW + kw) * kLanes));
+          acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(xv, wv));
+        }
+      }
+      alignas(16) int8_t levels[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(levels), simd::quantize8(requantize8(q, acc), scale));
+      std::memcpy(out.atom_at(n, c, oh, ow), levels, size_t(count));
+    }
+  }
+}
+
+// Depthwise between int8 chw32 surfaces, a row per work item, on the SIMD kernel in use.
+void depthwise_atoms(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t N, const Int8Input& x,
+                     const Int8Requant& rq, const Int8Output& out) {
+  const bool vnni = int8_kernel() == Int8Kernel::kAvx512Vnni;
   parallel_for(N * g.OH, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) depthwise_atoms_row(p, g, x, rq, out, i / g.OH, i % g.OH);
+    for (int64_t i = i0; i < i1; ++i)
+      (vnni ? depthwise_atoms_row : depthwise_atoms_row_avx2)(p, g, x, rq, out, i / g.OH, i % g.OH);
   });
 }
 #endif
@@ -360,8 +556,12 @@ void conv_int8_depthwise(const PackedInt8Conv& p, const Int8ConvGeometry& g, int
                      &rq,          &out, n,  g.M,  g.OH, g.OW};
       for (int64_t oh = 0; oh < g.OH; ++oh) {
 #if defined(__x86_64__)
-        if (kHasVnni && !g_force_generic.load(std::memory_order_relaxed)) {
+        if (int8_kernel() == Int8Kernel::kAvx512Vnni) {
           depthwise_row_vnni(r, oh);
+          continue;
+        }
+        if (int8_kernel() == Int8Kernel::kAvx2) {
+          depthwise_row_avx2(r, oh);
           continue;
         }
 #endif
@@ -415,6 +615,14 @@ std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int6
         }
       p->compensation[size_t(block * kLanes + lane)] = 128 * sum;
     }
+  if (int8_kernel() == Int8Kernel::kAvx2) {  // channel c of a quad: pair c / 2, place c % 2
+    p->w16.resize(p->w.size());
+    for (size_t quad = 0; quad < p->w.size() / 64; ++quad)
+      for (int64_t lane = 0; lane < kLanes; ++lane)
+        for (int64_t c = 0; c < 4; ++c)
+          p->w16[quad * 64 + size_t((c / 2) * 32 + lane * 2 + c % 2)] =
+              p->w[quad * 64 + size_t(lane * 4 + c)];
+  }
   return p;
 }
 
@@ -429,9 +637,8 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
           std::memset(out.atom_at(n, g.M, oh, ow), 0, size_t(32 - g.M % 32));
   if (p.depthwise) {
 #if defined(__x86_64__)
-    if (x.lane == 1 && x.atom == 32 && out.atoms && kHasVnni &&
-        !g_force_generic.load(std::memory_order_relaxed))
-      return depthwise_atoms_vnni(p, g, N, x, rq, out);
+    if (x.lane == 1 && x.atom == 32 && out.atoms && int8_kernel() != Int8Kernel::kGeneric)
+      return depthwise_atoms(p, g, N, x, rq, out);
 #endif
     return conv_int8_depthwise(p, g, N, x, rq, out);
   }
@@ -445,13 +652,20 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
   // The calling thread's buffer, kept between calls (no fresh pages per inference); the workers get its
   // address, not their own thread_local.
   thread_local std::vector<uint8_t> padded;
-  padded.resize(size_t(Hp * Wp * p.C4));
+  thread_local std::vector<uint16_t> padded16;
+  const bool wide = int8_kernel() == Int8Kernel::kAvx2 && !p.w16.empty();
+  (wide ? padded.clear() : padded.resize(size_t(Hp * Wp * p.C4)));
+  (wide ? padded16.resize(size_t(Hp * Wp * p.C4)) : padded16.clear());
   uint8_t* const xb = padded.data();
+  uint16_t* const xb16 = padded16.data();
   // Work items are (output row, pair of blocks); a row is covered kMaxPixels pixels at a time.
   const int64_t pairs = (p.blocks + 1) / 2;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      pad_input(g, p.C4, x, n, grp * Cg, Cg, xb);
+      if (wide)
+        pad_input(g, p.C4, x, n, grp * Cg, Cg, xb16);
+      else
+        pad_input(g, p.C4, x, n, grp * Cg, Cg, xb);
       parallel_for(g.OH * pairs, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) {
           const int64_t oh = i / pairs, pair = i % pairs;
@@ -460,7 +674,8 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
           const Int8Requant at{rq.mult + m0, rq.bias_q + m0, rq.bias ? rq.bias + m0 : nullptr, rq.act};
           for (int64_t ow = 0; ow < g.OW; ow += kMaxPixels) {
             const int pixels = int(std::min<int64_t>(kMaxPixels, g.OW - ow));
-            const Tile t{xb + (oh * g.sh * Wp + ow * g.sw) * p.C4,
+            const int64_t first = (oh * g.sh * Wp + ow * g.sw) * p.C4;
+            const Tile t{xb + first,
                          tap_offset.data(),
                          taps,
                          quads,
@@ -477,15 +692,15 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
                          m0,
                          oh,
                          ow,
-                         Mg - pair * 2 * kLanes};
+                         Mg - pair * 2 * kLanes,
+                         wide ? xb16 + first : nullptr,
+                         wide ? p.w16.data() + block * block_bytes : nullptr,
+                         block_bytes};
             run_tile(t, blocks, pixels);
           }
         }
       });
     }
 }
-
-const char* conv_int8_isa() { return kHasVnni && !g_force_generic ? "avx512-vnni" : "generic"; }
-bool conv_int8_use_generic(bool use_generic) { return g_force_generic.exchange(use_generic); }
 
 }  // namespace dlakit

@@ -1,19 +1,23 @@
 // Exact INT8 2-D convolution: int8 input levels x int8 weight levels summed in int32, as the DLA's MAC
 // array sums them. int8 x int8 products summed in int32 are exact, so this fast path gives the same sums
 // as the plain reference convolution of the levels (the oracle it is tested against) while running on the
-// CPU's integer dot-product instructions (AVX-512 VNNI: 64 multiply-adds per instruction).
+// CPU's integer dot-product instructions (AVX-512 VNNI: 64 multiply-adds of bytes per instruction; AVX2:
+// 16 of 16-bit values, exact as well, since a level fits 16 bits and a pair of products 32).
 //
 // Layouts. The input of one image and group is copied once, quantized, as unsigned bytes (level + 128) in
 // a padded pixel-major buffer [Hp][Wp][C4] (C4: channels rounded up to 4, the dot product's width), the
 // border filled with 128 (level 0), so the inner loop has no bounds checks. Weights are packed once per
 // layer as [block of 16 output channels][tap][C4/4][16][4] signed bytes. Since the products are
-// (level + 128) * w, 128 * sum(w) of each output channel is subtracted at the end (exact in int32).
+// (level + 128) * w, 128 * sum(w) of each output channel is subtracted at the end (exact in int32). The
+// AVX2 kernel reads the same buffer widened to 16 bits and weights packed as [block][tap][C4/4][pair of
+// channels][16][2] int16 (pairs: what one 16-bit multiply-add instruction sums).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/int8_kernel.h"
 
 namespace dlakit {
 
@@ -31,6 +35,7 @@ struct PackedInt8Conv {
   int64_t M = 0, Cg = 0, groups = 1, KH = 1, KW = 1;
   int64_t C4 = 0, blocks = 0;         // per group: input channels rounded up to 4, blocks of 16 outputs
   std::vector<int8_t> w;              // [group][block][tap][C4/4][16][4]
+  std::vector<int16_t> w16;           // [group][block][tap][C4/4][2][16][2]; packed for the AVX2 kernel only
   std::vector<int32_t> compensation;  // [group][block][16]: 128 * sum of each output channel's weights
   // Depthwise layers (one input channel per output channel) instead: [M][tap] for planar input (the sums
   // run along an output row, 16 pixels at a time), and [M / 16][tap][16] for input and output in int8
@@ -93,9 +98,5 @@ inline float int8_requantize(const Int8Requant& rq, int64_t m, int32_t sum) {
       rq.mult[m] > 0 ? float(double(sum) + rq.bias_q[m]) * rq.mult[m] : (rq.bias ? rq.bias[m] : 0.f);
   return gemm_epilogue_scalar(rq.act, v, 0.f);
 }
-// Which kernel conv_int8_exact uses: "avx512-vnni" where the CPU has it, else "generic" (the plain loops
-// on the same layouts). use_generic forces the plain loops (tests run both); returns the previous setting.
-const char* conv_int8_isa();
-bool conv_int8_use_generic(bool use_generic);
 
 }  // namespace dlakit

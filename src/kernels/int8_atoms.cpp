@@ -5,29 +5,12 @@
 #include <cstring>
 
 #include "base/threadpool.h"
+#include "kernels/int8_kernel.h"
 #include "kernels/int8_simd.h"
 #include "numerics/quantize.h"
 
 namespace dlakit {
-
-#if defined(__x86_64__)
-bool simd::has_avx512_vnni() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512vnni");
-}
-#endif
-
 namespace {
-
-#if defined(__x86_64__)
-const bool kHasAvx512 = simd::has_avx512_vnni();
-#else
-const bool kHasAvx512 = false;
-#endif
-std::atomic<bool> g_force_generic{false};
-bool use_avx512() { return kHasAvx512 && !g_force_generic.load(std::memory_order_relaxed); }
 
 int8_t quantize(float v, float scale) {
   return quant::quantize(v, scale, quant::Rounding::kHalfAwayFromZero);
@@ -120,6 +103,45 @@ DLAKIT_VNNI void rescale32_avx512(int8_t* levels, float sx, float sy) {
     _mm_storeu_si128(p, simd::quantize16(simd::dequantize16(_mm_loadu_si128(p), vx), vy));
   }
 }
+
+// The AVX2 kernel: the same operations, 8 lanes at a time.
+DLAKIT_AVX2 inline __m256 dequantize8(const int8_t* levels, __m256 scale) {
+  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(levels));
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), scale);
+}
+
+DLAKIT_AVX2 void add_row_avx2(const int8_t* a, float sa, const int8_t* b, float sb, bool relu, int8_t* y,
+                              float sy, int64_t W, int lanes) {
+  const __m256 va = _mm256_set1_ps(sa), vb = _mm256_set1_ps(sb), vy = _mm256_set1_ps(sy),
+               zero = _mm256_setzero_ps();
+  for (int64_t w = 0; w < W; ++w) {
+    alignas(32) int8_t levels[32];
+    for (int e = 0; e < 4; ++e) {
+      const int64_t i = w * 32 + e * 8;
+      __m256 v = _mm256_add_ps(dequantize8(a + i, va), dequantize8(b + i, vb));
+      if (relu) v = _mm256_and_ps(v, _mm256_cmp_ps(v, zero, _CMP_GT_OQ));  // NaN to 0, as the scalar ReLU
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(levels + e * 8), simd::quantize8(v, vy));
+    }
+    std::memset(levels + lanes, 0, size_t(32 - lanes));
+    std::memcpy(y + w * 32, levels, 32);
+  }
+}
+
+DLAKIT_AVX2 void window_max_avx2(const Int8Atoms& x, int64_t n, int64_t g, const WindowTaps& t, int8_t* out) {
+  __m256i m = _mm256_set1_epi8(-128);
+  for (int64_t kh = t.kh0; kh < t.kh1; ++kh)
+    for (int64_t kw = t.kw0; kw < t.kw1; ++kw)
+      m = _mm256_max_epi8(
+          m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.at(n, g * 32, t.ih + kh, t.iw + kw))));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), m);
+}
+
+DLAKIT_AVX2 void rescale32_avx2(int8_t* levels, float sx, float sy) {
+  const __m256 vx = _mm256_set1_ps(sx), vy = _mm256_set1_ps(sy);
+  for (int e = 0; e < 4; ++e)
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(levels + e * 8),
+                     simd::quantize8(dequantize8(levels + e * 8, vx), vy));
+}
 #endif
 
 }  // namespace
@@ -127,7 +149,7 @@ DLAKIT_VNNI void rescale32_avx512(int8_t* levels, float sx, float sy) {
 void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms& a, const Int8Atoms& b,
                     bool relu, const Int8Atoms& y) {
   const int64_t groups = (C + 31) / 32;
-  const bool fast = use_avx512();
+  const Int8Kernel kernel = int8_kernel();
   parallel_for(
       N * groups * H,
       [&](int64_t r0, int64_t r1) {
@@ -137,8 +159,12 @@ void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms&
           const int8_t *ra = a.at(n, g * 32, h, 0), *rb = b.at(n, g * 32, h, 0);
           int8_t* ry = y.at(n, g * 32, h, 0);
 #if defined(__x86_64__)
-          if (fast) {
+          if (kernel == Int8Kernel::kAvx512Vnni) {
             add_row_avx512(ra, a.scale, rb, b.scale, relu, ry, y.scale, W, lanes);
+            continue;
+          }
+          if (kernel == Int8Kernel::kAvx2) {
+            add_row_avx2(ra, a.scale, rb, b.scale, relu, ry, y.scale, W, lanes);
             continue;
           }
 #endif
@@ -151,7 +177,7 @@ void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms&
 void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolWindow& p, const Int8Atoms& x,
                          bool keep_levels, const Int8Atoms& y) {
   const int64_t groups = (C + 31) / 32;
-  const bool fast = use_avx512();
+  const Int8Kernel kernel = int8_kernel();
   parallel_for(
       N * groups * p.OH,
       [&](int64_t r0, int64_t r1) {
@@ -162,9 +188,12 @@ void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolW
             int8_t* out = y.at(n, g * 32, oh, ow);
             const WindowTaps taps = window_taps(H, W, p, oh, ow);
 #if defined(__x86_64__)
-            if (fast) {
+            if (kernel == Int8Kernel::kAvx512Vnni) {
               window_max_avx512(x, n, g, taps, out);
               if (!keep_levels) rescale32_avx512(out, x.scale, y.scale);
+            } else if (kernel == Int8Kernel::kAvx2) {
+              window_max_avx2(x, n, g, taps, out);
+              if (!keep_levels) rescale32_avx2(out, x.scale, y.scale);
             } else
 #endif
             {
@@ -178,7 +207,5 @@ void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolW
       },
       4);
 }
-
-bool int8_atoms_use_generic(bool use_generic) { return g_force_generic.exchange(use_generic); }
 
 }  // namespace dlakit

@@ -33,7 +33,6 @@ struct PoolWindow {
 void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolWindow& p, const Int8Atoms& x,
                          bool keep_levels, const Int8Atoms& y);
 
-// The plain loops instead of AVX-512 (tests run both); returns the previous setting.
-bool int8_atoms_use_generic(bool use_generic);
+// Both run on the kernel kernels/int8_kernel.h selects (AVX-512, AVX2 or the plain loops).
 
 }  // namespace dlakit

@@ -1,10 +1,11 @@
-// AVX-512 pieces shared by the exact INT8 kernels (conv_int8.cpp, int8_atoms.cpp). Each reproduces a scalar
-// rule of numerics/quantize.h bit for bit; the kernels that use them are tested against that rule.
+// AVX-512 and AVX2 pieces shared by the exact INT8 kernels (conv_int8.cpp, int8_atoms.cpp). Each reproduces a
+// scalar rule of numerics/quantize.h bit for bit; the kernels that use them are tested against that rule.
 #pragma once
 #if defined(__x86_64__)
 #include <immintrin.h>
 
 #define DLAKIT_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+#define DLAKIT_AVX2 __attribute__((target("avx2,fma")))
 
 namespace dlakit::simd {
 
@@ -29,8 +30,27 @@ DLAKIT_VNNI inline __m512 dequantize16(__m128i levels, __m512 scale) {
   return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(levels)), scale);
 }
 
+// quantize16 for 8 values on AVX2, the same operations; the levels are the low 8 bytes.
+DLAKIT_AVX2 inline __m128i quantize8(__m256 x, __m256 scale) {
+  const __m256 sign = _mm256_set1_ps(-0.f);
+  const __m256 v = _mm256_div_ps(x, scale);
+  __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 av = _mm256_andnot_ps(sign, v), at = _mm256_andnot_ps(sign, t);
+  const __m256 tie =
+      _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), _mm256_set1_ps(0.5f), _CMP_EQ_OQ);
+  const __m256 towards_zero = _mm256_cmp_ps(at, av, _CMP_LT_OQ);
+  const __m256 step = _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.f));
+  t = _mm256_add_ps(t, _mm256_and_ps(_mm256_and_ps(tie, towards_zero), step));
+  t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-128.f)), _mm256_set1_ps(127.f));
+  t = _mm256_and_ps(t, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
+  const __m256i levels = _mm256_cvtps_epi32(t);
+  const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(levels), _mm256_extracti128_si256(levels, 1));
+  return _mm_packs_epi16(words, words);
+}
+
 // Whether this CPU runs the functions above.
 bool has_avx512_vnni();
+bool has_avx2();
 
 }  // namespace dlakit::simd
 #endif

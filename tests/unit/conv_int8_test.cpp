@@ -1,8 +1,8 @@
 // The exact INT8 convolution (kernels/conv_int8) against plain integer loops written here: int64 sums of
 // level products, then the requantization formula, on random levels with odd shapes (channels not a
 // multiple of 4 or 16, widths not a multiple of the 12-pixel tile, stride, padding, dilation, groups,
-// 1x1 and 7x7). Both kernels run: the CPU's (AVX-512 VNNI where it has it) and the plain loops, each on
-// planar input and on the same levels in an int8 chw32 surface's layout.
+// 1x1 and 7x7). Every kernel the CPU runs (AVX-512 VNNI, AVX2, the plain loops) runs each case, on planar
+// input and on the same levels in an int8 chw32 surface's layout.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -97,7 +97,6 @@ TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
   Int8Requant rq{mult.data(), bias_q.data(), bias.data(), {}};
   rq.act.act = c.act, rq.act.lo = -0.5f, rq.act.hi = 0.75f, rq.act.alpha = 0.1f;
   const std::vector<float> want = reference(g, c.N, x, w, rq, c.act);
-  const auto packed = pack_int8_conv(g.M, Cg, g.groups, g.KH, g.KW, w.data());
   // The same levels in an int8 chw32 surface's layout, with a line stride longer than the row.
   const int64_t groups32 = (g.C + 31) / 32, line = g.W * 32 + 64, group = line * g.H,
                 batch = group * groups32;
@@ -110,19 +109,27 @@ TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
               x[size_t(((n * g.C + ch) * g.H + h) * g.W + w)];
   const Int8Input layouts[] = {Int8Input::planar(x.data(), g.C, g.H, g.W),
                                Int8Input::atoms(atoms.data(), 32, batch, group, line)};
-  for (bool generic : {false, true})
+  // Weights are packed under the kernel that runs them (the AVX2 kernel reads a 16-bit copy).
+  auto packed_for = [&](Int8Kernel k) {
+    const Int8Kernel before = int8_kernel_use(k);
+    auto packed = pack_int8_conv(g.M, Cg, g.groups, g.KH, g.KW, w.data());
+    int8_kernel_use(before);
+    return packed;
+  };
+  for (Int8Kernel k : int8_kernels())
     for (const Int8Input& in : layouts) {
-      const bool before = conv_int8_use_generic(generic);
+      const auto packed = packed_for(k);
+      const Int8Kernel before = int8_kernel_use(k);
       std::vector<float> y(want.size(), -7.f);
       Int8Output to;
       to.y = y.data();
       conv_int8_exact(*packed, g, c.N, in, rq, to);
-      conv_int8_use_generic(before);
+      int8_kernel_use(before);
       size_t differ = 0;
       for (size_t i = 0; i < y.size(); ++i) differ += y[i] != want[i];  // bit for bit
-      EXPECT_EQ(differ, 0u) << c.name << " with the " << (generic ? "generic" : "CPU's") << " kernel ("
-                            << conv_int8_isa() << ") on " << (in.lane == 1 ? "chw32 atoms" : "planar input")
-                            << ": " << differ << " of " << y.size() << " values differ";
+      EXPECT_EQ(differ, 0u) << c.name << " with the " << int8_kernel_name(k) << " kernel on "
+                            << (in.lane == 1 ? "chw32 atoms" : "planar input") << ": " << differ << " of "
+                            << y.size() << " values differ";
     }
   // Straight into an int8 chw32 surface: each byte is what quantizing the float output gives (ties away
   // from zero), the last atom's padding channels are zero, and bytes past a line's pixels are not touched.
@@ -130,15 +137,16 @@ TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
   float amax = 0.f;
   for (float v : want) amax = std::max(amax, std::fabs(v));
   const float out_scale = amax / 100.f;  // levels spread over most of the int8 range
-  for (bool generic : {false, true})
+  for (Int8Kernel k : int8_kernels())
     for (const Int8Input& in : layouts) {
       std::vector<int8_t> surface(size_t(c.N * out_group * out_groups), int8_t(0x55));
       Int8Output to;
       to.atoms = surface.data(), to.batch = out_group * out_groups, to.group = out_group, to.line = out_line;
       to.scale = out_scale;
-      const bool before = conv_int8_use_generic(generic);
+      const auto packed = packed_for(k);
+      const Int8Kernel before = int8_kernel_use(k);
       conv_int8_exact(*packed, g, c.N, in, rq, to);
-      conv_int8_use_generic(before);
+      int8_kernel_use(before);
       size_t wrong = 0, untouched = 0;
       for (int64_t n = 0; n < c.N; ++n)
         for (int64_t m = 0; m < out_groups * 32; ++m)
@@ -152,7 +160,7 @@ TEST_P(ConvInt8, BothKernelsEqualPlainIntegerLoops) {
             }
             untouched += m % 32 == 0 && *to.atom_at(n, m, oh, g.OW) == int8_t(0x55);
           }
-      EXPECT_EQ(wrong, 0u) << c.name << " into an int8 surface with the " << (generic ? "generic" : "CPU's")
+      EXPECT_EQ(wrong, 0u) << c.name << " into an int8 surface with the " << int8_kernel_name(k)
                            << " kernel from " << (in.lane == 1 ? "chw32 atoms" : "planar input");
       EXPECT_EQ(untouched, size_t(c.N * out_groups * g.OH))
           << c.name << ": bytes past the lines were written";
@@ -202,11 +210,15 @@ TEST(ConvInt8Limits, ExtremeLevelsSumExactly) {
   std::vector<float> w(size_t(16 * 512 * 9), -127.f);
   std::vector<float> mult(16, 1.f), bias(16, 0.f);
   std::vector<double> bias_q(16, 0.0);
-  const auto packed = pack_int8_conv(16, 512, 1, 3, 3, w.data());
-  std::vector<float> y(16);
-  conv_int8_exact(*packed, g, 1, Int8Input::planar(x.data(), 512, 3, 3),
-                  {mult.data(), bias_q.data(), bias.data(), {}}, Int8Output{y.data(), nullptr, 0, 0, 0, 0});
-  for (float v : y) EXPECT_EQ(v, float(128.0 * 127.0 * 512 * 9));
+  for (Int8Kernel k : int8_kernels()) {
+    const Int8Kernel before = int8_kernel_use(k);
+    const auto packed = pack_int8_conv(16, 512, 1, 3, 3, w.data());
+    std::vector<float> y(16);
+    conv_int8_exact(*packed, g, 1, Int8Input::planar(x.data(), 512, 3, 3),
+                    {mult.data(), bias_q.data(), bias.data(), {}}, Int8Output{y.data(), nullptr, 0, 0, 0, 0});
+    int8_kernel_use(before);
+    for (float v : y) EXPECT_EQ(v, float(128.0 * 127.0 * 512 * 9)) << int8_kernel_name(k);
+  }
 }
 
 }  // namespace

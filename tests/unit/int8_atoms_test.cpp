@@ -1,14 +1,17 @@
 // The in-place int8 chw32 operations (kernels/int8_atoms.h) against the path the CPU executor takes
 // without them: read the surfaces to float (read_surface), run the reference kernels, write the result
 // (write_surface). Output buffers, padding channels and line tails included, must be byte-identical, for
-// the AVX-512 kernels and the plain loops, on odd shapes (channels not a multiple of 32, padded lines).
+// every kernel the CPU runs (kernels/int8_kernel.h), on odd shapes (channels not a multiple of 32, padded
+// lines).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <random>
 
 #include "engine/engine.h"
 #include "kernels/int8_atoms.h"
+#include "kernels/int8_kernel.h"
 #include "kernels/registry.h"
 #include "numerics/quantize.h"
 #include "runtime/io_format.h"
@@ -56,11 +59,11 @@ Tensor run_one(OpKind op, const std::vector<std::pair<std::string, std::vector<i
   return run_node(g, n, in)[0];
 }
 
-class Int8AtomOps : public ::testing::TestWithParam<bool> {
+class Int8AtomOps : public ::testing::TestWithParam<Int8Kernel> {
  protected:
-  void SetUp() override { previous_ = int8_atoms_use_generic(GetParam()); }
-  void TearDown() override { int8_atoms_use_generic(previous_); }
-  bool previous_ = false;
+  void SetUp() override { previous_ = int8_kernel_use(GetParam()); }
+  void TearDown() override { int8_kernel_use(previous_); }
+  Int8Kernel previous_ = Int8Kernel::kGeneric;
 };
 
 }  // namespace
@@ -113,5 +116,9 @@ TEST_P(Int8AtomOps, MaxPoolEqualsTheFloatPathAtOneScaleAndAcrossScales) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, Int8AtomOps, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "generic" : "avx512"; });
+// Every kernel this CPU runs.
+INSTANTIATE_TEST_SUITE_P(Kernels, Int8AtomOps, ::testing::ValuesIn(int8_kernels()), [](const auto& info) {
+  std::string name = int8_kernel_name(info.param);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+});

@@ -1,0 +1,82 @@
+// The vector forms of quant::quantize (kernels/int8_simd.h: quantize8 on AVX2, quantize16 on AVX-512)
+// against the scalar rule on the values where rounding rules differ: ties on both sides of zero, values
+// just off a tie, saturation, infinities, NaN, -0 and subnormals, at several scales. The INT8 kernels
+// store through them, so any difference would show up as a wrong level there.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/int8_simd.h"
+#include "numerics/quantize.h"
+
+using namespace dlakit;
+
+#if defined(__x86_64__)
+namespace {
+
+std::vector<float> awkward_values(float scale) {
+  std::vector<float> v = {0.f,
+                          -0.f,
+                          FLT_MIN,
+                          -FLT_MIN,
+                          1e-40f,
+                          -1e-40f,
+                          FLT_MAX,
+                          -FLT_MAX,
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN()};
+  for (int k = -130; k <= 130; ++k) {
+    const float tie = (float(k) + 0.5f) * scale;
+    v.push_back(tie);
+    v.push_back(std::nextafter(tie, 0.f));
+    v.push_back(std::nextafter(tie, 2.f * tie));
+    v.push_back(float(k) * scale);
+  }
+  while (v.size() % 16) v.push_back(1.f);
+  return v;
+}
+
+DLAKIT_AVX2 void quantize_avx2(const float* x, float scale, int8_t* levels) {
+  alignas(16) int8_t out[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(out),
+                  simd::quantize8(_mm256_loadu_ps(x), _mm256_set1_ps(scale)));
+  for (int i = 0; i < 8; ++i) levels[i] = out[i];
+}
+
+DLAKIT_VNNI void quantize_avx512(const float* x, float scale, int8_t* levels) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(levels),
+                   simd::quantize16(_mm512_loadu_ps(x), _mm512_set1_ps(scale)));
+}
+
+size_t mismatches(const std::vector<float>& v, float scale, int width,
+                  void (*vector_form)(const float*, float, int8_t*)) {
+  size_t wrong = 0;
+  int8_t got[16];
+  for (size_t i = 0; i < v.size(); i += size_t(width)) {
+    vector_form(v.data() + i, scale, got);
+    for (int k = 0; k < width; ++k)
+      wrong += got[k] != quant::quantize(v[i + size_t(k)], scale, quant::Rounding::kHalfAwayFromZero);
+  }
+  return wrong;
+}
+
+const float kScales[] = {1.f, 0.0078125f, 0.013f, 3.7e-5f, 250.f};
+
+}  // namespace
+
+TEST(Int8Simd, Quantize8EqualsTheScalarRule) {
+  if (!simd::has_avx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  for (float scale : kScales)
+    EXPECT_EQ(mismatches(awkward_values(scale), scale, 8, quantize_avx2), 0u) << "scale " << scale;
+}
+
+TEST(Int8Simd, Quantize16EqualsTheScalarRule) {
+  if (!simd::has_avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  for (float scale : kScales)
+    EXPECT_EQ(mismatches(awkward_values(scale), scale, 16, quantize_avx512), 0u) << "scale " << scale;
+}
+#endif
