@@ -12,7 +12,9 @@ SECONDS_PER_RUN="${BENCH_SECONDS:-3}"
 ROUNDS="${BENCH_ROUNDS:-3}"
 DLAKIT="$ROOT/$BUILD/dlakit"
 export DLAKIT_NUM_THREADS=2
-json="$ROOT/bench/results/$(date -u +%Y-%m-%d)-emulated-cpu.json"
+# The exact INT8 kernels differ by ISA (kernels/int8_kernel.h), so the ISA names the run and its file.
+isa=$(grep -q -w avx512_vnni /proc/cpuinfo && echo avx512-vnni || echo avx2)
+json="$ROOT/bench/results/$(date -u +%Y-%m-%d)-emulated-cpu-$isa.json"
 # ppocr_rec is left out: its attention products keep it from being one DLA loadable (`dlakit build`
 # refuses it standalone; as a hybrid plan it is not a loadable `dlakit bench` times).
 MODELS=("resnet18:input:1x3x224x224" "resnet50:input:1x3x224x224" "mobilenet_v2:input:1x3x224x224"
@@ -45,7 +47,7 @@ PYEOF
     tail -1 "$TMP/runs.jsonl" | $PY -c "import json,sys; r=json.load(sys.stdin); print('round %d %-13s DLA INT8 %8.2f ms  DLA FP16 %8.2f ms  ORT FP32 %8.2f ms  load %.1f' % (r['round'], r['model'], r['dla_int8_ms'], r['dla_fp16_ms'], r['ort_fp32_ms'], r['loadavg_1min']))"
   done
 done
-cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) ($(nproc) cores)"
+cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) ($(nproc) cores, INT8 kernels: $isa)"
 $PY - "$TMP/runs.jsonl" "$json" "$ROOT/docs/benchmarks.md" "$cpu" "$ROUNDS" <<'PYEOF'
 import datetime, json, statistics, sys
 runs_file, json_out, md, cpu, rounds = sys.argv[1:]
