@@ -316,6 +316,17 @@ void run_tile(const Tile& t, int blocks, int pixels) {
   tile_generic(t, blocks, pixels);
 }
 
+// The taps [k0, k1) of a window starting at input position `start`, `dilation` apart, that land inside
+// [0, size): the taps outside add level 0, so the depthwise kernels on int8 surfaces skip them.
+struct TapRange {
+  int64_t k0, k1;
+};
+TapRange taps_inside(int64_t start, int64_t taps, int64_t dilation, int64_t size) {
+  const int64_t k0 = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+  const int64_t k1 = start >= size ? 0 : std::min(taps, (size - start + dilation - 1) / dilation);
+  return {k0, std::max(k0, k1)};
+}
+
 int64_t padded_rows(const Int8ConvGeometry& g) { return (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1; }
 int64_t padded_cols(const Int8ConvGeometry& g) { return (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1; }
 
@@ -436,14 +447,16 @@ DLAKIT_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeom
     q.bias_q_hi = _mm512_maskz_loadu_pd(__mmask8(mask >> 8), rq.bias_q + c + 8);
     q.scaled = _mm512_cmp_ps_mask(q.mult, _mm512_setzero_ps(), _CMP_GT_OQ);
     q.act = &rq.act;
+    const int64_t ih0 = oh * g.sh - g.pt;
+    const TapRange rows = taps_inside(ih0, g.KH, g.dh, g.H);
     for (int64_t ow = 0; ow < g.OW; ++ow) {
       __m512i acc = _mm512_setzero_si512();
-      for (int64_t kh = 0; kh < g.KH; ++kh) {
-        const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
-        if (ih < 0 || ih >= g.H) continue;
-        for (int64_t kw = 0; kw < g.KW; ++kw) {
-          const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
-          if (iw < 0 || iw >= g.W) continue;
+      const int64_t iw0 = ow * g.sw - g.pl;
+      const TapRange cols = taps_inside(iw0, g.KW, g.dw, g.W);
+      for (int64_t kh = rows.k0; kh < rows.k1; ++kh) {
+        const int64_t ih = ih0 + kh * g.dh;
+        for (int64_t kw = cols.k0; kw < cols.k1; ++kw) {
+          const int64_t iw = iw0 + kw * g.dw;
           const __m512i xv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, x.at(n, c, ih, iw)));
           acc = _mm512_add_epi32(acc,
                                  _mm512_mullo_epi32(xv, _mm512_loadu_si512(w + (kh * g.KW + kw) * kLanes)));
@@ -465,19 +478,27 @@ DLAKIT_AVX2 void depthwise_row_avx2(const DepthwiseRow& r, int64_t oh) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (int64_t ow = 0; ow < r.OW; ow += 8) {
     const int64_t n = std::min<int64_t>(8, r.OW - ow);
+    // Masked loads and stores only for the row's last, partial run (they are slow on some CPUs).
+    const bool full = n == 8;
     const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), lane);
     __m256i acc = _mm256_setzero_si256();
     for (int64_t kh = 0; kh < r.KH; ++kh) {
       const int32_t* row = r.plane + (oh * r.sh + kh * r.dh) * r.S * r.Wq;
       for (int64_t kw = 0; kw < r.KW; ++kw) {
         const int64_t off = kw * r.dw;
-        const __m256i x = _mm256_maskload_epi32(row + (off % r.S) * r.Wq + ow + off / r.S, keep);
+        const int32_t* src = row + (off % r.S) * r.Wq + ow + off / r.S;
+        const __m256i x = full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))
+                               : _mm256_maskload_epi32(src, keep);
         acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(x, _mm256_set1_epi32(r.w[kh * r.KW + kw])));
       }
     }
     const __m256 v = requantize8(q, acc);
     if (!r.out->atoms) {
-      _mm256_maskstore_ps(r.out->y + ((r.n * r.M + r.m) * r.OH + oh) * r.OW + ow, keep, v);
+      float* y = r.out->y + ((r.n * r.M + r.m) * r.OH + oh) * r.OW + ow;
+      if (full)
+        _mm256_storeu_ps(y, v);
+      else
+        _mm256_maskstore_ps(y, keep, v);
       continue;
     }
     alignas(16) int8_t levels[16];
@@ -497,14 +518,16 @@ DLAKIT_AVX2 void depthwise_atoms_row_avx2(const PackedInt8Conv& p, const Int8Con
     const int64_t count = std::min<int64_t>(8, g.M - c);
     const int32_t* w = p.depthwise_w16.data() + (c / kLanes) * taps * kLanes + c % kLanes;
     const Requant8 q = requant8_at(rq, c, count);
+    const int64_t ih0 = oh * g.sh - g.pt;
+    const TapRange rows = taps_inside(ih0, g.KH, g.dh, g.H);
     for (int64_t ow = 0; ow < g.OW; ++ow) {
       __m256i acc = _mm256_setzero_si256();
-      for (int64_t kh = 0; kh < g.KH; ++kh) {
-        const int64_t ih = oh * g.sh - g.pt + kh * g.dh;
-        if (ih < 0 || ih >= g.H) continue;
-        for (int64_t kw = 0; kw < g.KW; ++kw) {
-          const int64_t iw = ow * g.sw - g.pl + kw * g.dw;
-          if (iw < 0 || iw >= g.W) continue;
+      const int64_t iw0 = ow * g.sw - g.pl;
+      const TapRange cols = taps_inside(iw0, g.KW, g.dw, g.W);
+      for (int64_t kh = rows.k0; kh < rows.k1; ++kh) {
+        const int64_t ih = ih0 + kh * g.dh;
+        for (int64_t kw = cols.k0; kw < cols.k1; ++kw) {
+          const int64_t iw = iw0 + kw * g.dw;
           const __m256i xv =
               _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.at(n, c, ih, iw))));
           const __m256i wv =
@@ -653,11 +676,14 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
   // address, not their own thread_local.
   thread_local std::vector<uint8_t> padded;
   thread_local std::vector<uint16_t> padded16;
+  // The AVX2 kernel reads the padded input widened to 16 bits, the others read bytes.
   const bool wide = int8_kernel() == Int8Kernel::kAvx2 && !p.w16.empty();
-  (wide ? padded.clear() : padded.resize(size_t(Hp * Wp * p.C4)));
-  (wide ? padded16.resize(size_t(Hp * Wp * p.C4)) : padded16.clear());
-  uint8_t* const xb = padded.data();
-  uint16_t* const xb16 = padded16.data();
+  if (wide)
+    padded16.resize(size_t(Hp * Wp * p.C4));
+  else
+    padded.resize(size_t(Hp * Wp * p.C4));
+  uint8_t* const xb = wide ? nullptr : padded.data();
+  uint16_t* const xb16 = wide ? padded16.data() : nullptr;
   // Work items are (output row, pair of blocks); a row is covered kMaxPixels pixels at a time.
   const int64_t pairs = (p.blocks + 1) / 2;
   for (int64_t n = 0; n < N; ++n)
@@ -675,7 +701,7 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
           for (int64_t ow = 0; ow < g.OW; ow += kMaxPixels) {
             const int pixels = int(std::min<int64_t>(kMaxPixels, g.OW - ow));
             const int64_t first = (oh * g.sh * Wp + ow * g.sw) * p.C4;
-            const Tile t{xb + first,
+            const Tile t{wide ? nullptr : xb + first,
                          tap_offset.data(),
                          taps,
                          quads,

@@ -85,16 +85,6 @@ void window_max_generic(const Int8Atoms& x, int64_t n, int64_t g, const WindowTa
 }
 
 #if defined(__x86_64__)
-DLAKIT_VNNI void window_max_avx512(const Int8Atoms& x, int64_t n, int64_t g, const WindowTaps& t,
-                                   int8_t* out) {
-  __m256i m = _mm256_set1_epi8(-128);
-  for (int64_t kh = t.kh0; kh < t.kh1; ++kh)
-    for (int64_t kw = t.kw0; kw < t.kw1; ++kw)
-      m = _mm256_max_epi8(
-          m, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.at(n, g * 32, t.ih + kh, t.iw + kw))));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), m);
-}
-
 // Levels at x.scale -> levels at y.scale, as quantize(float(level) * x.scale, y.scale).
 DLAKIT_VNNI void rescale32_avx512(int8_t* levels, float sx, float sy) {
   const __m512 vx = _mm512_set1_ps(sx), vy = _mm512_set1_ps(sy);
@@ -127,6 +117,7 @@ DLAKIT_AVX2 void add_row_avx2(const int8_t* a, float sa, const int8_t* b, float 
   }
 }
 
+// 32 lanes in one 256-bit vector: AVX2, the AVX-512 kernel's too.
 DLAKIT_AVX2 void window_max_avx2(const Int8Atoms& x, int64_t n, int64_t g, const WindowTaps& t, int8_t* out) {
   __m256i m = _mm256_set1_epi8(-128);
   for (int64_t kh = t.kh0; kh < t.kh1; ++kh)
@@ -189,7 +180,7 @@ void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolW
             const WindowTaps taps = window_taps(H, W, p, oh, ow);
 #if defined(__x86_64__)
             if (kernel == Int8Kernel::kAvx512Vnni) {
-              window_max_avx512(x, n, g, taps, out);
+              window_max_avx2(x, n, g, taps, out);
               if (!keep_levels) rescale32_avx512(out, x.scale, y.scale);
             } else if (kernel == Int8Kernel::kAvx2) {
               window_max_avx2(x, n, g, taps, out);
