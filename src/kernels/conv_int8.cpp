@@ -447,6 +447,7 @@ DLAKIT_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeom
     q.bias_q_hi = _mm512_maskz_loadu_pd(__mmask8(mask >> 8), rq.bias_q + c + 8);
     q.scaled = _mm512_cmp_ps_mask(q.mult, _mm512_setzero_ps(), _CMP_GT_OQ);
     q.act = &rq.act;
+    const int8_t* const first = x.at(n, c, 0, 0);  // the block's channels at (0, 0); x.at divides
     const int64_t ih0 = oh * g.sh - g.pt;
     const TapRange rows = taps_inside(ih0, g.KH, g.dh, g.H);
     for (int64_t ow = 0; ow < g.OW; ++ow) {
@@ -457,7 +458,8 @@ DLAKIT_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeom
         const int64_t ih = ih0 + kh * g.dh;
         for (int64_t kw = cols.k0; kw < cols.k1; ++kw) {
           const int64_t iw = iw0 + kw * g.dw;
-          const __m512i xv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, x.at(n, c, ih, iw)));
+          const __m512i xv =
+              _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, first + ih * x.line + iw * x.pixel));
           acc = _mm512_add_epi32(acc,
                                  _mm512_mullo_epi32(xv, _mm512_loadu_si512(w + (kh * g.KW + kw) * kLanes)));
         }
@@ -518,6 +520,7 @@ DLAKIT_AVX2 void depthwise_atoms_row_avx2(const PackedInt8Conv& p, const Int8Con
     const int64_t count = std::min<int64_t>(8, g.M - c);
     const int32_t* w = p.depthwise_w16.data() + (c / kLanes) * taps * kLanes + c % kLanes;
     const Requant8 q = requant8_at(rq, c, count);
+    const int8_t* const first = x.at(n, c, 0, 0);  // the block's channels at (0, 0); x.at divides
     const int64_t ih0 = oh * g.sh - g.pt;
     const TapRange rows = taps_inside(ih0, g.KH, g.dh, g.H);
     for (int64_t ow = 0; ow < g.OW; ++ow) {
@@ -528,8 +531,8 @@ DLAKIT_AVX2 void depthwise_atoms_row_avx2(const PackedInt8Conv& p, const Int8Con
         const int64_t ih = ih0 + kh * g.dh;
         for (int64_t kw = cols.k0; kw < cols.k1; ++kw) {
           const int64_t iw = iw0 + kw * g.dw;
-          const __m256i xv =
-              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.at(n, c, ih, iw))));
+          const __m256i xv = _mm256_cvtepi8_epi32(
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(first + ih * x.line + iw * x.pixel)));
           const __m256i wv =
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (kh * g.KW + kw) * kLanes));
           acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(xv, wv));

@@ -30,17 +30,17 @@ DLAKIT_VNNI inline __m512 dequantize16(__m128i levels, __m512 scale) {
   return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(levels)), scale);
 }
 
-// quantize16 for 8 values on AVX2, the same operations; the levels are the low 8 bytes.
+// quant::quantize of 8 values on AVX2; the levels are the low 8 bytes. std::round as truncation plus a step
+// away from zero where the dropped part is at least one half: v - trunc(v) is exact for every float (0 for
+// |v| >= 2^23, NaN for infinities, whose step is then skipped), so this is the scalar rule, ties included.
 DLAKIT_AVX2 inline __m128i quantize8(__m256 x, __m256 scale) {
   const __m256 sign = _mm256_set1_ps(-0.f);
   const __m256 v = _mm256_div_ps(x, scale);
-  __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256 av = _mm256_andnot_ps(sign, v), at = _mm256_andnot_ps(sign, t);
-  const __m256 tie =
-      _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, t)), _mm256_set1_ps(0.5f), _CMP_EQ_OQ);
-  const __m256 towards_zero = _mm256_cmp_ps(at, av, _CMP_LT_OQ);
+  const __m256 whole = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 half_or_more =
+      _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(v, whole)), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
   const __m256 step = _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.f));
-  t = _mm256_add_ps(t, _mm256_and_ps(_mm256_and_ps(tie, towards_zero), step));
+  __m256 t = _mm256_add_ps(whole, _mm256_and_ps(half_or_more, step));
   t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-128.f)), _mm256_set1_ps(127.f));
   t = _mm256_and_ps(t, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
   const __m256i levels = _mm256_cvtps_epi32(t);
