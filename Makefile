@@ -5,8 +5,9 @@ FUZZ_BUILD ?= build-fuzz
 JOBS       ?= 2
 FUZZ_SECONDS ?= ci
 CMAKE_GEN  := -G Ninja
-# ccache where it is installed (optional: setup does not install it). Paths are hashed relative to the
-# tree, so a fresh clone at another path on the same machine reuses the cache (CI's reruns).
+# ccache where it is installed (setup installs it; make decides before setup runs, so a machine's first
+# `make` builds without it). Paths are hashed relative to the tree, so a fresh clone at another path on the
+# same machine reuses the cache (CI's reruns).
 ifneq ($(shell command -v ccache 2>/dev/null),)
 CMAKE_GEN += -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache
 export CCACHE_BASEDIR := $(CURDIR)

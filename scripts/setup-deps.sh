@@ -2,7 +2,7 @@
 # Installs every system dependency from Debian apt. Idempotent, non-interactive; run as root.
 set -euo pipefail
 PKGS=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libstb-dev libjpeg-dev libflatbuffers-dev flatbuffers-compiler
