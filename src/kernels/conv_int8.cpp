@@ -24,8 +24,9 @@ constexpr int kMaxPixels = 12;      // output pixels per tile: 2 blocks x 12 pix
 constexpr int64_t kMaxTaps = 1024;  // kernel windows up to 32 x 32
 
 // One tile: up to 2 blocks of 16 output channels x up to kMaxPixels consecutive pixels of one output row.
-// `x` points at the tile's first pixel for tap 0 in the padded input, `tap_offset` gives each tap's byte
-// offset from there, and consecutive output pixels are `pixel_step` bytes apart.
+// `x` points at the tile's first pixel for tap 0 in the padded input, `tap_offset` gives each tap's offset
+// from there, and consecutive output pixels are `pixel_step` apart (in elements: bytes in `x`, 16-bit
+// values in `x16`).
 struct Tile {
   const uint8_t* x;
   const int64_t* tap_offset;
@@ -309,9 +310,8 @@ void tile_avx2(const Tile& t, int blocks, int pixels) {
 
 void run_tile(const Tile& t, int blocks, int pixels) {
 #if defined(__x86_64__)
-  const Int8Kernel k = int8_kernel();
-  if (k == Int8Kernel::kAvx512Vnni) return (blocks == 2 ? kVnni2 : kVnni1)[size_t(pixels - 1)](t);
-  if (k == Int8Kernel::kAvx2 && t.w16) return tile_avx2(t, blocks, pixels);
+  if (t.x16) return tile_avx2(t, blocks, pixels);  // decided once per call, with its buffer
+  if (int8_kernel() == Int8Kernel::kAvx512Vnni) return (blocks == 2 ? kVnni2 : kVnni1)[size_t(pixels - 1)](t);
 #endif
   tile_generic(t, blocks, pixels);
 }

@@ -39,7 +39,7 @@ struct PackedInt8Conv {
   std::vector<int32_t> compensation;  // [group][block][16]: 128 * sum of each output channel's weights
   // Depthwise layers (one input channel per output channel) instead: [M][tap] for planar input (the sums
   // run along an output row, 16 pixels at a time), and [M / 16][tap][16] for input and output in int8
-  // chw32 surfaces (16 channels of a pixel at a time, read and written in place).
+  // chw32 surfaces (16 channels of a pixel at a time on AVX-512, 8 on AVX2, read and written in place).
   bool depthwise = false;
   std::vector<int32_t> depthwise_w, depthwise_w16;
 };

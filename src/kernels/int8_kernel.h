@@ -5,8 +5,9 @@
 
 namespace dlakit {
 
-enum class Int8Kernel { kAvx512Vnni, kAvx2, kGeneric };  // kGeneric: the plain loops on the same layouts
-const char* int8_kernel_name(Int8Kernel k);              // "avx512-vnni", "avx2", "generic"
+// kGeneric (the plain loops on the same layouts) first: a zero-initialized choice runs everywhere.
+enum class Int8Kernel { kGeneric, kAvx2, kAvx512Vnni };
+const char* int8_kernel_name(Int8Kernel k);  // "avx512-vnni", "avx2", "generic"
 // The kernels this CPU runs, fastest first (kGeneric, last, everywhere).
 std::vector<Int8Kernel> int8_kernels();
 // The kernel in use.

@@ -1,5 +1,7 @@
 // AVX-512 and AVX2 pieces shared by the exact INT8 kernels (conv_int8.cpp, int8_atoms.cpp). Each reproduces a
 // scalar rule of numerics/quantize.h bit for bit; the kernels that use them are tested against that rule.
+// The quantize forms assume a positive finite scale (the scalar rule gives 0 for scale 0): callers store
+// into a surface only at a scale whose levels round-trip (quant::levels_round_trip).
 #pragma once
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -191,7 +191,12 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"depthwise_3x3_stride2_c19_w45_relu", geom(19, 12, 45, 19, 19, 3, 2, 1, 1), 1, 1, 1,
              GemmEpilogue::Act::kRelu},
         Case{"depthwise_5x5_dilation2_c5", geom(5, 14, 23, 5, 5, 5, 1, 2, 4), 1, 4, 4},
-        Case{"5x5_asymmetric_pad_c9_m31", geom(9, 10, 25, 31, 1, 5, 1, 1, 2), 1, 0, 1}),
+        Case{"5x5_asymmetric_pad_c9_m31", geom(9, 10, 25, 31, 1, 5, 1, 1, 2), 1, 0, 1},
+        // 10 outputs per group: groups start at channels 10, 20, 30, so 8-channel halves cross an atom.
+        Case{"grouped_g4_c12_m40_halves_cross_atoms", geom(12, 6, 11, 40, 4, 3, 1, 1, 1), 1, 1, 1},
+        // 70 channels: the surface path's channel blocks in three atoms.
+        Case{"depthwise_3x3_c70_three_atoms", geom(70, 7, 13, 70, 70, 3, 1, 1, 1), 1, 1, 1,
+             GemmEpilogue::Act::kRelu}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(ConvInt8Limits, SumsThatCouldPassInt32AndNarrowGroupsStayOnTheReferencePath) {
@@ -203,22 +208,32 @@ TEST(ConvInt8Limits, SumsThatCouldPassInt32AndNarrowGroupsStayOnTheReferencePath
 }
 
 TEST(ConvInt8Limits, ExtremeLevelsSumExactly) {
-  // Every input at -128 and every weight at -127 over 3x3x512: the largest sum the DLA sees (8.4e6 x 7).
+  // Over 3x3x512, the largest sums the DLA sees (about 7.5e7 in magnitude): every input at -128 with every
+  // weight at -127 (the stored input, level + 128, is 0: the sum is all compensation), and every input at
+  // 127 with every weight at -128 (stored 255: the largest products and pair sums of the 16-bit kernel).
   Int8ConvGeometry g = geom(512, 3, 3, 16, 1, 3, 1, 1, 0);
   g.OH = g.OW = 1;
-  std::vector<int8_t> x(size_t(512 * 9), int8_t(-128));
-  std::vector<float> w(size_t(16 * 512 * 9), -127.f);
+  const struct {
+    int8_t x;
+    float w;
+  } extremes[] = {{-128, -127.f}, {127, -128.f}};
   std::vector<float> mult(16, 1.f), bias(16, 0.f);
   std::vector<double> bias_q(16, 0.0);
-  for (Int8Kernel k : int8_kernels()) {
-    const Int8Kernel before = int8_kernel_use(k);
-    const auto packed = pack_int8_conv(16, 512, 1, 3, 3, w.data());
-    std::vector<float> y(16);
-    conv_int8_exact(*packed, g, 1, Int8Input::planar(x.data(), 512, 3, 3),
-                    {mult.data(), bias_q.data(), bias.data(), {}}, Int8Output{y.data(), nullptr, 0, 0, 0, 0});
-    int8_kernel_use(before);
-    for (float v : y) EXPECT_EQ(v, float(128.0 * 127.0 * 512 * 9)) << int8_kernel_name(k);
-  }
+  for (const auto& e : extremes)
+    for (Int8Kernel k : int8_kernels()) {
+      std::vector<int8_t> x(size_t(512 * 9), e.x);
+      std::vector<float> w(size_t(16 * 512 * 9), e.w);
+      const Int8Kernel before = int8_kernel_use(k);
+      const auto packed = pack_int8_conv(16, 512, 1, 3, 3, w.data());
+      std::vector<float> y(16);
+      conv_int8_exact(*packed, g, 1, Int8Input::planar(x.data(), 512, 3, 3),
+                      {mult.data(), bias_q.data(), bias.data(), {}},
+                      Int8Output{y.data(), nullptr, 0, 0, 0, 0});
+      int8_kernel_use(before);
+      for (float v : y)
+        EXPECT_EQ(v, float(double(e.x) * double(e.w) * 512 * 9))
+            << int8_kernel_name(k) << " input " << int(e.x);
+    }
 }
 
 }  // namespace
