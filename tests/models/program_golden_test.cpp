@@ -188,6 +188,16 @@ json run_dla_segments(const std::string& plan) {
   return segs;
 }
 
+// The largest difference between two equally long sample lists, relative to the first's largest magnitude.
+double relative_gap(const json& want, const json& got) {
+  double peak = 0, diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    peak = std::max(peak, std::fabs(want[i].get<double>()));
+    diff = std::max(diff, std::fabs(want[i].get<double>() - got[i].get<double>()));
+  }
+  return diff / std::max(peak, 1e-6);
+}
+
 std::string read_text(const fs::path& f) {
   std::ifstream in(f);
   std::stringstream ss;
@@ -241,14 +251,10 @@ TEST_P(ProgramGolden, DlaSegmentsReproduceTheRecordedOutputs) {
       ASSERT_EQ(g["samples"].size(), w["samples"].size()) << m.name << " segment " << s << " output " << name;
       size_t differ = 0;
       std::string first;
-      double peak = 0, diff = 0;
-      for (size_t i = 0; i < w["samples"].size(); ++i) {
-        peak = std::max(peak, std::fabs(w["samples"][i].get<double>()));
-        diff = std::max(diff, std::fabs(w["samples"][i].get<double>() - g["samples"][i].get<double>()));
+      for (size_t i = 0; i < w["samples"].size(); ++i)
         if (w["samples"][i] != g["samples"][i] && differ++ == 0)
           first =
               "sample " + std::to_string(i) + ": " + g["samples"][i].dump() + " vs " + w["samples"][i].dump();
-      }
       const std::string where = m.name + " segment " + std::to_string(s) + " output " + name + " (" +
                                 std::to_string(differ) + " of " + std::to_string(w["samples"].size()) +
                                 " samples differ; " + first + ")";
@@ -257,7 +263,7 @@ TEST_P(ProgramGolden, DlaSegmentsReproduceTheRecordedOutputs) {
         continue;
       }
       // Another kernel set: within kIsaBound of the recorded samples, and bit for bit its own hash.
-      EXPECT_LE(diff, kIsaBound * std::max(peak, 1e-6)) << where << " on " << isa;
+      EXPECT_LE(relative_gap(w["samples"], g["samples"]), kIsaBound) << where << " on " << isa;
       if (add_isa && g["hash"] != w["hash"]) {
         want["segments"][s][exact_key][name]["hash_by_isa"][isa] = g["hash"];
         added = true;
@@ -273,12 +279,7 @@ TEST_P(ProgramGolden, DlaSegmentsReproduceTheRecordedOutputs) {
       const json& a = w["samples"];
       const json& b = g_seg["outputs"][name]["samples"];
       ASSERT_EQ(a.size(), b.size());
-      double peak = 0, diff = 0;
-      for (size_t i = 0; i < a.size(); ++i) {
-        peak = std::max(peak, std::fabs(a[i].get<double>()));
-        diff = std::max(diff, std::fabs(a[i].get<double>() - b[i].get<double>()));
-      }
-      EXPECT_LE(diff, kFp16RuntimeBound * std::max(peak, 1e-6))
+      EXPECT_LE(relative_gap(a, b), kFp16RuntimeBound)
           << m.name << " segment " << s << " output " << name << ": the v1 runtime's per-layer rounding";
     }
   }
