@@ -221,8 +221,8 @@ AutoFix auto_fix(const Graph& g, const PlacementOptions& base, const ScaleTable*
       for (const auto& o : parse_device_overrides(f.layer_devices)) excluded.insert(o.first);
       for (const auto& o : parse_precision_overrides(f.layer_precisions)) excluded.insert(o.first);
       a.undone.push_back("round " + std::to_string(a.rounds + 1) +
-                         " undone: " + format_metric_value(metric.kind, a.after.score.metric) + " -> " +
-                         format_metric_value(metric.kind, result.score.metric) + " (output cosine " +
+                         " undone: " + format_metric_value(metric, a.after.score.metric) + " -> " +
+                         format_metric_value(metric, result.score.metric) + " (output cosine " +
                          std::to_string(a.after.score.cosine) + " -> " + std::to_string(result.score.cosine) +
                          ") with " + std::to_string(f.lines.size()) + " more move(s)");
       continue;

@@ -73,7 +73,8 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   auto finish = [&](bool with_all16) {  // the curve by moves, all FP16 last
     if (with_all16) r.curve.push_back(all16);
     std::stable_sort(r.curve.begin(), r.curve.end(), [](const CurvePoint& a, const CurvePoint& b) {
-      return (a.moves < 0 ? 1 << 30 : a.moves) < (b.moves < 0 ? 1 << 30 : b.moves);
+      return (a.moves < 0 ? 1 << 30 : a.moves) <
+             (b.moves < 0 ? 1 << 30 : b.moves);  // stable: returns in order
     });
     r.evaluations = ev.evaluations;
     return r;
@@ -94,7 +95,7 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   if (o.predict_latency) start.predicted_latency_ms = o.predict_latency(p8, r.plan);
   r.curve.push_back(start);
   ++ev.evaluations;
-  say("all INT8: " + format_metric_value(kind, r.all_int8.metric));
+  say("all INT8: " + format_metric_value(o.metric, r.all_int8.metric));
   if (start.meets) {
     r.reachable = r.reached = true;
     r.chosen = 0;
@@ -105,7 +106,7 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   all16 = ev.point(fp16, -1);
   r.all_fp16 = all16.score;
   r.reachable = all16.meets;
-  say("all FP16: " + format_metric_value(kind, r.all_fp16.metric));
+  say("all FP16: " + format_metric_value(o.metric, r.all_fp16.metric));
 
   // 2. Sensitivity: own error for every INT8 layer, the metric with each candidate moved alone.
   for (const LayerError& e : r.before.layers)
@@ -146,7 +147,7 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
     s.alone = ev.quick(with_fix(base, f), some);
     s.measured = true;
     say("measured alone " + std::to_string(++done) + "/" + std::to_string(count) + ": " + s.layer + " -> " +
-        format_metric_value(kind, s.alone.metric) + ", output cosine " + std::to_string(s.alone.cosine));
+        format_metric_value(o.metric, s.alone.metric) + ", output cosine " + std::to_string(s.alone.cosine));
   }
   // 3. Ranking: measured moves that raise the output cosine (most first), then unmeasured by own error,
   // then measured moves that lower it.
@@ -165,7 +166,7 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
     NumericsPlan plan;
     const Fix f = propose_layers(r.before, first_layers(r.ranking, k), "ranked by measured sensitivity");
     CurvePoint c = ev.point(with_fix(base, f), k, &plan);
-    say("moving " + std::to_string(k) + " layer(s): " + format_metric_value(kind, c.score.metric) +
+    say("moving " + std::to_string(k) + " layer(s): " + format_metric_value(o.metric, c.score.metric) +
         (c.meets ? " (meets)" : ""));
     r.curve.push_back(c);
     return c.meets;
@@ -176,13 +177,58 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
     const int mid = lo + (hi - lo) / 2;
     (at(mid) ? hi : lo) = mid;
   }
-  r.applied = propose_layers(r.before, first_layers(r.ranking, hi), "ranked by measured sensitivity");
+  std::vector<std::string> moved = first_layers(r.ranking, hi);
+  CurvePoint best =
+      *std::find_if(r.curve.begin(), r.curve.end(), [&](const CurvePoint& c) { return c.moves == hi; });
+
+  // 5. Back to INT8, most MACs first: each moved layer whose move takes MACs out of INT8 is returned alone
+  // and kept in INT8 when the target is still met (the moves' effects do not add up, so a prefix of the
+  // ranking can hold layers the target does not need in FP16). A move can take fused producers out of INT8
+  // with it: what returning a layer gives back is measured on the plan (no samples run), as the INT8 MAC
+  // share without it.
+  auto without = [&](const std::vector<std::string>& layers, const std::string& back) {
+    std::vector<std::string> rest;
+    for (const std::string& l : layers)
+      if (l != back) rest.push_back(l);
+    return rest;
+  };
+  auto share_of = [&](const std::vector<std::string>& layers) {
+    const Placement p = place(g, with_fix(base, propose_layers(r.before, layers, "")));
+    return int8_mac_share(p, plan_numerics(g, p, scales, no));
+  };
+  const double share_now = share_of(moved);
+  std::vector<std::pair<double, std::string>> gains;
+  for (const std::string& l : moved) {
+    const double gain = share_of(without(moved, l)) - share_now;
+    if (gain > 0) gains.emplace_back(gain, l);
+  }
+  std::stable_sort(gains.begin(), gains.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  int returned = 0;
+  for (size_t i = 0; i < gains.size(); ++i) {
+    const std::string& back = gains[i].second;
+    const std::vector<std::string> rest = without(moved, back);
+    CurvePoint c =
+        ev.point(with_fix(base, propose_layers(r.before, rest, "ranked, then returned to INT8")), hi);
+    c.returned = returned + 1;
+    c.returned_layer = back;
+    say("returning " + back + " to INT8 (" + std::to_string(i + 1) + "/" + std::to_string(gains.size()) +
+        "): " + format_metric_value(o.metric, c.score.metric) + (c.meets ? " (meets, kept in INT8)" : ""));
+    r.curve.push_back(c);
+    if (!c.meets) continue;
+    moved = rest;
+    best = c;
+    ++returned;
+  }
+  r.applied = propose_layers(r.before, moved, "ranked by measured sensitivity");
   r.options = with_fix(base, r.applied);
   r.plan = plan_numerics(g, place(g, r.options), scales, no);
   r.reached = true;
   finish(true);
   for (size_t i = 0; i < r.curve.size(); ++i)
-    if (r.curve[i].moves == hi) r.chosen = int(i);
+    if (r.curve[i].moves == best.moves && r.curve[i].returned == best.returned && r.curve[i].meets &&
+        r.curve[i].returned_layer == best.returned_layer)
+      r.chosen = int(i);
   return r;
 }
 

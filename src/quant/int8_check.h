@@ -10,7 +10,7 @@
 namespace dlakit::quant {
 
 struct Int8Check {
-  MetricKind kind = MetricKind::kCosine;
+  MetricSpec metric;
   Score score;
   double threshold = 0;
   bool collapsed = false;

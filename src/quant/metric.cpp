@@ -57,9 +57,13 @@ bool better(MetricKind k, const Score& a, const Score& b) {
   return a.cosine > b.cosine;
 }
 
-std::string format_metric_value(MetricKind k, double v) {
+std::string format_metric_value(const MetricSpec& m, double v) {
   char buf[64];
-  switch (k) {
+  if (m.kind == MetricKind::kCtcCer && !m.truth.empty()) {
+    std::snprintf(buf, sizeof buf, "CER %+.2f points over FP32", 100 * v);
+    return buf;
+  }
+  switch (m.kind) {
     case MetricKind::kCosine:
       std::snprintf(buf, sizeof buf, "cosine %.6f", v);
       break;
@@ -74,6 +78,10 @@ std::string format_metric_value(MetricKind k, double v) {
       break;
   }
   return buf;
+}
+
+const char* metric_reference(const MetricSpec& m) {
+  return m.kind == MetricKind::kCtcCer && !m.truth.empty() ? "against the truth" : "against FP32";
 }
 
 MetricKind auto_metric(const TensorMap& reference, std::string* why) {
@@ -223,13 +231,23 @@ void MetricAccumulator::add(const TensorMap& reference, const TensorMap& test) {
            " with --labels of ", n, " characters; a CTC output is [batch, steps, classes] with classes = ",
            "characters + 1 (the blank, class 0) or + 2 (and a space, PaddleOCR's use_space_char)");
     const int64_t steps = ref.dim(ref.rank() - 2), lines = ref.numel() / (steps * classes);
-    for (int64_t l = 0; l < lines; ++l) {
+    if (!spec_.truth.empty() && lines_ + size_t(lines) > spec_.truth.size())
+      fail(Status::kInvalidArgument, "--truth has ", spec_.truth.size(),
+           " reading(s) but the data has more lines");
+    for (int64_t l = 0; l < lines; ++l, ++lines_) {
       const std::u32string a =
           ctc_greedy(ref.data<float>() + l * steps * classes, steps, classes, spec_.labels);
       const std::u32string b =
           ctc_greedy(emu.data<float>() + l * steps * classes, steps, classes, spec_.labels);
-      edits_ += double(edit_distance(b, a));
-      chars_ += double(a.size());
+      if (spec_.truth.empty()) {
+        edits_ += double(edit_distance(b, a));
+        chars_ += double(a.size());
+      } else {
+        const std::u32string& want = spec_.truth[lines_];
+        edits_ += double(edit_distance(b, want));
+        reference_edits_ += double(edit_distance(a, want));
+        chars_ += double(want.size());
+      }
     }
   } else {
     for (int64_t i = 0; i < ref.numel(); ++i) {
@@ -254,6 +272,8 @@ double MetricAccumulator::value() const {
     case MetricKind::kTop1:
       return positions_ > 0 ? agree_ / positions_ : 1.0;
     case MetricKind::kCtcCer:
+      if (!spec_.truth.empty())  // every expected reading empty: the edits INT8 adds, counted as characters
+        return (edits_ - reference_edits_) / std::max(chars_, 1.0);
       // FP32 reading nothing on every sample: 1 when the emulation reads anything.
       return chars_ > 0 ? edits_ / chars_ : (edits_ > 0 ? 1.0 : 0.0);
     case MetricKind::kMaskF1:

@@ -4,7 +4,9 @@
 //   cosine   mean over outputs of the cosine similarity (all samples' elements together); higher is better
 //   top1     share of positions whose argmax over the last axis agrees with FP32's; higher is better
 //   ctc-cer  character error rate of the greedy CTC decoding against FP32's decoding (class 0 the blank;
-//            without a character list, each class is one symbol); lower is better
+//            without a character list, each class is one symbol); lower is better. With the expected
+//            readings (`--truth`): the CER against them minus FP32's CER against them, the error INT8 adds
+//            on the task (negative where INT8 happens to read better); lower is better
 //   mask-f1  F1 of the (p > threshold) masks against FP32's; higher is better
 #pragma once
 #include <string>
@@ -26,6 +28,9 @@ struct MetricSpec {
   std::vector<std::u32string> labels;  // ctc-cer: the characters of classes 1..N (class 0 is the blank);
                                        // empty: each class is one symbol
   float threshold = 0.5f;              // mask-f1: a pixel is set when p > threshold
+  // ctc-cer: the expected reading of each line, in sample order (a [batch, steps, classes] output holds
+  // `batch` lines); empty: judged against FP32's reading.
+  std::vector<std::u32string> truth;
 };
 
 // `--metric auto` (dlakit's default), from the first output on the FP32 reference: when it holds a
@@ -40,18 +45,22 @@ std::vector<std::u32string> read_labels(const std::string& path);
 std::u32string utf8_to_utf32(const std::string& s);
 
 // The level below which (above, for ctc-cer) dlakit warns that INT8 has collapsed (dlakit's choice):
-// cosine 0.99, top1 0.99, ctc-cer 0.05, mask-f1 0.95.
+// cosine 0.99, top1 0.99, ctc-cer 0.05 (with --truth: 5 points over FP32's CER), mask-f1 0.95.
 double collapse_threshold(MetricKind k);
 bool meets(MetricKind k, double value, double target);
 // a is better than b on this metric (strictly).
 bool better(MetricKind k, double a, double b);
-// "cosine 0.987654", "top1 99.17 %", "CER 2.31 %", "mask F1 0.9600".
-std::string format_metric_value(MetricKind k, double v);
+// "cosine 0.987654", "top1 99.17 %", "CER 2.31 %", "mask F1 0.9600"; with --truth "CER +1.20 points over
+// FP32".
+std::string format_metric_value(const MetricSpec& m, double v);
+// What the metric is measured against: "against FP32", or "against the truth" with --truth.
+const char* metric_reference(const MetricSpec& m);
 
 class MetricAccumulator {
  public:
   explicit MetricAccumulator(MetricSpec spec) : spec_(std::move(spec)) {}
-  // One sample: the FP32 reference's outputs and the emulation's, by output name.
+  // One sample: the FP32 reference's outputs and the emulation's, by output name. Samples come in order
+  // (the truth of ctc-cer is indexed by it).
   void add(const TensorMap& reference, const TensorMap& test);
   double value() const;
   const MetricSpec& spec() const { return spec_; }
@@ -63,6 +72,8 @@ class MetricAccumulator {
   std::vector<double> ab_, aa_, bb_;  // cosine sums per output
   double agree_ = 0, positions_ = 0;  // top1
   double edits_ = 0, chars_ = 0;      // ctc-cer
+  double reference_edits_ = 0;        // ctc-cer with truth: FP32's edits against it
+  size_t lines_ = 0;                  // ctc-cer: lines read so far (the index into truth)
   double tp_ = 0, fp_ = 0, fn_ = 0;   // mask-f1
 };
 

@@ -118,13 +118,17 @@ struct Prepared {
   std::vector<Config> configs;
   std::vector<std::pair<std::string, Score>> tuned;  // the weight edits' scores on the calibration data
   SearchResult search;
+  MetricSpec search_metric;  // the task's metric, against the truth where the search reads it
   std::string search_label;
 };
 
-std::string line_of(const Score& s, MetricKind k) { return format_metric_value(k, s.metric); }
+std::string line_of(const Score& s, const MetricSpec& m) { return format_metric_value(m, s.metric); }
 
+// `search_metric` / `search_flags`: what `compare --fix --fix-target` reads (the task's metric, with --truth
+// where the calibration data has its expected readings).
 Prepared prepare(const Model& m, const std::vector<TensorMap>& calib, const MetricSpec& task,
-                 const std::string& task_flags, double target) {
+                 const std::string& task_flags, const MetricSpec& search_metric,
+                 const std::string& search_flags, double target) {
   Prepared r;
   HistogramCollector hc(m.g);
   std::vector<TensorMap> reference;
@@ -185,13 +189,14 @@ Prepared prepare(const Model& m, const std::vector<TensorMap>& calib, const Metr
   }
   // `compare --fix --metric M --fix-target T` on the default path's cache.
   SearchOptions so;
-  so.metric = task;
+  so.metric = r.search_metric = search_metric;
   so.target = target;
   r.search = search_fix(m.g, int8_options(), &def.table, {}, calib, so);
-  r.search_label =
-      "INT8, default path + `compare --fix " + task_flags + " --fix-target " + fixed(target, "%g") + "`: " +
-      (r.search.reached ? std::to_string(r.search.curve[size_t(r.search.chosen)].moves) + " layer(s) to FP16"
-                        : std::string("target not reached on the calibration data"));
+  const CurvePoint* chosen = r.search.reached ? &r.search.curve[size_t(r.search.chosen)] : nullptr;
+  r.search_label = "INT8, default path + `compare --fix " + search_flags + " --fix-target " +
+                   fixed(target, "%g") + "`: " +
+                   (chosen ? std::to_string(chosen->moves - chosen->returned) + " layer(s) to FP16"
+                           : std::string("target not reached on the calibration data"));
   if (r.search.reached)
     r.configs.push_back(
         make_config(r.search_label, def.name, "search", m.g, place(m.g, r.search.options), &def.table));
@@ -200,6 +205,7 @@ Prepared prepare(const Model& m, const std::vector<TensorMap>& calib, const Metr
 
 // The auto calibrator's view of the calibration data, and the search's curve.
 void report_calibration(const Prepared& p, const MetricSpec& task, const std::string& what) {
+  const MetricSpec& searched = p.search_metric;
   g_md << "\n`calibrate` measures each calibrator's INT8 emulation against FP32 on the " << what
        << " (--metric auto resolves to " << p.default_why
        << "):\n\n| calibrator | INT8 layers | --metric auto (" << metric_name(p.default_metric)
@@ -209,30 +215,35 @@ void report_calibration(const Prepared& p, const MetricSpec& task, const std::st
     const CalibCandidate& c = p.candidates[i];
     g_md << "| " << c.name << (i == p.default_best ? " (default path's choice)" : "")
          << (i == p.task_best ? " (choice with the task's metric)" : "") << " | " << c.int8_layers << " | "
-         << line_of(c.score, p.default_metric) << " | " << line_of(p.task_scores[i], task.kind) << " | "
-         << fixed(c.score.cosine) << " |\n";
+         << line_of(c.score, MetricSpec{p.default_metric}) << " | " << line_of(p.task_scores[i], task)
+         << " | " << fixed(c.score.cosine) << " |\n";
   }
   g_md << "\nThe weight edits on top of the default path's ranges, on the same calibration data: ";
   for (size_t i = 0; i < p.tuned.size(); ++i)
     g_md << (i ? "; " : "") << "`" << p.tuned[i].first.substr(1) << "` "
-         << line_of(p.tuned[i].second, p.default_metric) << " (output cosine "
+         << line_of(p.tuned[i].second, MetricSpec{p.default_metric}) << " (output cosine "
          << fixed(p.tuned[i].second.cosine) << ")";
-  g_md << " (without: " << line_of(p.candidates[p.default_best].score, p.default_metric) << ").\n";
+  g_md << " (without: " << line_of(p.candidates[p.default_best].score, MetricSpec{p.default_metric})
+       << ").\n";
   const SearchResult& s = p.search;
   const bool fp16_measured =
       std::any_of(s.curve.begin(), s.curve.end(), [](const CurvePoint& c) { return c.moves < 0; });
   g_md << "\nThe `compare --fix` search on the calibration data (" << s.evaluations
-       << " plans scored): all INT8 " << line_of(s.all_int8, task.kind) << ", all FP16 "
-       << (fp16_measured ? line_of(s.all_fp16, task.kind) : "not measured (all INT8 meets the target)")
-       << "; measured points:\n\n"
-       << "| layers moved to FP16 | FP16 layers | INT8 layers | INT8 share of DLA MACs | "
-       << metric_name(task.kind) << " | meets |\n|---|---|---|---|---|---|\n";
+       << " plans scored): all INT8 " << line_of(s.all_int8, searched) << ", all FP16 "
+       << (fp16_measured ? line_of(s.all_fp16, searched) : "not measured (all INT8 meets the target)")
+       << "; measured points (K leading layers of the ranking moved to FP16, then R of them returned to "
+          "INT8, most MACs first, each kept in INT8 when the target still holds):\n\n"
+       << "| layers moved to FP16 (K) | returned to INT8 (R) | FP16 layers | INT8 layers | INT8 share of DLA "
+          "MACs | "
+       << metric_name(searched.kind) << " " << metric_reference(searched)
+       << " | meets |\n|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < s.curve.size(); ++i) {
     const CurvePoint& c = s.curve[i];
     g_md << "| " << (c.moves < 0 ? "all (FP16 build)" : std::to_string(c.moves))
-         << (int(i) == s.chosen ? " (chosen)" : "") << " | " << c.fp16_layers << " | " << c.int8_layers
-         << " | " << pct(c.int8_mac_share) << " | " << line_of(c.score, task.kind) << " | "
-         << (c.meets ? "yes" : "no") << " |\n";
+         << (int(i) == s.chosen ? " (chosen)" : "") << " | "
+         << (c.returned > 0 ? std::to_string(c.returned) + " (last: " + c.returned_layer + ")" : "-") << " | "
+         << c.fp16_layers << " | " << c.int8_layers << " | " << pct(c.int8_mac_share) << " | "
+         << line_of(c.score, searched) << " | " << (c.meets ? "yes" : "no") << " |\n";
   }
 }
 
@@ -311,8 +322,15 @@ TEST(Accuracy, RecognitionCharacterErrorRate) {
   MetricSpec cer;
   cer.kind = MetricKind::kCtcCer;
   cer.labels = read_labels((kModels / "ppocr_keys_v1.txt").string());
-  const double kTarget = 0.01;  // `--fix-target 0.01`: CER against FP32's reading on the calibration lines
-  const Prepared p = prepare(m, cal, cer, "--metric ctc-cer --labels ppocr_keys_v1.txt", kTarget);
+  // `--truth labels.tsv --fix-target 0`: no more CER than FP32's on the calibration lines, both against
+  // their labels. The target (at most 1 point over FP32 on the evaluation lines) leaves the 48 lines'
+  // noise a margin: with --fix-target 0.01 the search ends at +0.49 points on them and +1.09 on the
+  // evaluation lines (measured 2026-12-04, docs/int8.md).
+  MetricSpec cer_truth = cer;
+  for (const Line& l : calib) cer_truth.truth.push_back(l.text);
+  const double kTarget = 0.0;
+  const Prepared p = prepare(m, cal, cer, "--metric ctc-cer --labels ppocr_keys_v1.txt", cer_truth,
+                             "--metric ctc-cer --labels ppocr_keys_v1.txt --truth labels.tsv", kTarget);
 
   const std::vector<TensorMap> fp32 = ReferenceEngine(m.g).run_batch(ev);
   const std::string out = fp32[0].begin()->first;
@@ -377,19 +395,15 @@ TEST(Accuracy, RecognitionCharacterErrorRate) {
   const bool reached = p.search.reached;
   const double d_search = reached ? done["search"].cer - cer32 : 1.0;
   const double share = reached ? p.configs.back().mac_share : 0.0;
-  // The MAC share is not met (the search ends with nearly every layer in FP16: moves interact, and the
-  // ranking measured alone does not see it; docs/int8.md). Guard: the search reaches its target on the
-  // calibration lines and the evaluation CER stays within 1.0 point of FP32.
   target_row(
-      "PP-OCRv4 rec, `compare --fix --metric ctc-cer --fix-target 0.01`: CER - FP32, with >= 80 % of the "
-      "DLA's MACs INT8",
+      "PP-OCRv4 rec, `compare --fix --metric ctc-cer --truth labels.tsv --fix-target 0`: CER - FP32, with "
+      ">= 80 % of the DLA's MACs INT8",
       "<= 1.0 point, >= 80 %",
       reached ? pct(d_search) + ", " + pct(share) + " of the MACs INT8" : "target not reached on calibration",
-      reached && d_search <= 0.01 && share >= 0.8,
-      "the search reaches --fix-target on the calibration lines and CER - FP32 <= 1.0 point (headroom " +
-          fixed(100 * (0.01 - d_search), "%.2f") + " points); the MAC share is not guarded");
+      reached && d_search <= 0.01 && share >= 0.8);
   EXPECT_TRUE(reached);
   EXPECT_LE(d_search, 0.01);
+  EXPECT_GE(share, 0.8);
   target_row("PP-OCRv4 rec, FP16: CER within 0.1 point of FP32", "abs(CER - FP32) <= 0.1 point",
              pct(r16.cer - cer32), std::fabs(r16.cer - cer32) <= 0.001);
   EXPECT_LE(std::fabs(r16.cer - cer32), 0.001);
@@ -413,7 +427,7 @@ TEST(Accuracy, ClassifierAgreement) {
   }
   MetricSpec top1;
   top1.kind = MetricKind::kTop1;
-  const Prepared p = prepare(m, cal, top1, "--metric top1", 0.99);
+  const Prepared p = prepare(m, cal, top1, "--metric top1", top1, "--metric top1", 0.99);
   const std::vector<TensorMap> fp32 = ReferenceEngine(m.g).run_batch(ev);
   const std::string out = fp32[0].begin()->first;
   auto cls = [&](const TensorMap& o) {
@@ -486,7 +500,8 @@ TEST(Accuracy, DetectorMaskF1) {
   MetricSpec f1;
   f1.kind = MetricKind::kMaskF1;
   f1.threshold = 0.3f;
-  const Prepared p = prepare(m, cal, f1, "--metric mask-f1 --threshold 0.3", 0.97);
+  const Prepared p =
+      prepare(m, cal, f1, "--metric mask-f1 --threshold 0.3", f1, "--metric mask-f1 --threshold 0.3", 0.97);
   const std::vector<TensorMap> fp32 = ReferenceEngine(m.g).run_batch(ev);
   const std::string out = fp32[0].begin()->first;
   struct Result {

@@ -35,7 +35,9 @@ import json; s=json.load(open('$TMP/search.json'))['search']
 assert s['reachable'] and s['reached'] and s['chosen']['meets'] and s['chosen']['metric']>=0.99999
 ms=[p['moves'] for p in s['curve']]; assert ms[0]==0 and not s['curve'][0]['meets'] and ms[-1]==-1
 assert all(0<=p['int8_mac_share']<=1 and 'predicted_latency_ms' in p for p in s['curve'])
-assert sum(1 for r in s['ranking'] if 'alone_metric' in r)==4"
+assert sum(1 for r in s['ranking'] if 'alone_metric' in r)==4
+c=s['chosen']; b=[p for p in s['curve'] if p['moves']==c['moves'] and p['returned_to_int8']==0]
+assert b and b[0]['meets'] and c['int8_mac_share']>=b[0]['int8_mac_share'], (c, b)"
 check "--apply writes the chosen moves" /usr/bin/python3 -c "import json; j=json.load(open('$TMP/fix.json')); assert ':fp16' in j['layerPrecisions']"
 "$DLAKIT" build --onnx="$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --int8 --calib "$TMP/cls.e2.cache" --allowGPUFallback \
   --overrides "$TMP/fix.json" --saveEngine "$TMP/cls.plan" > "$TMP/build.txt" 2>&1; rc=$?
@@ -44,6 +46,17 @@ printf 'a\nb\nc\n' > "$TMP/abc.txt"
 "$DLAKIT" compare "$M/ppocr_rec.onnx" "${REC[@]}" --int8 --calib "$TMP/rec.e2.cache" --data "$IMG/ocr_calib" \
   --max-samples 2 --metric ctc-cer --labels "$TMP/abc.txt" > "$TMP/badlabels.txt" 2>&1; rc=$?
 check "ctc-cer with labels that do not fit the classes: a clear error" bash -c "test $rc -eq 1 && grep -q 'with --labels of 3 characters' '$TMP/badlabels.txt'"
+# --truth: the CER INT8 adds over FP32's, both against the expected readings (PaddleOCR's label file).
+"$DLAKIT" compare "$M/ppocr_rec.onnx" "${REC[@]}" --int8 --calib "$TMP/rec.e2.cache" --data "$IMG/ocr_calib" \
+  --max-samples 4 --metric ctc-cer --labels "$LABELS" --truth "$IMG/ocr_calib/labels.tsv" > "$TMP/truth.txt" 2>&1; rc=$?
+check "--truth: entropy2's collapse is measured against the labels, as points over FP32" bash -c "test $rc -eq 0 && grep -Eq 'CER \+[5-9][0-9]\.[0-9]{2} points over FP32 against the truth' '$TMP/truth.txt'"
+(sed -n 2p "$IMG/ocr_calib/labels.tsv"; sed -n 1p "$IMG/ocr_calib/labels.tsv"; sed -n '3,$p' "$IMG/ocr_calib/labels.tsv") > "$TMP/swapped.tsv"
+"$DLAKIT" compare "$M/ppocr_rec.onnx" "${REC[@]}" --int8 --calib "$TMP/rec.e2.cache" --data "$IMG/ocr_calib" \
+  --max-samples 4 --metric ctc-cer --labels "$LABELS" --truth "$TMP/swapped.tsv" > "$TMP/swapped.txt" 2>&1; rc=$?
+check "--truth out of --data's order: a clear error naming the line and the sample" bash -c "test $rc -eq 1 && grep -q \"line 1 is for 'line_001.png' but sample 1 of --data is '.*line_000.png'\" '$TMP/swapped.txt'"
+"$DLAKIT" compare "$M/ppocr_cls.onnx" "${CLS[@]}" --int8 --calib "$TMP/cls.e2.cache" --data "$IMG/ocr_calib" \
+  --max-samples 2 --metric top1 --truth "$IMG/ocr_calib/labels.tsv" > "$TMP/truthtop1.txt" 2>&1; rc=$?
+check "--truth with a metric other than ctc-cer: a clear error" bash -c "test $rc -eq 1 && grep -q 'expected readings for --metric ctc-cer; the metric is top1' '$TMP/truthtop1.txt'"
 "$DLAKIT" compare "$M/ppocr_cls.onnx" "${CLS[@]}" --fp16 --data "$IMG/ocr_calib" --max-samples 2 --fix --fix-target 0.9 \
   > "$TMP/fp16t.txt" 2>&1; rc=$?
 check "--fix-target with --fp16: a clear error" bash -c "test $rc -eq 1 && grep -q 'use it with --int8' '$TMP/fp16t.txt'"

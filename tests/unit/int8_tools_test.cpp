@@ -52,6 +52,28 @@ TEST(Metrics, CtcCerDecodesWithTheLabelsAndTheBlank) {
   EXPECT_DOUBLE_EQ(by_class.value(), 1.0 / 3.0);
 }
 
+TEST(Metrics, CtcCerAgainstTheTruthIsTheErrorInt8AddsOverFp32) {
+  MetricSpec m;
+  m.kind = MetricKind::kCtcCer;
+  m.labels = {U"a", U"b", U"c"};
+  m.truth = {U"abc", U"cab"};  // 6 characters
+  MetricAccumulator acc(m);
+  // Line 1: FP32 reads "abc" (0 edits), the emulation "ab" (1). Line 2, a [1, T, C] output of its own:
+  // FP32 reads "ca" (1 edit), the emulation "bb" (2). (1 + 2 - 0 - 1) / 6.
+  acc.add({{"y", one_hot({1, 2, 3}, 4)}}, {{"y", one_hot({1, 2, 0}, 4)}});
+  acc.add({{"y", one_hot({3, 0, 1}, 4)}}, {{"y", one_hot({2, 0, 2}, 4)}});
+  EXPECT_DOUBLE_EQ(acc.value(), 2.0 / 6.0);
+  EXPECT_EQ(format_metric_value(m, 2.0 / 6.0), "CER +33.33 points over FP32");
+  EXPECT_STREQ(metric_reference(m), "against the truth");
+  MetricAccumulator better_than_fp32(m);  // INT8 reading a line FP32 misreads: negative
+  better_than_fp32.add({{"y", one_hot({1, 2, 0}, 4)}}, {{"y", one_hot({1, 2, 3}, 4)}});
+  EXPECT_DOUBLE_EQ(better_than_fp32.value(), -1.0 / 3.0);  // over the 3 characters of the lines seen
+  MetricAccumulator short_truth(m);                        // a third line has no expected reading
+  short_truth.add({{"y", one_hot({1}, 4)}}, {{"y", one_hot({1}, 4)}});
+  short_truth.add({{"y", one_hot({1}, 4)}}, {{"y", one_hot({1}, 4)}});
+  EXPECT_THROW(short_truth.add({{"y", one_hot({1}, 4)}}, {{"y", one_hot({1}, 4)}}), Error);
+}
+
 TEST(Metrics, Top1MaskF1AndCosineByHand) {
   MetricSpec t1;
   t1.kind = MetricKind::kTop1;

@@ -55,7 +55,8 @@ struct DataFlags {
   bool bgr = false, nhwc = false;
   int max_samples = 0;
   void add(CLI::App& app, bool required = true);
-  std::vector<TensorMap> load(const Graph& g) const;
+  // `sources`, when given, receives each sample's file (a batched .npy gives each of its samples its name).
+  std::vector<TensorMap> load(const Graph& g, std::vector<std::string>* sources = nullptr) const;
   std::string as_flags() const;  // the same data on another command line: "--data D --mean ..."
 };
 

@@ -34,8 +34,9 @@ quant::ScaleTable build_scales(const BuildFlags& f, const PlacedModel& pm) {
          "--int8 needs ranges: --calib CACHE (from `dlakit calibrate` or TensorRT), --data to calibrate on, "
          "or a Q/DQ model");
   if (f.data.data.empty()) return scales;
-  const std::vector<TensorMap> samples = f.data.load(pm.graph);
-  const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, false);
+  std::vector<std::string> sources;
+  const std::vector<TensorMap> samples = f.data.load(pm.graph, &sources);
+  const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, false, sources);
   const quant::Score* known = nullptr;
   Calibration c;
   if (scales.scales.empty()) {
@@ -43,7 +44,7 @@ quant::ScaleTable build_scales(const BuildFlags& f, const PlacedModel& pm) {
     scales = c.table;
     known = &c.score;
     std::cout << "calibrated on " << c.samples << " samples of --data with " << c.chosen << "\n";
-    print_candidates(c, metric.kind);
+    print_candidates(c, metric);
   }
   const quant::Int8Check check = quant::check_int8(
       pm.graph, quant::plan_numerics(pm.graph, pm.placement, &scales), samples, metric, known);

@@ -73,8 +73,9 @@ void run_calibrate(const CalibrateFlags& f) {
   if (pm.has_qdq)
     fail(Status::kInvalidArgument, f.model.model,
          " is a Q/DQ model: its scales come from the model; use `dlakit qdq-to-cache` instead");
-  const std::vector<TensorMap> samples = f.data.load(pm.graph);
-  const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, f.json);
+  std::vector<std::string> sources;
+  const std::vector<TensorMap> samples = f.data.load(pm.graph, &sources);
+  const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, f.json, sources);
   PlacementOptions int8 = f.placement.options();  // scored as `build --int8` would place it
   int8.precision = dla::Precision::kINT8;
   const Placement placement = place(pm.graph, int8);
@@ -85,7 +86,7 @@ void run_calibrate(const CalibrateFlags& f) {
   j["samples"] = c.samples;
   if (c.automatic.candidates.size() > 1) j["candidates"] = candidates_json(c);
   if (f.calib.algo == "all") {
-    if (!f.json) print_candidates(c, metric.kind);
+    if (!f.json) print_candidates(c, metric);
     for (const quant::CalibCandidate& x : c.automatic.candidates) {
       quant::ScaleTable t = x.table;
       t.trt_version = f.version.version();
@@ -113,7 +114,7 @@ void run_calibrate(const CalibrateFlags& f) {
     j.update(table_json(t, c.maxes, f.cache));
     std::cout << j.dump(2) << "\n";
   } else {
-    print_candidates(c, metric.kind);
+    print_candidates(c, metric);
     print_table(t, c.maxes, f.cache, c.chosen, c.samples);
     if (!f.save_onnx.empty())
       std::cout << "wrote the model (after dlakit's passes" << (f.tune.any() ? ", tuned" : "") << ") to "

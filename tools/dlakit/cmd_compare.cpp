@@ -65,7 +65,9 @@ nlohmann::json search_json(const quant::SearchResult& r) {
                         {"int8_mac_share", c.int8_mac_share},
                         {"metric", c.score.metric},
                         {"output_cosine", c.score.cosine},
-                        {"meets", c.meets}};
+                        {"meets", c.meets},
+                        {"returned_to_int8", c.returned}};
+    if (!c.returned_layer.empty()) j["returned_layer"] = c.returned_layer;
     j["predicted_latency_ms"] =
         std::isnan(c.predicted_latency_ms) ? nlohmann::json(nullptr) : nlohmann::json(c.predicted_latency_ms);
     return j;
@@ -89,14 +91,20 @@ nlohmann::json search_json(const quant::SearchResult& r) {
   return j;
 }
 
-void print_search(const quant::SearchResult& r, quant::MetricKind k, double target) {
-  std::printf("\n  --fix --fix-target %g (%s): all INT8 %s", target, quant::metric_name(k),
-              quant::format_metric_value(k, r.all_int8.metric).c_str());
+// "all FP16", "27" (the 27 leading layers of the ranking moved), "27-3" (3 of them returned to INT8).
+std::string moved_label(const quant::CurvePoint& c) {
+  if (c.moves < 0) return "all FP16";
+  return std::to_string(c.moves) + (c.returned > 0 ? "-" + std::to_string(c.returned) : "");
+}
+
+void print_search(const quant::SearchResult& r, const quant::MetricSpec& metric, double target) {
+  std::printf("\n  --fix --fix-target %g (%s): all INT8 %s", target, quant::metric_name(metric.kind),
+              quant::format_metric_value(metric, r.all_int8.metric).c_str());
   if (r.reached && r.chosen == 0) {
     std::printf(": meets the target, nothing to move\n");
     return;
   }
-  std::printf(", all FP16 %s\n", quant::format_metric_value(k, r.all_fp16.metric).c_str());
+  std::printf(", all FP16 %s\n", quant::format_metric_value(metric, r.all_fp16.metric).c_str());
   if (!r.reachable) {
     std::printf(
         "  all FP16 on the DLA misses the target too: no FP16 set reaches it on this data (move layers "
@@ -113,22 +121,22 @@ void print_search(const quant::SearchResult& r, quant::MetricKind k, double targ
       const auto& l = r.ranking[i];
       std::printf("    %-4zu %-36s %-14s %-10s %s\n", i + 1, l.layer.substr(0, 36).c_str(),
                   l.op.substr(0, 14).c_str(), fmt(l.own_rel_l2).c_str(),
-                  l.measured ? quant::format_metric_value(k, l.alone.metric).c_str() : "-");
+                  l.measured ? quant::format_metric_value(metric, l.alone.metric).c_str() : "-");
     }
   }
   bool latency = false;
   for (const auto& c : r.curve) latency = latency || !std::isnan(c.predicted_latency_ms);
   std::printf(
-      "  measured points (layers moved to FP16 in ranking order):\n    %-9s %-12s %-12s %-10s %-24s "
+      "  measured points (layers moved to FP16 in ranking order; K-R: R of the K returned to INT8, most "
+      "MACs first):\n    %-9s %-12s %-12s %-10s %-28s "
       "%-14s%s\n",
       "moved", "FP16 layers", "INT8 layers", "INT8 MACs", "metric", "output cosine",
       latency ? " predicted latency" : "");
   for (size_t i = 0; i < r.curve.size(); ++i) {
     const auto& c = r.curve[i];
-    std::printf("    %-9s %-12d %-12d %-10s %-24s %-14.6f",
-                c.moves < 0 ? "all FP16" : std::to_string(c.moves).c_str(), c.fp16_layers, c.int8_layers,
-                fmt(100 * c.int8_mac_share, "%.1f %%").c_str(),
-                quant::format_metric_value(k, c.score.metric).c_str(), c.score.cosine);
+    std::printf("    %-9s %-12d %-12d %-10s %-28s %-14.6f", moved_label(c).c_str(), c.fp16_layers,
+                c.int8_layers, fmt(100 * c.int8_mac_share, "%.1f %%").c_str(),
+                quant::format_metric_value(metric, c.score.metric).c_str(), c.score.cosine);
     if (latency) std::printf(" %s", fmt(c.predicted_latency_ms, "%.3f ms").c_str());
     std::printf("%s\n", int(i) == r.chosen ? "  <- chosen" : "");
   }
@@ -148,8 +156,9 @@ void run_compare(const CompareFlags& f) {
     fail(Status::kInvalidArgument,
          "--bias-correction and --weight-rounding tune INT8 layers: use them with --int8");
   PlacedModel pm = load_and_place(f.model, f.placement);
-  const std::vector<TensorMap> samples = f.data.load(pm.graph);
-  const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, f.json);
+  std::vector<std::string> sources;
+  const std::vector<TensorMap> samples = f.data.load(pm.graph, &sources);
+  const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, f.json, sources);
   quant::ScaleTable scales = int8_scales(pm, f.calib);
   std::optional<Calibration> calibrated;
   if (f.placement.int8 && scales.scales.empty()) {  // calibrate on the data, as `dlakit calibrate` would
@@ -231,15 +240,15 @@ void run_compare(const CompareFlags& f) {
             << before.samples << " samples\n";
   if (calibrated) {
     std::cout << "  no --calib given: calibrated on these samples with " << calibrated->chosen << "\n";
-    print_candidates(*calibrated, metric.kind);
+    print_candidates(*calibrated, metric);
   }
   std::cout << "  layers" << (!fix.empty() ? " after --fix" : "") << ": " << plan.int8_nodes << " int8, "
             << plan.fp16_nodes << " fp16, " << plan.fp32_nodes << " fp32 (GPU or non-float)\n"
-            << "  " << quant::format_metric_value(metric.kind, before.score.metric) << " against FP32"
-            << "\n\n";
+            << "  " << quant::format_metric_value(metric, before.score.metric) << " "
+            << quant::metric_reference(metric) << "\n\n";
   print_outputs(before, "before");
   print_layers(before, f.top);
-  if (search) print_search(*search, metric.kind, *f.target);
+  if (search) print_search(*search, metric, *f.target);
   if (rounds && f.fix) {
     for (const std::string& u : rounds->undone) std::cout << "\n  --fix " << u;
     if (!rounds->undone.empty()) std::cout << "\n";
@@ -258,8 +267,8 @@ void run_compare(const CompareFlags& f) {
     std::cout << "\n\n  before and after the fix:\n";
     print_outputs(before, "before");
     print_outputs(*after, "after --fix");
-    std::cout << "  " << quant::format_metric_value(metric.kind, before.score.metric) << " -> "
-              << quant::format_metric_value(metric.kind, after->score.metric) << "\n";
+    std::cout << "  " << quant::format_metric_value(metric, before.score.metric) << " -> "
+              << quant::format_metric_value(metric, after->score.metric) << "\n";
   }
   if (f.fix && !f.apply.empty())
     std::cout << "  wrote " << f.apply << " (use it with --overrides " << f.apply

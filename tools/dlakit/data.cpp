@@ -67,7 +67,7 @@ bool is_image(const std::filesystem::path& p) {
 }
 }  // namespace
 
-std::vector<TensorMap> DataFlags::load(const Graph& g) const {
+std::vector<TensorMap> DataFlags::load(const Graph& g, std::vector<std::string>* sources) const {
   namespace fs = std::filesystem;
   if (g.inputs.empty()) fail(Status::kInvalidArgument, "the model has no runtime inputs to feed");
   const Value& in = g.value(g.inputs[0]);
@@ -109,6 +109,7 @@ std::vector<TensorMap> DataFlags::load(const Graph& g) const {
       Tensor t = read_npy(f.string());
       if (t.type() == in.type) {
         samples.push_back({{in.name, t}});
+        if (sources) sources->push_back(f.string());
         continue;
       }
       // [B, rest...] with the model's [1, rest...]: B samples.
@@ -125,6 +126,7 @@ std::vector<TensorMap> DataFlags::load(const Graph& g) const {
         Tensor x = Tensor::uninitialized(t.dtype(), one);
         std::memcpy(x.raw(), static_cast<const uint8_t*>(t.raw()) + size_t(b) * per, per);
         samples.push_back({{in.name, x}});
+        if (sources) sources->push_back(f.string());
       }
       continue;
     }
@@ -133,6 +135,7 @@ std::vector<TensorMap> DataFlags::load(const Graph& g) const {
       fail(Status::kInvalidArgument, f.string(), " becomes ", type_str(x.type()), " but input '", in.name,
            "' is ", type_str(in.type), "; set --size (and --nhwc) to match");
     samples.push_back({{in.name, x}});
+    if (sources) sources->push_back(f.string());
   }
   if (samples.empty()) fail(Status::kInvalidArgument, "--data gave no samples");
   return samples;

@@ -1,9 +1,11 @@
 #include "int8_flags.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "base/file.h"
 #include "onnx/exporter.h"
 
 namespace dlakit::cli {
@@ -20,12 +22,52 @@ void MetricFlags::add(CLI::App& app) {
                  "For --metric ctc-cer: the model's character list, one per line (class 0 is the blank; "
                  "a last extra class is a space, as PaddleOCR's use_space_char); without it each class is "
                  "one symbol");
+  app.add_option("--truth", truth,
+                 "For --metric ctc-cer: the expected reading of each sample, one a line in --data's order "
+                 "(folders sorted by file name), as text or as PaddleOCR's label file (image<TAB>text; the "
+                 "image's file name must be the sample's). The metric becomes the CER INT8 adds over "
+                 "FP32's CER against these readings, so --fix-target 0.01 means at most 1 point more "
+                 "than FP32");
   app.add_option("--threshold", threshold,
                  "For --metric mask-f1: a pixel is set when p > this (default 0.5)");
   app.add_option("--metric-output", output, "The output the metric reads (default: the first)");
 }
 
-quant::MetricSpec MetricFlags::spec(const Graph& g, const std::vector<TensorMap>& samples, bool quiet) const {
+namespace {
+
+// --truth: one reading a line; "name<TAB>text" (PaddleOCR's label files) names the sample it belongs to.
+std::vector<std::u32string> read_truth(const std::string& path, const std::vector<std::string>& sources) {
+  namespace fs = std::filesystem;
+  const std::string text = read_file(path);
+  std::vector<std::u32string> truth;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const size_t tab = line.find('\t');
+    if (tab != std::string::npos) {
+      const size_t i = truth.size();
+      const std::string name = fs::path(line.substr(0, tab)).filename().string();
+      if (i < sources.size() && fs::path(sources[i]).filename().string() != name)
+        fail(Status::kInvalidArgument, "--truth '", path, "' line ", i + 1, " is for '", name,
+             "' but sample ", i + 1, " of --data is '", sources[i],
+             "' (folders are read in file-name order; the label file must list the samples in that order)");
+      line = line.substr(tab + 1);
+    }
+    truth.push_back(quant::utf8_to_utf32(line));
+  }
+  if (truth.size() < sources.size())
+    fail(Status::kInvalidArgument, "--truth '", path, "' has ", truth.size(), " reading(s) for ",
+         sources.size(), " samples of --data");
+  return truth;
+}
+
+}  // namespace
+
+quant::MetricSpec MetricFlags::spec(const Graph& g, const std::vector<TensorMap>& samples, bool quiet,
+                                    const std::vector<std::string>& sources) const {
   quant::MetricSpec s;
   if (metric == "auto") {
     std::string why;
@@ -38,12 +80,20 @@ quant::MetricSpec MetricFlags::spec(const Graph& g, const std::vector<TensorMap>
   s.output = output;
   s.threshold = threshold;
   if (!labels.empty()) s.labels = quant::read_labels(labels);
+  if (!truth.empty()) {
+    if (s.kind != quant::MetricKind::kCtcCer)
+      fail(Status::kInvalidArgument,
+           "--truth gives the expected readings for --metric ctc-cer; the metric is ",
+           quant::metric_name(s.kind));
+    s.truth = read_truth(truth, sources);
+  }
   return s;
 }
 
 std::string MetricFlags::as_flags(const quant::MetricSpec& resolved) const {
   std::string s = std::string("--metric ") + quant::metric_name(resolved.kind);
   if (!labels.empty()) s += " --labels " + labels;
+  if (!truth.empty()) s += " --truth " + truth;
   if (resolved.kind == quant::MetricKind::kMaskF1) s += " --threshold " + std::to_string(threshold);
   if (!output.empty()) s += " --metric-output " + output;
   return s;
@@ -148,15 +198,15 @@ Calibration calibrate_samples(const Graph& g, const Placement& int8_placement,
   return r;
 }
 
-void print_candidates(const Calibration& c, quant::MetricKind k) {
+void print_candidates(const Calibration& c, const quant::MetricSpec& metric) {
   if (c.automatic.candidates.size() < 2) return;
-  std::printf("  every calibrator's INT8 emulation against FP32 on these %d samples (%s):\n", c.samples,
-              quant::metric_name(k));
-  std::printf("    %-18s %-12s %-24s %s\n", "calibrator", "INT8 layers", "metric", "output cosine");
+  std::printf("  every calibrator's INT8 emulation %s on these %d samples (%s):\n",
+              quant::metric_reference(metric), c.samples, quant::metric_name(metric.kind));
+  std::printf("    %-18s %-12s %-28s %s\n", "calibrator", "INT8 layers", "metric", "output cosine");
   for (size_t i = 0; i < c.automatic.candidates.size(); ++i) {
     const quant::CalibCandidate& x = c.automatic.candidates[i];
-    std::printf("    %-18s %-12d %-24s %.6f%s\n", x.name.c_str(), x.int8_layers,
-                quant::format_metric_value(k, x.score.metric).c_str(), x.score.cosine,
+    std::printf("    %-18s %-12d %-28s %.6f%s\n", x.name.c_str(), x.int8_layers,
+                quant::format_metric_value(metric, x.score.metric).c_str(), x.score.cosine,
                 i == c.automatic.best ? "  <- best" : "");
   }
 }
@@ -202,8 +252,9 @@ void warn_if_collapsed(const quant::Int8Check& c, const std::string& command) {
 }
 
 nlohmann::json check_json(const quant::Int8Check& c, const std::string& command) {
-  nlohmann::json j = {{"metric", quant::metric_name(c.kind)},
+  nlohmann::json j = {{"metric", quant::metric_name(c.metric.kind)},
                       {"value", c.score.metric},
+                      {"measured", quant::metric_reference(c.metric)},
                       {"output_cosine", c.score.cosine},
                       {"threshold", c.threshold},
                       {"samples", c.samples},

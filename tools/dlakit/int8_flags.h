@@ -14,12 +14,14 @@
 namespace dlakit::cli {
 
 struct MetricFlags {
-  std::string metric = "auto", labels, output;
+  std::string metric = "auto", labels, output, truth;
   float threshold = 0.5f;
   void add(CLI::App& app);
   // `auto` is resolved on the model's FP32 output for the first sample (quant::auto_metric); the choice
-  // is printed on stderr unless quiet.
-  quant::MetricSpec spec(const Graph& g, const std::vector<TensorMap>& samples, bool quiet) const;
+  // is printed on stderr unless quiet. `sources`: each sample's file (DataFlags::load), which the names in
+  // a --truth file are checked against.
+  quant::MetricSpec spec(const Graph& g, const std::vector<TensorMap>& samples, bool quiet,
+                         const std::vector<std::string>& sources) const;
   std::string as_flags(const quant::MetricSpec& resolved) const;  // for a suggested command line
 };
 
@@ -65,7 +67,7 @@ Calibration calibrate_samples(const Graph& g, const Placement& int8_placement,
                               const std::vector<TensorMap>& samples, const CalibFlags& c,
                               const quant::MetricSpec& metric);
 
-void print_candidates(const Calibration& c, quant::MetricKind k);
+void print_candidates(const Calibration& c, const quant::MetricSpec& metric);
 nlohmann::json candidates_json(const Calibration& c);
 
 // The INT8 scales of a model: a Q/DQ model's own, then the cache's (which win) fitted to the network
