@@ -87,7 +87,8 @@ BENCHMARK(BM_Conv)
     ->UseRealTime();
 
 // The exact INT8 convolution (kernels/conv_int8.h) from planar levels into an int8 chw32 surface, as the
-// CPU executor runs it: C, H(=W), M, kernel, stride, group. GMAC/s counts the convolution's
+// CPU executor runs it: C, H(=W), M, kernel, stride, group, and a 7th argument 1 to read the input from an
+// int8 chw32 surface too (the depthwise path between surfaces). GMAC/s counts the convolution's
 // multiply-adds.
 static void BM_ConvInt8(benchmark::State& st) {
   using namespace dlakit;
@@ -112,8 +113,16 @@ static void BM_ConvInt8(benchmark::State& st) {
   Int8Output out;
   out.atoms = y.data(), out.batch = int64_t(y.size()), out.group = group_bytes, out.line = g.OW * 32;
   out.scale = 0.05f;
+  const bool atoms_in = st.range(6) != 0;
+  std::vector<int8_t> x_atoms(size_t((C + 31) / 32 * H * H * 32), 0);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < H * H; ++i)
+      x_atoms[size_t(((c / 32) * H * H + i) * 32 + c % 32)] = x[size_t(c * H * H + i)];
+  const Int8Input in = atoms_in
+                           ? Int8Input::atoms(x_atoms.data(), 32, int64_t(x_atoms.size()), H * H * 32, H * 32)
+                           : Int8Input::planar(x.data(), C, H, H);
   for (auto _ : st) {
-    conv_int8_exact(*packed, g, 1, Int8Input::planar(x.data(), C, H, H), rq, out);
+    conv_int8_exact(*packed, g, 1, in, rq, out);
     benchmark::DoNotOptimize(y.data());
   }
   st.counters["GMAC/s"] =
@@ -123,9 +132,11 @@ static void BM_ConvInt8(benchmark::State& st) {
 }
 // resnet18's stem 7x7/2 3->64 @224, its 3x3 64@56 and 512@7, mobilenet_v2's depthwise 144@56.
 BENCHMARK(BM_ConvInt8)
-    ->Args({3, 224, 64, 7, 2, 1})
-    ->Args({64, 56, 64, 3, 1, 1})
-    ->Args({512, 7, 512, 3, 1, 1})
-    ->Args({144, 56, 144, 3, 1, 144})
+    ->Args({3, 224, 64, 7, 2, 1, 0})
+    ->Args({64, 56, 64, 3, 1, 1, 0})
+    ->Args({512, 7, 512, 3, 1, 1, 0})
+    ->Args({144, 56, 144, 3, 1, 144, 0})
+    ->Args({144, 56, 144, 3, 1, 144, 1})
+    ->Args({960, 7, 960, 3, 1, 960, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

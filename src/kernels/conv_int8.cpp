@@ -510,36 +510,50 @@ DLAKIT_AVX2 void depthwise_row_avx2(const DepthwiseRow& r, int64_t oh) {
   }
 }
 
-// depthwise_atoms_row on AVX2: 8 channels of a pixel at a time (8 bytes of a 32-channel atom).
+// 16 int8 levels as int16.
+DLAKIT_AVX2 inline __m256i widen16(const int8_t* src) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+}
+
+// depthwise_atoms_row on AVX2: 16 channels of a pixel at a time (half a 32-channel atom), two taps of a
+// kernel row per 16-bit multiply-add (levels in [-128, 127]: a pair of products stays within int32, and
+// each sum is exact). The accumulators hold channels {0-3, 8-11} and {4-7, 12-15}; they are put back in
+// order once per pixel.
 DLAKIT_AVX2 void depthwise_atoms_row_avx2(const PackedInt8Conv& p, const Int8ConvGeometry& g,
                                           const Int8Input& x, const Int8Requant& rq, const Int8Output& out,
                                           int64_t n, int64_t oh) {
   const int64_t taps = g.KH * g.KW;
   const __m256 scale = _mm256_set1_ps(out.scale);
-  for (int64_t c = 0; c < g.M; c += 8) {
-    const int64_t count = std::min<int64_t>(8, g.M - c);
-    const int32_t* w = p.depthwise_w16.data() + (c / kLanes) * taps * kLanes + c % kLanes;
-    const Requant8 q = requant8_at(rq, c, count);
+  for (int64_t c = 0; c < g.M; c += kLanes) {
+    const int64_t count = std::min<int64_t>(kLanes, g.M - c);
+    const int16_t* w = p.depthwise_pairs.data() + (c / kLanes) * taps * 4 * kLanes;
+    const Requant8 q0 = requant8_at(rq, c, count), q1 = requant8_at(rq, c + 8, count - 8);
     const int8_t* const first = x.at(n, c, 0, 0);  // the block's channels at (0, 0); x.at divides
     const int64_t ih0 = oh * g.sh - g.pt;
     const TapRange rows = taps_inside(ih0, g.KH, g.dh, g.H);
     for (int64_t ow = 0; ow < g.OW; ++ow) {
-      __m256i acc = _mm256_setzero_si256();
+      __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
       const int64_t iw0 = ow * g.sw - g.pl;
       const TapRange cols = taps_inside(iw0, g.KW, g.dw, g.W);
       for (int64_t kh = rows.k0; kh < rows.k1; ++kh) {
-        const int64_t ih = ih0 + kh * g.dh;
-        for (int64_t kw = cols.k0; kw < cols.k1; ++kw) {
-          const int64_t iw = iw0 + kw * g.dw;
-          const __m256i xv = _mm256_cvtepi8_epi32(
-              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(first + ih * x.line + iw * x.pixel)));
-          const __m256i wv =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + (kh * g.KW + kw) * kLanes));
-          acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(xv, wv));
+        const int8_t* row = first + (ih0 + kh * g.dh) * x.line + iw0 * x.pixel;
+        for (int64_t kw = cols.k0; kw < cols.k1; kw += 2) {
+          const bool pair = kw + 1 < cols.k1;
+          const __m256i a = widen16(row + kw * g.dw * x.pixel);
+          const __m256i b = pair ? widen16(row + (kw + 1) * g.dw * x.pixel) : _mm256_setzero_si256();
+          const int16_t* wt = w + ((kh * g.KW + kw) * 2 + (pair ? 0 : 1)) * 2 * kLanes;
+          lo = _mm256_add_epi32(lo,
+                                _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b),
+                                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wt))));
+          hi = _mm256_add_epi32(
+              hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b),
+                                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wt + kLanes))));
         }
       }
+      const __m128i first8 = simd::quantize8(requantize8(q0, _mm256_permute2x128_si256(lo, hi, 0x20)), scale);
+      const __m128i next8 = simd::quantize8(requantize8(q1, _mm256_permute2x128_si256(lo, hi, 0x31)), scale);
       alignas(16) int8_t levels[16];
-      _mm_store_si128(reinterpret_cast<__m128i*>(levels), simd::quantize8(requantize8(q, acc), scale));
+      _mm_store_si128(reinterpret_cast<__m128i*>(levels), _mm_unpacklo_epi64(first8, next8));
       std::memcpy(out.atom_at(n, c, oh, ow), levels, size_t(count));
     }
   }
@@ -624,6 +638,23 @@ std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int6
       for (int64_t tap = 0; tap < taps; ++tap)
         p->depthwise_w16[size_t(((m / kLanes) * taps + tap) * kLanes + m % kLanes)] =
             int32_t(w_levels[m * taps + tap]);
+    // unpacklo over 16 channels takes channels 0-3 and 8-11, unpackhi 4-7 and 12-15, each beside its
+    // partner tap's.
+    p->depthwise_pairs.assign(size_t((M + kLanes - 1) / kLanes * taps * 2 * 2 * kLanes), 0);
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t lane = m % kLanes, half = lane / 8, within = lane % 8;
+      const int64_t vec = within / 4, at = half * 8 + (within % 4) * 2;
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        const bool partner = tap % KW + 1 < KW;
+        const int16_t w = int16_t(w_levels[m * taps + tap]);
+        const int16_t next = partner ? int16_t(w_levels[m * taps + tap + 1]) : int16_t(0);
+        int16_t* pair = p->depthwise_pairs.data() + (((m / kLanes) * taps + tap) * 2) * 2 * kLanes;
+        int16_t* alone = pair + 2 * kLanes;
+        pair[vec * kLanes + at] = w;
+        pair[vec * kLanes + at + 1] = next;
+        alone[vec * kLanes + at] = w;
+      }
+    }
     return p;
   }
   const int64_t quads = p->C4 / 4, block_bytes = taps * quads * 64;
