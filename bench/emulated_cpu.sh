@@ -15,6 +15,7 @@ export DLAKIT_NUM_THREADS=2
 # The exact INT8 kernels differ by ISA (kernels/int8_kernel.h), so the ISA names the run and its file.
 isa=$(grep -q -w avx512_vnni /proc/cpuinfo && echo avx512-vnni || echo avx2)
 json="$ROOT/bench/results/$(date -u +%Y-%m-%d)-emulated-cpu-$isa.json"
+[ -e "$json" ] && json="${json%.json}-$(date -u +%H%M).json"  # a second run of the day keeps the first
 # ppocr_rec is left out: its attention products keep it from being one DLA loadable (`dlakit build`
 # refuses it standalone; as a hybrid plan it is not a loadable `dlakit bench` times).
 MODELS=("resnet18:input:1x3x224x224" "resnet50:input:1x3x224x224" "mobilenet_v2:input:1x3x224x224"
