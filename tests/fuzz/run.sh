@@ -11,7 +11,9 @@
 #                          BUILD/fuzz-artifacts/, and each target's executions are appended to BUILD/fuzz-campaigns.tsv (for docs/reliability.md).
 #   run.sh BUILD minimize  re-minimises every corpus in place (merge into an empty directory).
 #
-# FUZZ_TARGETS="fuzz_npy fuzz_image" limits a run to some targets.
+# FUZZ_TARGETS="fuzz_npy fuzz_image" limits a run to some targets; FUZZ_INSTANCES=N runs N instances of each
+# target in a campaign (a machine with more cores than targets), each on its own copy of the corpus, all
+# merged back and their executions summed.
 set -euo pipefail
 BUILD="$1"; MODE="${2:-ci}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -55,16 +57,22 @@ replay_regressions() {
   fi
 }
 
-# Runs one target on a scratch copy of its corpus; $2: extra libFuzzer flags.
+# Runs one target (instance NAME: the target, or target.K) on a scratch copy of its corpus; then extra
+# libFuzzer flags.
 run_target() {
-  local t="$1"; shift
-  rm -rf "${SCRATCH:?}/$t" && mkdir -p "$SCRATCH/$t"
-  [ -d "$FUZZ/corpus/$t" ] && cp "$FUZZ/corpus/$t/"* "$SCRATCH/$t/" 2>/dev/null || true
+  local name="$1"; shift
+  local t="${name%%.*}"
+  rm -rf "${SCRATCH:?}/$name" && mkdir -p "$SCRATCH/$name"
+  [ -d "$FUZZ/corpus/$t" ] && cp "$FUZZ/corpus/$t/"* "$SCRATCH/$name/" 2>/dev/null || true
   # shellcheck disable=SC2046
-  "$BIN/$t" $(flags "$t") "$@" "$SCRATCH/$t" > "$BUILD/fuzz-logs/$t.log" 2>&1
+  "$BIN/$t" $(flags "$t") "$@" "$SCRATCH/$name" > "$BUILD/fuzz-logs/$name.log" 2>&1
 }
 
-executions() { grep -o 'stat::number_of_executed_units: *[0-9]*' "$BUILD/fuzz-logs/$1.log" | grep -o '[0-9]*$' || echo 0; }
+# Executions in the given logs, summed (the instances of a campaign).
+executions() {
+  cat "$@" 2>/dev/null | grep -o 'stat::number_of_executed_units: *[0-9]*' | grep -o '[0-9]*$' |
+    awk '{s += $1} END {print s + 0}'
+}
 
 case "$MODE" in
   minimize)
@@ -92,7 +100,7 @@ case "$MODE" in
         echo "fuzz: $t FAILED; the input is in $BUILD/fuzz-artifacts/"
         failed=1
       else
-        echo "fuzz: $t $(executions "$t") inputs, no crash"
+        echo "fuzz: $t $(executions "$BUILD/fuzz-logs/$t.log") inputs, no crash"
       fi
       i=$((i + 1))
     done
@@ -103,23 +111,29 @@ case "$MODE" in
 esac
 
 # A campaign.
+INSTANCES="${FUZZ_INSTANCES:-1}"
 failed=0
 for t in $TARGETS; do replay_regressions "$t" || failed=1; done
-pids=()
-for t in $TARGETS; do run_target "$t" -max_total_time="$MODE" & pids+=($!); done
-i=0
+declare -A pids
 for t in $TARGETS; do
-  rc=0; wait "${pids[$i]}" || rc=$?
-  i=$((i + 1))
+  rm -f "$BUILD/fuzz-logs/$t.log" "$BUILD/fuzz-logs/$t".[0-9]*.log
+  for k in $(seq 1 "$INSTANCES"); do
+    run_target "$t.$k" -max_total_time="$MODE" & pids[$t.$k]=$!
+  done
+done
+for t in $TARGETS; do
+  rc=0
+  for k in $(seq 1 "$INSTANCES"); do wait "${pids[$t.$k]}" || rc=$?; done
   before=$(ls "$FUZZ/corpus/$t" 2>/dev/null | wc -l)
   mkdir -p "$FUZZ/corpus/$t"
   # shellcheck disable=SC2046
-  "$BIN/$t" $(flags "$t") -merge=1 -use_counters=0 "$FUZZ/corpus/$t" "$SCRATCH/$t" > "$BUILD/fuzz-logs/$t.merge.log" 2>&1 || true
+  "$BIN/$t" $(flags "$t") -merge=1 -use_counters=0 "$FUZZ/corpus/$t" "$SCRATCH/$t".* > "$BUILD/fuzz-logs/$t.merge.log" 2>&1 || true
   added=$(( $(ls "$FUZZ/corpus/$t" | wc -l) - before ))
+  runs=$(executions "$BUILD/fuzz-logs/$t".[0-9]*.log)
   crash=$([ "$rc" -eq 0 ] && echo none || echo "$(ls -t "$BUILD/fuzz-artifacts/$t-"* 2>/dev/null | head -1)")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$MODE" "$(executions "$t")" "$added" "$crash" \
-    >> "$BUILD/fuzz-campaigns.tsv"
-  echo "fuzz: $t $(executions "$t") executions, $added new corpus inputs, crash: $crash"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$MODE" "$runs" "$added" "$crash" \
+    "$INSTANCES" >> "$BUILD/fuzz-campaigns.tsv"
+  echo "fuzz: $t $runs executions ($INSTANCES instance(s) of $MODE s), $added new corpus inputs, crash: $crash"
   [ "$rc" -eq 0 ] || failed=1
 done
 exit "$failed"
