@@ -76,6 +76,14 @@ TEST(ImageHardening, PngChunkLongerThanTheFileIsTruncatedNotAllocated) {
   }
 }
 
+TEST(ImageHardening, PngEndingInLessThanAChunkFrameBeforeIendIsTruncated) {
+  // 44 bytes: the signature, IHDR, then "0000 0000 IDAT x\x9c\x89", an empty IDAT whose CRC the file lacks.
+  const Refusal r = refusal_of("png_zero_length_idat_in_an_unfinished_last_chunk.png");
+  EXPECT_EQ(r.status, Status::kParseError) << r.message;
+  EXPECT_NE(r.message.find("truncated PNG: the last 11 byte(s), from byte 33"), std::string::npos)
+      << r.message;
+}
+
 TEST(ImageHardening, BytesAfterIendAreNotReadAsChunks) {
   Image img;
   std::string png = random_png(img);
