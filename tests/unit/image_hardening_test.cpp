@@ -113,6 +113,14 @@ TEST(ImageHardening, BmpShorterThanItsHeaderSaysIsTruncated) {
 
 // A BMP whose header says 0 rows (found by fuzz_image): stb decodes it to an image with no pixels, which
 // resize_image then indexed at row -1. decode_image refuses it.
+TEST(ImageHardening, BmpWithAnOs2HeaderShorterThanItSaysIsTruncated) {
+  // The 12-byte OS/2 1.x header (16-bit sizes): 9065 x 5449 pixels at 1 bit in 27 bytes.
+  const Refusal r = refusal_of("bmp_os2_header_claims_9065x5449_pixels_in_27_bytes.bmp");
+  EXPECT_EQ(r.status, Status::kParseError) << r.message;
+  EXPECT_NE(r.message.find("truncated BMP: its header says 9065x5449 pixels at 1 bits"), std::string::npos)
+      << r.message;
+}
+
 TEST(ImageHardening, BmpWithNoRowsIsRefused) {
   const Refusal r = refusal_of("bmp_zero_rows_decoded_as_empty_image.bmp");
   EXPECT_EQ(r.status, Status::kIoError) << r.message;
