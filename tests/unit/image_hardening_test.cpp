@@ -121,6 +121,16 @@ TEST(ImageHardening, BmpWithAnOs2HeaderShorterThanItSaysIsTruncated) {
       << r.message;
 }
 
+TEST(ImageHardening, BmpEndingInsideItsHeaderIsTruncated) {
+  // stb would read the missing header bytes as zeros and decode 89 M and 94 M pixels from nothing.
+  for (const char* file : {"bmp_ends_inside_its_40_byte_header_claiming_47x1900712_pixels.bmp",
+                           "bmp_ends_inside_its_124_byte_header_claiming_12x7864421_pixels.bmp"}) {
+    const Refusal r = refusal_of(file);
+    EXPECT_EQ(r.status, Status::kParseError) << file << ": " << r.message;
+    EXPECT_NE(r.message.find("-byte header ends past the file's"), std::string::npos) << r.message;
+  }
+}
+
 TEST(ImageHardening, BmpWithNoRowsIsRefused) {
   const Refusal r = refusal_of("bmp_zero_rows_decoded_as_empty_image.bmp");
   EXPECT_EQ(r.status, Status::kIoError) << r.message;
