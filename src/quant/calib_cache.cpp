@@ -42,16 +42,10 @@ std::string shown(const std::string& s) { return s.size() > 60 ? s.substr(0, 60)
 ScaleTable parse_calib_cache(const std::string& text, const std::string& source) {
   ScaleTable t;
   std::set<std::string> seen;
-  size_t pos = 0;
   int line_no = 0;
   bool header = false;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
+  for (const std::string& line : split_lines(text)) {
     ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     auto where = [&] { return source + ":" + std::to_string(line_no); };
     if (!header) {

@@ -137,17 +137,8 @@ std::u32string utf8_to_utf32(const std::string& s) {
 }
 
 std::vector<std::u32string> read_labels(const std::string& path) {
-  const std::string text = read_file(path);
   std::vector<std::u32string> labels;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    labels.push_back(utf8_to_utf32(line));
-    pos = end + 1;
-  }
+  for (const std::string& line : split_lines(read_file(path))) labels.push_back(utf8_to_utf32(line));
   if (labels.empty())
     fail(Status::kInvalidArgument, "--labels '", path, "' is empty; it needs one label a line");
   return labels;

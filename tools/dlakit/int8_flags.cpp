@@ -38,14 +38,8 @@ namespace {
 // --truth: one reading a line; "name<TAB>text" (PaddleOCR's label files) names the sample it belongs to.
 std::vector<std::u32string> read_truth(const std::string& path, const std::vector<std::string>& sources) {
   namespace fs = std::filesystem;
-  const std::string text = read_file(path);
   std::vector<std::u32string> truth;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (std::string line : split_lines(read_file(path))) {
     const size_t tab = line.find('\t');
     if (tab != std::string::npos) {
       const size_t i = truth.size();
