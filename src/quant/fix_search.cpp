@@ -72,9 +72,9 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   CurvePoint all16;
   auto finish = [&](bool with_all16) {  // the curve by moves, all FP16 last
     if (with_all16) r.curve.push_back(all16);
+    // Stable: the points of step 5 keep their order after the bisection's point of the same count.
     std::stable_sort(r.curve.begin(), r.curve.end(), [](const CurvePoint& a, const CurvePoint& b) {
-      return (a.moves < 0 ? 1 << 30 : a.moves) <
-             (b.moves < 0 ? 1 << 30 : b.moves);  // stable: returns in order
+      return (a.moves < 0 ? 1 << 30 : a.moves) < (b.moves < 0 ? 1 << 30 : b.moves);
     });
     r.evaluations = ev.evaluations;
     return r;
@@ -178,14 +178,12 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
     (at(mid) ? hi : lo) = mid;
   }
   std::vector<std::string> moved = first_layers(r.ranking, hi);
-  CurvePoint best =
-      *std::find_if(r.curve.begin(), r.curve.end(), [&](const CurvePoint& c) { return c.moves == hi; });
 
-  // 5. Back to INT8, most MACs first: each moved layer whose move takes MACs out of INT8 is returned alone
-  // and kept in INT8 when the target is still met (the moves' effects do not add up, so a prefix of the
-  // ranking can hold layers the target does not need in FP16). A move can take fused producers out of INT8
-  // with it: what returning a layer gives back is measured on the plan (no samples run), as the INT8 MAC
-  // share without it.
+  // 5. Back to INT8 (the header's step 4), most MACs first: each moved layer whose move takes MACs out of
+  // INT8 is returned alone and kept in INT8 when the target is still met (the moves' effects do not add up,
+  // so a prefix of the ranking can hold layers the target does not need in FP16). A move can take fused
+  // producers out of INT8 with it: what returning a layer gives back is measured on the plan (no samples
+  // run), as the INT8 MAC share without it.
   auto without = [&](const std::vector<std::string>& layers, const std::string& back) {
     std::vector<std::string> rest;
     for (const std::string& l : layers)
@@ -217,7 +215,6 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
     r.curve.push_back(c);
     if (!c.meets) continue;
     moved = rest;
-    best = c;
     ++returned;
   }
   r.applied = propose_layers(r.before, moved, "ranked by measured sensitivity");
@@ -225,10 +222,8 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   r.plan = plan_numerics(g, place(g, r.options), scales, no);
   r.reached = true;
   finish(true);
-  for (size_t i = 0; i < r.curve.size(); ++i)
-    if (r.curve[i].moves == best.moves && r.curve[i].returned == best.returned && r.curve[i].meets &&
-        r.curve[i].returned_layer == best.returned_layer)
-      r.chosen = int(i);
+  for (size_t i = 0; i < r.curve.size(); ++i)  // the last point of k moves that meets: the last return kept
+    if (r.curve[i].moves == hi && r.curve[i].meets) r.chosen = int(i);
   return r;
 }
 

@@ -11,9 +11,10 @@
 //      then the measured ones whose move lowered it. The number of leading layers to move is bisected: k - 1
 //      layers miss the target and k meet it, both measured on every sample (the metric need not be
 //      monotonic in k; every point is measured, none is assumed).
-//   4. Back to INT8: each of the k layers that holds MACs, most MACs first, is returned to INT8 alone and
-//      stays there when the target is still met on every sample (the effects of moves do not add up, so
-//      the k leading layers can hold some the target does not need in FP16).
+//   4. Back to INT8: each of the k layers whose move takes MACs out of INT8 (counted on the plan, fused
+//      producers included), most first, is returned to INT8 alone and stays there when the target is still
+//      met on every sample (the effects of moves do not add up, so the k leading layers can hold some the
+//      target does not need in FP16).
 // Every measured point goes into the curve (moves, FP16 layers, INT8 share of the DLA's MACs, metric);
 // `predict_latency`, once the DLA latency model exists, adds a predicted latency to each point.
 #pragma once

