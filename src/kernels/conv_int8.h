@@ -42,7 +42,8 @@ struct PackedInt8Conv {
   // chw32 surfaces (16 channels of a pixel at a time, read and written in place). On AVX2, two taps of a
   // kernel row go into one 16-bit multiply-add: depthwise_pairs is [M / 16][tap][pair, alone][2][16] int16,
   // tap t's weights interleaved with tap t + 1's (of the same row; 0 past its end) or with 0, in the order
-  // of _mm256_unpacklo/hi_epi16 over 16 channels.
+  // of _mm256_unpacklo/hi_epi16 over 16 channels; packed whatever the kernel in use (a few KB a layer),
+  // since the AVX2 depthwise kernel has no other form to fall back to.
   bool depthwise = false;
   std::vector<int32_t> depthwise_w, depthwise_w16;
   std::vector<int16_t> depthwise_pairs;
