@@ -92,8 +92,10 @@ void report(const RunFlags& f, const std::string& model, const Image& img,
       std::vector<int64_t> idx(static_cast<size_t>(k_classes));
       for (int64_t i = 0; i < k_classes; ++i) idx[size_t(i)] = i;
       const int64_t k = std::min<int64_t>(f.top_k, k_classes);
+      // Not `t` in the lambda: clang (the fuzz build) cannot capture a structured binding.
+      const float* scores = t.data<float>();
       std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                        [&](int64_t a, int64_t b) { return t.data<float>()[a] > t.data<float>()[b]; });
+                        [scores](int64_t a, int64_t b) { return scores[a] > scores[b]; });
       for (int64_t i = 0; i < k; ++i) {
         nlohmann::json e{{"class", idx[size_t(i)]}, {"score", t.data<float>()[idx[size_t(i)]]}};
         if (size_t(idx[size_t(i)]) < labels.size()) e["label"] = labels[size_t(idx[size_t(i)])];
