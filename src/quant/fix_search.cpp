@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace dlakit::quant {
 
@@ -59,6 +60,25 @@ std::vector<std::string> first_layers(const std::vector<LayerSensitivity>& ranki
 }
 
 }  // namespace
+
+std::vector<std::vector<std::string>> fused_groups(const CompareResult& before,
+                                                   const std::vector<std::string>& moved) {
+  std::map<std::string, std::set<std::string>> covers;  // moved layer -> the layers its move puts in FP16
+  for (const std::string& l : moved)
+    for (const auto& o : parse_precision_overrides(propose_layers(before, {l}, "").layer_precisions))
+      covers[l].insert(o.first);
+  std::vector<std::vector<std::string>> groups;
+  std::set<std::vector<std::string>> seen;
+  for (const std::string& l : moved) {
+    std::vector<std::string> group{l};
+    for (const std::string& k : moved)
+      if (k != l && covers[k].count(l)) group.push_back(k);
+    if (group.size() < 2) continue;
+    std::sort(group.begin(), group.end());
+    if (seen.insert(group).second) groups.push_back(group);
+  }
+  return groups;
+}
 
 SearchResult search_fix(const Graph& g, const PlacementOptions& base, const ScaleTable* scales,
                         const NumericsOptions& no, const std::vector<TensorMap>& samples,
@@ -217,6 +237,59 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
     moved = rest;
     ++returned;
   }
+  // 6. With return_groups, fused groups back to INT8 (the header's step 5): a moved layer that other moved
+  // layers pull back to FP16 (their fused producer, or an INT8 reader they move with them) gives back nothing
+  // alone; with those layers it can. Each such group (the layer and the moved layers whose move covers it)
+  // whose return gives back MACs is a unit; the units, most MACs first, are returned as a prefix, and the
+  // longest prefix that meets is bisected (every point measured; the metric need not be monotonic, so the
+  // bisection only ends on a point that meets). Bounded: about log2(units) more plans scored.
+  const std::vector<std::vector<std::string>> groups =
+      o.return_groups ? fused_groups(r.before, moved) : std::vector<std::vector<std::string>>{};
+  const double share_after_singles = groups.empty() ? 0.0 : share_of(moved);
+  std::vector<std::pair<double, std::vector<std::string>>> units;
+  for (const std::vector<std::string>& unit : groups) {
+    std::vector<std::string> rest;
+    for (const std::string& k : moved)
+      if (!std::binary_search(unit.begin(), unit.end(), k)) rest.push_back(k);
+    const double gain = share_of(rest) - share_after_singles;
+    if (gain > 0) units.emplace_back(gain, unit);
+  }
+  std::stable_sort(units.begin(), units.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  auto returning = [&](size_t count) {  // `moved` without the first `count` units
+    std::set<std::string> back;
+    for (size_t i = 0; i < count; ++i) back.insert(units[i].second.begin(), units[i].second.end());
+    std::vector<std::string> rest;
+    for (const std::string& k : moved)
+      if (!back.count(k)) rest.push_back(k);
+    return rest;
+  };
+  auto try_units = [&](size_t count) {
+    const std::vector<std::string> rest = returning(count);
+    CurvePoint c =
+        ev.point(with_fix(base, propose_layers(r.before, rest, "ranked, then returned to INT8")), hi);
+    c.returned = returned + int(moved.size() - rest.size());
+    for (const std::string& l : units[count - 1].second)
+      c.returned_layer += (c.returned_layer.empty() ? "" : "+") + l;
+    say("returning the first " + std::to_string(count) + " of " + std::to_string(units.size()) +
+        " fused group(s) to INT8: " + format_metric_value(o.metric, c.score.metric) +
+        (c.meets ? " (meets)" : ""));
+    r.curve.push_back(c);
+    return c.meets;
+  };
+  size_t kept = 0;
+  if (!units.empty()) {
+    if (try_units(units.size())) {
+      kept = units.size();
+    } else {
+      size_t miss = units.size();
+      while (miss - kept > 1) {
+        const size_t mid = kept + (miss - kept) / 2;
+        (try_units(mid) ? kept : miss) = mid;
+      }
+    }
+  }
+  if (kept > 0) moved = returning(kept);
   r.applied = propose_layers(r.before, moved, "ranked by measured sensitivity");
   r.options = with_fix(base, r.applied);
   r.plan = plan_numerics(g, place(g, r.options), scales, no);

@@ -15,6 +15,10 @@
 //      producers included), most first, is returned to INT8 alone and stays there when the target is still
 //      met on every sample (the effects of moves do not add up, so the k leading layers can hold some the
 //      target does not need in FP16).
+//   5. Optional (return_groups): fused groups back to INT8: a moved layer that other moved layers pull back
+//   to FP16 (their fused
+//      producer, or an INT8 reader moved with them) is returned with them. These groups, most MACs first,
+//      are returned as a prefix, and the longest prefix that meets is bisected (about log2(groups) plans).
 // Every measured point goes into the curve (moves, FP16 layers, INT8 share of the DLA's MACs, metric);
 // `predict_latency`, once the DLA latency model exists, adds a predicted latency to each point.
 #pragma once
@@ -32,6 +36,9 @@ struct SearchOptions {
   double target = 0;
   int candidates = 32;           // layers measured alone; 0: every INT8 layer
   int sensitivity_samples = 16;  // samples those are measured on (0: all)
+  // Step 5 (fused groups back to INT8). Off by default: on PP-OCRv4 det it met the target on the
+  // calibration images and missed it on the evaluation images (docs/int8.md).
+  bool return_groups = false;
   // Optional: the predicted latency (ms) of a placement and its plan; NaN when unset.
   std::function<double(const Placement&, const NumericsPlan&)> predict_latency;
 };
@@ -73,6 +80,11 @@ struct SearchResult {
 SearchResult search_fix(const Graph& g, const PlacementOptions& base, const ScaleTable* scales,
                         const NumericsOptions& no, const std::vector<TensorMap>& samples,
                         const SearchOptions& o, const std::function<void(const std::string&)>& log = {});
+
+// Step 5's groups: for each moved layer that another moved layer's move covers (as a fused producer or an
+// INT8 reader), the layer with every moved layer that covers it; each sorted, no duplicates, none alone.
+std::vector<std::vector<std::string>> fused_groups(const CompareResult& before,
+                                                   const std::vector<std::string>& moved);
 
 // INT8 MACs over the DLA's MACs in a placement and its plan.
 double int8_mac_share(const Placement& p, const NumericsPlan& plan);

@@ -36,6 +36,13 @@ assert s['reachable'] and s['reached'] and s['chosen']['meets'] and s['chosen'][
 ms=[p['moves'] for p in s['curve']]; assert ms[0]==0 and not s['curve'][0]['meets'] and ms[-1]==-1
 assert all(0<=p['int8_mac_share']<=1 and 'predicted_latency_ms' in p for p in s['curve'])
 assert sum(1 for r in s['ranking'] if 'alone_metric' in r)==4"
+"$DLAKIT" compare "$M/ppocr_cls.onnx" "${CLS[@]}" --int8 --calib "$TMP/cls.e2.cache" --data "$IMG/ocr_calib" \
+  --max-samples 16 --metric cosine --fix --fix-target 0.99999 --fix-candidates 4 --fix-return-groups --json > "$TMP/groups.json"; rc=$?
+check "--fix-return-groups: fused groups are returned to INT8, and the chosen point keeps more MACs INT8 and meets" /usr/bin/python3 -c "
+import json; s=json.load(open('$TMP/search.json'))['search']; g=json.load(open('$TMP/groups.json'))['search']
+assert $rc==0 and g['reached'] and g['chosen']['meets'] and g['chosen']['metric']>=0.99999
+assert any('+' in p.get('returned_layer', '') for p in g['curve'])
+assert g['chosen']['int8_mac_share'] > s['chosen']['int8_mac_share']"
 check "--apply writes the chosen moves" /usr/bin/python3 -c "import json; j=json.load(open('$TMP/fix.json')); assert ':fp16' in j['layerPrecisions']"
 "$DLAKIT" build --onnx="$M/ppocr_cls.onnx" --input-shape x:1x3x48x192 --int8 --calib "$TMP/cls.e2.cache" --allowGPUFallback \
   --overrides "$TMP/fix.json" --saveEngine "$TMP/cls.plan" > "$TMP/build.txt" 2>&1; rc=$?

@@ -346,9 +346,8 @@ TEST(WeightTuning, WeightRoundingKeepsTheScalesAndLowersTheOutputError) {
   EXPECT_LT(int8_error(tuned, c).second, int8_error(c.g, c).second);
 }
 
-TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
-  // x -> conv1 -> a -> conv2 -> b -> conv3 -> y, a's range 1000x too wide: a quantizes to zero.
-  ConvCase base = conv_case();
+// x -> conv1 -> a -> conv2 -> b -> conv3 -> y: 1x1 convolutions of 8 channels, random weights.
+Graph conv_chain() {
   Graph g;
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-0.3f, 0.3f);
@@ -369,6 +368,13 @@ TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
   }
   g.outputs = {v};
   g.relink();
+  return g;
+}
+
+TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
+  // a's range 1000x too wide: a quantizes to zero.
+  ConvCase base = conv_case();
+  const Graph g = conv_chain();
   HistogramCollector h(g);
   for (auto& s : base.samples) h.add(s);
   CalibOptions mm;
@@ -392,4 +398,30 @@ TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
   EXPECT_EQ(r.applied.layer_precisions.find("conv3"), std::string::npos) << r.applied.layer_precisions;
   EXPECT_EQ(r.curve.front().moves, 0);
   EXPECT_FALSE(r.curve.front().meets);
+}
+
+TEST(FixSearch, FusedGroupsPairEachLayerWithTheMovesThatCoverIt) {
+  // Moving conv_i to FP16 moves its INT8 reader conv_i+1 too, so conv2 returns to INT8 only with conv1
+  // and conv3 only with conv2; conv1 is covered by no other move (step 4 returns it alone).
+  const Graph g = conv_chain();
+  HistogramCollector h(g);
+  const ConvCase base = conv_case();
+  for (auto& s : base.samples) h.add(s);
+  const ScaleTable t = h.compute({});
+  PlacementOptions po;
+  po.precision = dla::Precision::kINT8;
+  const CompareResult before = compare_numerics(g, plan_numerics(g, place(g, po), &t), base.samples);
+  using Groups = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(fused_groups(before, {"conv1", "conv2", "conv3"}),
+            (Groups{{"conv1", "conv2"}, {"conv2", "conv3"}}));
+  EXPECT_EQ(fused_groups(before, {"conv3", "conv2"}), (Groups{{"conv2", "conv3"}}));
+  EXPECT_EQ(fused_groups(before, {"conv1", "conv3"}), Groups{});
+  // A fork: conv1's move covers both readers, but each reader returns with conv1 alone.
+  Graph fork = g;
+  fork.nodes[2].inputs[0] = fork.nodes[1].inputs[0];  // conv3 reads a, like conv2
+  fork.outputs.push_back(fork.nodes[1].outputs[0]);
+  fork.relink();
+  const CompareResult forked = compare_numerics(fork, plan_numerics(fork, place(fork, po), &t), base.samples);
+  EXPECT_EQ(fused_groups(forked, {"conv1", "conv2", "conv3"}),
+            (Groups{{"conv1", "conv2"}, {"conv1", "conv3"}}));
 }
