@@ -57,32 +57,29 @@ std::pair<int64_t, int64_t> valid_outputs(const ref::WindowGeom& w, int dim, int
   return {lo, std::min(hi, w.out[size_t(dim)])};
 }
 
-// sums[i] += the sum over every output position of patch entry i (channel, tap) of one sample and group:
-// the input values that tap reads where it reads inside (padding adds zeros).
-void add_patch_sums(const ConvStats& s, const float* in, int64_t b, int64_t grp, double* sums) {
+// sums[t] += the sum over every output position of tap t of channel c of one sample and group: the input
+// values that tap reads where it reads inside (padding adds zeros). `sums` is that channel's run of taps.
+void add_patch_sums(const ConvStats& s, const float* in, int64_t b, int64_t grp, int64_t c, double* sums) {
   const ref::WindowGeom& w = s.geom;
+  const float* plane = in + ((b * w.C) + grp * s.cg + c) * w.in_vol();
   int64_t i = 0;
-  for (int64_t c = 0; c < s.cg; ++c) {
-    const float* plane = in + ((b * w.C) + grp * s.cg + c) * w.in_vol();
-    for (int64_t k0 = 0; k0 < w.k[0]; ++k0)
-      for (int64_t k1 = 0; k1 < w.k[1]; ++k1)
-        for (int64_t k2 = 0; k2 < w.k[2]; ++k2, ++i) {
-          const auto [lo0, hi0] = valid_outputs(w, 0, k0);
-          const auto [lo1, hi1] = valid_outputs(w, 1, k1);
-          const auto [lo2, hi2] = valid_outputs(w, 2, k2);
-          double total = 0;
-          for (int64_t o0 = lo0; o0 < hi0; ++o0)
-            for (int64_t o1 = lo1; o1 < hi1; ++o1) {
-              const int64_t y0 = o0 * w.s[0] - w.pb[0] + k0 * w.d[0],
-                            y1 = o1 * w.s[1] - w.pb[1] + k1 * w.d[1];
-              const int64_t row = (y0 * w.in[1] + y1) * w.in[2] + k2 * w.d[2] - w.pb[2];
-              double line = 0;
-              for (int64_t o2 = lo2; o2 < hi2; ++o2) line += plane[row + o2 * w.s[2]];
-              total += line;
-            }
-          sums[i] += total;
-        }
-  }
+  for (int64_t k0 = 0; k0 < w.k[0]; ++k0)
+    for (int64_t k1 = 0; k1 < w.k[1]; ++k1)
+      for (int64_t k2 = 0; k2 < w.k[2]; ++k2, ++i) {
+        const auto [lo0, hi0] = valid_outputs(w, 0, k0);
+        const auto [lo1, hi1] = valid_outputs(w, 1, k1);
+        const auto [lo2, hi2] = valid_outputs(w, 2, k2);
+        double total = 0;
+        for (int64_t o0 = lo0; o0 < hi0; ++o0)
+          for (int64_t o1 = lo1; o1 < hi1; ++o1) {
+            const int64_t y0 = o0 * w.s[0] - w.pb[0] + k0 * w.d[0], y1 = o1 * w.s[1] - w.pb[1] + k1 * w.d[1];
+            const int64_t row = (y0 * w.in[1] + y1) * w.in[2] + k2 * w.d[2] - w.pb[2];
+            double line = 0;
+            for (int64_t o2 = lo2; o2 < hi2; ++o2) line += plane[row + o2 * w.s[2]];
+            total += line;
+          }
+        sums[i] += total;
+      }
 }
 
 void observe(ConvStats& s, const Tensor& x) {
@@ -90,16 +87,18 @@ void observe(ConvStats& s, const Tensor& x) {
   fake_quantize(xq.data<float>(), xq.numel(), s.in_scale, s.rounding);
   const ref::WindowGeom& w = s.geom;
   const int64_t P = s.patch, positions = w.out_vol();
-  // Groups are independent (each has its own sums); the patch sums of one group run on one thread, so the
-  // result does not depend on the thread count.
+  // Each (group, channel) has its own sums, added in sample order on one thread, so the result does not
+  // depend on the thread count; a convolution of one group still splits across threads by channel.
   parallel_for(
-      s.groups,
-      [&](int64_t g0, int64_t g1) {
-        for (int64_t b = 0; b < w.N; ++b)
-          for (int64_t grp = g0; grp < g1; ++grp) {
-            add_patch_sums(s, xq.data<float>(), b, grp, s.sum_q.data() + grp * P);
-            add_patch_sums(s, x.data<float>(), b, grp, s.sum_x.data() + grp * P);
+      s.groups * s.cg,
+      [&](int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; ++j) {
+          const int64_t grp = j / s.cg, c = j % s.cg, at = grp * P + c * s.taps;
+          for (int64_t b = 0; b < w.N; ++b) {
+            add_patch_sums(s, xq.data<float>(), b, grp, c, s.sum_q.data() + at);
+            add_patch_sums(s, x.data<float>(), b, grp, c, s.sum_x.data() + at);
           }
+        }
       },
       1);
   s.positions += double(positions * w.N);
