@@ -204,10 +204,10 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   // so a prefix of the ranking can hold layers the target does not need in FP16). A move can take fused
   // producers out of INT8 with it: what returning a layer gives back is measured on the plan (no samples
   // run), as the INT8 MAC share without it.
-  auto without = [&](const std::vector<std::string>& layers, const std::string& back) {
+  auto moved_without = [&](const std::set<std::string>& back) {  // in ranking order
     std::vector<std::string> rest;
-    for (const std::string& l : layers)
-      if (l != back) rest.push_back(l);
+    for (const std::string& l : moved)
+      if (!back.count(l)) rest.push_back(l);
     return rest;
   };
   auto share_of = [&](const std::vector<std::string>& layers) {
@@ -217,7 +217,7 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   const double share_now = share_of(moved);
   std::vector<std::pair<double, std::string>> gains;
   for (const std::string& l : moved) {
-    const double gain = share_of(without(moved, l)) - share_now;
+    const double gain = share_of(moved_without({l})) - share_now;
     if (gain > 0) gains.emplace_back(gain, l);
   }
   std::stable_sort(gains.begin(), gains.end(),
@@ -225,7 +225,7 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   int returned = 0;
   for (size_t i = 0; i < gains.size(); ++i) {
     const std::string& back = gains[i].second;
-    const std::vector<std::string> rest = without(moved, back);
+    const std::vector<std::string> rest = moved_without({back});
     CurvePoint c =
         ev.point(with_fix(base, propose_layers(r.before, rest, "ranked, then returned to INT8")), hi);
     c.returned = returned + 1;
@@ -248,10 +248,7 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   const double share_after_singles = groups.empty() ? 0.0 : share_of(moved);
   std::vector<std::pair<double, std::vector<std::string>>> units;
   for (const std::vector<std::string>& unit : groups) {
-    std::vector<std::string> rest;
-    for (const std::string& k : moved)
-      if (!std::binary_search(unit.begin(), unit.end(), k)) rest.push_back(k);
-    const double gain = share_of(rest) - share_after_singles;
+    const double gain = share_of(moved_without({unit.begin(), unit.end()})) - share_after_singles;
     if (gain > 0) units.emplace_back(gain, unit);
   }
   std::stable_sort(units.begin(), units.end(),
@@ -259,10 +256,7 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   auto returning = [&](size_t count) {  // `moved` without the first `count` units
     std::set<std::string> back;
     for (size_t i = 0; i < count; ++i) back.insert(units[i].second.begin(), units[i].second.end());
-    std::vector<std::string> rest;
-    for (const std::string& k : moved)
-      if (!back.count(k)) rest.push_back(k);
-    return rest;
+    return moved_without(back);
   };
   auto try_units = [&](size_t count) {
     const std::vector<std::string> rest = returning(count);

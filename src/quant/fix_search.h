@@ -15,10 +15,10 @@
 //      producers included), most first, is returned to INT8 alone and stays there when the target is still
 //      met on every sample (the effects of moves do not add up, so the k leading layers can hold some the
 //      target does not need in FP16).
-//   5. Optional (return_groups): fused groups back to INT8: a moved layer that other moved layers pull back
-//   to FP16 (their fused
-//      producer, or an INT8 reader moved with them) is returned with them. These groups, most MACs first,
-//      are returned as a prefix, and the longest prefix that meets is bisected (about log2(groups) plans).
+//   5. Optional (return_groups): fused groups back to INT8. A moved layer that other moved layers pull
+//      back to FP16 (their fused producer, or an INT8 reader moved with them) is returned with them. These
+//      groups, most MACs first, are returned as a prefix, and the longest prefix that meets is bisected
+//      (about log2(groups) plans).
 // Every measured point goes into the curve (moves, FP16 layers, INT8 share of the DLA's MACs, metric);
 // `predict_latency`, once the DLA latency model exists, adds a predicted latency to each point.
 #pragma once

@@ -97,7 +97,7 @@ void report(const RunFlags& f, const std::string& model, const Image& img,
       std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
                         [scores](int64_t a, int64_t b) { return scores[a] > scores[b]; });
       for (int64_t i = 0; i < k; ++i) {
-        nlohmann::json e{{"class", idx[size_t(i)]}, {"score", t.data<float>()[idx[size_t(i)]]}};
+        nlohmann::json e{{"class", idx[size_t(i)]}, {"score", scores[idx[size_t(i)]]}};
         if (size_t(idx[size_t(i)]) < labels.size()) e["label"] = labels[size_t(idx[size_t(i)])];
         o["top_k"].push_back(e);
       }
