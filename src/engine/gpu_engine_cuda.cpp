@@ -95,14 +95,12 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
     c.in.push_back(o);
   }
   if (c.conv) c.s_in = rules.inputs[0].quantize_scale;
+  if (!fp32) c.store = store_rule(rules.compute_fp16, rules.outputs[0], rules.rounding);
   const size_t mark = steps[n].size();
   if (!emit_layer(c, arena, steps[n], why)) {
     steps[n].resize(mark);
     return false;
   }
-  if (!fp32)
-    apply_output_rule(c.out, numel(c.out_shape), rules.compute_fp16, rules.outputs[0], rules.rounding,
-                      steps[n]);
   return true;
 }
 

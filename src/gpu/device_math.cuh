@@ -1,6 +1,8 @@
 // Device functions shared by the CUDA kernel files: the comparisons and the INT8 convolution epilogue,
 // each written once so that every kernel computes them the same way (and as the CPU does).
 #pragma once
+#include <cuda_fp16.h>
+
 #include "gpu/kernels.h"
 
 namespace dlakit::gpu::k {
@@ -16,6 +18,16 @@ __device__ inline float level(float x, float scale, int rounding) {
   float t = rintf(v);  // ties to even
   if (rounding == 0 && fabsf(v - t) == 0.5f && fabsf(t) < fabsf(v)) t += v < 0 ? -1.f : 1.f;
   return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
+}
+
+__device__ inline float half_rounded(float v) { return __half2float(__float2half_rn(v)); }
+
+// A result as its layer stores it (StoreRule; numerics' store(): fp16, or quantize() and back).
+__device__ inline float stored(const StoreRule& r, float v) {
+  if (r.half_first) v = half_rounded(v);
+  if (r.kind == StoreRule::Kind::kFp16) return half_rounded(v);
+  if (r.kind == StoreRule::Kind::kInt8) return r.scale > 0 ? level(v, r.scale, r.rounding) * r.scale : 0.f;
+  return v;
 }
 
 __device__ inline float activate(ActParams a, float v) {

@@ -119,8 +119,10 @@ __global__ void binary_kernel(Binary op, BroadcastShape sh, const float* a, cons
 }
 
 __global__ void round_half_kernel(const float* x, float* y, int64_t n) {
-  GRID_STRIDE(i, n) y[i] = __half2float(__float2half_rn(x[i]));
+  GRID_STRIDE(i, n) y[i] = half_rounded(x[i]);
 }
+
+__global__ void store_kernel(StoreRule r, float* y, int64_t n) { GRID_STRIDE(i, n) y[i] = stored(r, y[i]); }
 
 __global__ void quantize_kernel(const float* x, float* y, int64_t n, float scale, int rounding,
                                 bool dequant) {
@@ -259,6 +261,9 @@ void round_to_half(const float* x, float* y, int64_t n, cudaStream_t s) {
 }
 void quantize(const float* x, float* y, int64_t n, float scale, int rounding, bool dequant, cudaStream_t s) {
   if (n) quantize_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n, scale, rounding, dequant);
+}
+void apply_store(const StoreRule& r, float* y, int64_t n, cudaStream_t s) {
+  if (n && r.changes()) store_kernel<<<blocks_for(n), kThreads, 0, s>>>(r, y, n);
 }
 void quantize_i8(const float* x, int8_t* y, int64_t n, float scale, int rounding, cudaStream_t s) {
   if (n) quantize_i8_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n, scale, rounding);

@@ -58,6 +58,18 @@ void round_to_half(const float* x, float* y, int64_t n, cudaStream_t s);
 void quantize(const float* x, float* y, int64_t n, float scale, int rounding, bool dequant, cudaStream_t s);
 void quantize_i8(const float* x, int8_t* y, int64_t n, float scale, int rounding, cudaStream_t s);
 
+// How a layer stores its result (numerics::OutputRule, with compute_fp16 first), applied in place by
+// apply_store or inside a kernel's epilogue (device_math.cuh: stored), exactly as numerics::run_step.
+struct StoreRule {
+  enum class Kind : int { kKeep, kFp16, kInt8 };
+  bool half_first = false;  // compute_fp16: rounded to fp16 before the store
+  Kind kind = Kind::kKeep;
+  float scale = 0;   // kInt8: quantized to this scale and back
+  int rounding = 0;  // as quantize()'s
+  bool changes() const { return half_first || kind != Kind::kKeep; }
+};
+void apply_store(const StoreRule& r, float* y, int64_t n, cudaStream_t s);
+
 // 2-D convolution (N, C, H, W) * (M, C/G, KH, KW), ONNX semantics.
 struct ConvGeom {
   int64_t N = 1, C = 1, H = 1, W = 1, M = 1, OH = 1, OW = 1, KH = 1, KW = 1;

@@ -1,8 +1,10 @@
 #include "gpu/layer_emit.h"
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
+#include "gpu/conv_int8_gemm.h"
 #include "gpu/gpu_check.h"
 #include "gpu/kernels.h"
 #include "kernels/fused_activation.h"
@@ -142,6 +144,16 @@ const void* DeviceArena::upload(const void* host, size_t bytes) {
   return d;
 }
 
+void* DeviceArena::scratch(size_t slot, size_t bytes) {
+  if (scratch_.size() <= slot) scratch_.resize(slot + 1, {0, nullptr});
+  auto& [size, buffer] = scratch_[slot];
+  if (bytes > size) {
+    size = std::bit_ceil(bytes);
+    buffer = alloc(size);
+  }
+  return buffer;
+}
+
 std::vector<double> time_launch_groups(const std::vector<std::vector<Launch>>& groups, cudaStream_t s) {
   std::vector<cudaEvent_t> ev(groups.size() + 1);
   for (auto& e : ev) DLAKIT_CUDA(cudaEventCreate(&e));
@@ -176,16 +188,14 @@ const float* apply_input_rule(const float* x, int64_t count, const numerics::Inp
   return t;
 }
 
-void apply_output_rule(float* y, int64_t count, bool compute_fp16, const numerics::OutputRule& rule,
-                       quant::Rounding rounding, std::vector<Launch>& launches) {
-  if (compute_fp16) launches.push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
-  if (rule.store == numerics::Store::kFp16) {
-    launches.push_back([=](cudaStream_t s) { k::round_to_half(y, y, count, s); });
-  } else if (rule.store == numerics::Store::kInt8) {
-    const float scale = rule.scale;
-    const int r = rounding_code(rounding);
-    launches.push_back([=](cudaStream_t s) { k::quantize(y, y, count, scale, r, true, s); });
-  }
+k::StoreRule store_rule(bool compute_fp16, const numerics::OutputRule& rule, quant::Rounding rounding) {
+  k::StoreRule r;
+  r.half_first = compute_fp16;
+  if (rule.store == numerics::Store::kFp16) r.kind = k::StoreRule::Kind::kFp16;
+  if (rule.store == numerics::Store::kInt8) r.kind = k::StoreRule::Kind::kInt8;
+  r.scale = rule.scale;
+  r.rounding = rounding_code(rounding);
+  return r;
 }
 
 bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why) {
@@ -264,7 +274,28 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
       std::vector<int8_t> wq(size_t(cv->w_levels.numel()));
       for (size_t i = 0; i < wq.size(); ++i) wq[i] = int8_t(cv->w_levels.data<float>()[i]);
       const bool mma = k::conv_int8_mma_fits(cg);
-      const k::MmaConvOperands mo = mma ? k::conv_int8_mma_operands(cg, wq.data()) : k::MmaConvOperands{};
+      k::MmaConvOperands mo = mma ? k::conv_int8_mma_operands(cg, wq.data()) : k::MmaConvOperands{};
+      const auto md = static_cast<const float*>(arena.upload(cv->mult.data(), cv->mult.size() * 4));
+      const auto bqd = static_cast<const double*>(arena.upload(cv->bias_q.data(), cv->bias_q.size() * 8));
+      const float* bd = cv->bias.empty()
+                            ? nullptr
+                            : static_cast<const float*>(arena.upload(cv->bias.data(), cv->bias.size() * 4));
+      const float* x = input(0);
+      const float s_in = c.s_in;
+      const int r = c.rounding;
+      if (const std::shared_ptr<const ConvInt8Gemm> gemm =
+              mma ? ConvInt8Gemm::plan(cg, mo.k_padded) : nullptr) {
+        mo.weights.resize(size_t(gemm->filters_padded() * mo.k_padded), 0);
+        const auto* wd = static_cast<const int8_t*>(arena.upload(mo.weights.data(), mo.weights.size()));
+        void* cols = arena.scratch(0, gemm->cols_bytes());
+        void* sums = arena.scratch(1, gemm->sums_bytes());
+        void* work = arena.scratch(2, gemm->workspace_bytes());
+        const k::StoreRule store = c.store;
+        launches.push_back([=](cudaStream_t s) {
+          gemm->run(x, s_in, r, wd, md, bqd, bd, act, store, y, cols, sums, work, s);
+        });
+        return true;  // the store rule applied in the epilogue
+      }
       const auto* wd = static_cast<const int8_t*>(mma ? arena.upload(mo.weights.data(), mo.weights.size())
                                                       : arena.upload(wq.data(), wq.size()));
       const auto* taps =
@@ -272,16 +303,8 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
       const int64_t k_padded = mo.k_padded;
       const int splits = mma ? k::conv_int8_mma_splits(cg, k_padded) : 1;
       auto* partial = splits > 1 ? static_cast<int32_t*>(arena.alloc(size_t(count) * 4)) : nullptr;
-      const auto* md = static_cast<const float*>(arena.upload(cv->mult.data(), cv->mult.size() * 4));
-      const auto* bqd = static_cast<const double*>(arena.upload(cv->bias_q.data(), cv->bias_q.size() * 8));
-      const float* bd = cv->bias.empty()
-                            ? nullptr
-                            : static_cast<const float*>(arena.upload(cv->bias.data(), cv->bias.size() * 4));
-      const float* x = input(0);
       const int64_t xn = numel(xs);
       auto* xq = static_cast<int8_t*>(arena.alloc(size_t(xn)));
-      const float s_in = c.s_in;
-      const int r = c.rounding;
       launches.push_back([=](cudaStream_t s) {
         k::quantize_i8(x, xq, xn, s_in, r, s);
         if (mma) {
@@ -370,6 +393,10 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     launches.push_back([=](cudaStream_t s) { k::gemm(gg, pa, pb, pc, y, s); });
   } else {
     return give_up("no CUDA kernel for this op yet");
+  }
+  if (c.store.changes()) {
+    const k::StoreRule store = c.store;
+    launches.push_back([=](cudaStream_t s) { k::apply_store(store, y, count, s); });
   }
   return true;
 }

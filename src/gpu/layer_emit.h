@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/gpu.h"
+#include "gpu/kernels.h"
 #include "ir/graph.h"
 #include "numerics/step.h"
 
@@ -24,9 +25,14 @@ class DeviceArena {
     return owned_.back().data();
   }
   const void* upload(const void* host, size_t bytes);
+  // Memory the engine's launches use only while they run, shared between layers: they run one after
+  // another on the engine's queue. Slot `slot`'s buffer holds at least `bytes`; a larger request than the
+  // slot has allocates a new one (a power of two), so pointers handed out before stay valid.
+  void* scratch(size_t slot, size_t bytes);
 
  private:
   std::vector<DeviceBuffer> owned_;
+  std::vector<std::pair<size_t, void*>> scratch_;  // per slot: size, buffer
 };
 
 struct LayerOperand {
@@ -44,21 +50,22 @@ struct LayerCall {
   const numerics::Int8Conv* conv = nullptr;  // exact INT8 convolution (in[0].dev is then the raw input)
   float s_in = 0;                            // its input scale
   int rounding = 0;                          // 0 half away from zero (DLA), 1 half to even
+  k::StoreRule store;                        // applied to `out` by the layer's launches (store_rule)
 };
 
 // Runs each group of launches on `s` between two events and waits for them: milliseconds per group
 // (the engines' profiles: one group per layer or operation).
 std::vector<double> time_launch_groups(const std::vector<std::vector<Launch>>& groups, cudaStream_t s);
 
-// Appends the launches of one layer, or returns false with why (the caller then runs it on the host).
+// Appends the launches of one layer, its store rule included, or returns false with why (the caller then runs
+// it on the host).
 bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why);
 
 // The input rule on a device buffer of `count` floats: the buffer itself when the rule changes nothing,
 // else a new buffer filled by launches appended to `launches`.
 const float* apply_input_rule(const float* x, int64_t count, const numerics::InputRule& rule,
                               quant::Rounding rounding, DeviceArena& arena, std::vector<Launch>& launches);
-// compute_fp16 and the output rule, in place (as numerics::run_step stores a result).
-void apply_output_rule(float* y, int64_t count, bool compute_fp16, const numerics::OutputRule& rule,
-                       quant::Rounding rounding, std::vector<Launch>& launches);
+// How a layer with these rules stores its result (LayerCall::store).
+k::StoreRule store_rule(bool compute_fp16, const numerics::OutputRule& rule, quant::Rounding rounding);
 
 }  // namespace dlakit::gpu

@@ -240,6 +240,7 @@ void ProgramEngine::Impl::build_op(size_t oi) {
       c.rounding = s.rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
       c.out = outs[0];
       c.out_shape = s.out_types[0].shape;
+      c.store = store_rule(s.rules.compute_fp16, s.rules.outputs[0], s.rules.rounding);
       for (size_t i = 0; i < s.inputs.size(); ++i) {
         LayerOperand o;
         o.shape = shapes[i];
@@ -258,9 +259,6 @@ void ProgramEngine::Impl::build_op(size_t oi) {
       } catch (const Error& e) {
         si.why = e.what();
       }
-      if (ok)
-        apply_output_rule(c.out, numel(c.out_shape), s.rules.compute_fp16, s.rules.outputs[0],
-                          s.rules.rounding, launches);
     } else {
       si.why = "not a single float32 result";
     }

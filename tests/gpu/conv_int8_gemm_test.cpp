@@ -1,0 +1,214 @@
+// The INT8 convolution on cuBLASLt (ConvInt8Gemm) against the plain CUDA path (quantize_i8, conv_int8: one
+// thread per output, int64 sums, then apply_store), bit for bit, on float inputs that exercise the
+// quantization (ties both ways, saturation, NaN) and odd geometries: filters not a multiple of 4 or 32,
+// pixels not a multiple of 32, stride 2, padding, dilation, batch 3, 1x1 and 7x7 windows, both roundings. And
+// its int32 sums against sums computed here, where they pass 2^24 (a float anywhere in the product would lose
+// them). Skips without a GPU; fails with DLAKIT_REQUIRE_GPU=1, also when cuBLASLt cannot take these shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "../common/require_gpu.h"
+
+#if DLAKIT_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "gpu/conv_int8_gemm.h"
+#include "gpu/gpu.h"
+#include "gpu/kernels.h"
+
+using namespace dlakit;
+using gpu::ConvInt8Gemm;
+using gpu::k::ConvGeom;
+
+namespace {
+
+ConvGeom geom(int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k, int64_t stride, int64_t pad,
+              int64_t dil) {
+  ConvGeom g;
+  g.N = n, g.C = c, g.H = hw, g.W = hw + 3, g.M = m, g.KH = k, g.KW = k, g.SH = g.SW = stride;
+  g.DH = g.DW = dil, g.PT = g.PL = pad;
+  const int64_t span = (k - 1) * dil + 1;
+  g.OH = (g.H + 2 * pad - span) / stride + 1;
+  g.OW = (g.W + 2 * pad - span) / stride + 1;
+  return g;
+}
+
+struct Case {
+  const char* name;
+  ConvGeom g;
+  int rounding;
+};
+
+std::vector<Case> cases() {
+  return {{"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1), 0},
+          {"c45_m17_1x1_even", geom(1, 45, 13, 17, 1, 1, 0, 1), 1},
+          {"c17_m96_3x3_p1_n3", geom(3, 17, 11, 96, 3, 1, 1, 1), 0},
+          {"c256_m130_3x3_s2_p1", geom(1, 256, 15, 130, 3, 2, 1, 1), 0},
+          {"c40_m64_3x3_d2_p2", geom(1, 40, 17, 64, 3, 1, 2, 2), 0},
+          {"c64_m1000_1x1", geom(1, 64, 1, 1000, 1, 1, 0, 1), 0}};
+}
+
+template <typename T>
+T* to_device(const std::vector<T>& v, std::vector<gpu::DeviceBuffer>& keep) {
+  keep.emplace_back(std::max<size_t>(v.size() * sizeof(T), 4));
+  EXPECT_EQ(cudaMemcpy(keep.back().data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return static_cast<T*>(keep.back().data());
+}
+
+void* scratch(size_t bytes, std::vector<gpu::DeviceBuffer>& keep) {
+  keep.emplace_back(std::max<size_t>(bytes, 4));
+  return keep.back().data();
+}
+
+// The weight matrix ConvInt8Gemm reads: [filters_padded][k_padded], zeros past M and K.
+std::vector<int8_t> padded_weights(const ConvGeom& g, const ConvInt8Gemm& gemm, int64_t k_padded,
+                                   const std::vector<int8_t>& w) {
+  const int64_t k = g.C * g.KH * g.KW;
+  std::vector<int8_t> out(size_t(gemm.filters_padded() * k_padded), 0);
+  for (int64_t m = 0; m < g.M; ++m)
+    for (int64_t i = 0; i < k; ++i) out[size_t(m * k_padded + i)] = w[size_t(m * k + i)];
+  return out;
+}
+
+int64_t k_padded_of(const ConvGeom& g) {
+  return (g.C * g.KH * g.KW + gpu::k::kMmaK - 1) / gpu::k::kMmaK * gpu::k::kMmaK;
+}
+
+class ConvInt8GemmTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ConvInt8GemmTest, EqualsThePlainKernelBitForBit) {
+  REQUIRE_GPU();
+  const ConvGeom g = GetParam().g;
+  const int rounding = GetParam().rounding;
+  const int64_t k_padded = k_padded_of(g);
+  const std::shared_ptr<const ConvInt8Gemm> gemm = ConvInt8Gemm::plan(g, k_padded);
+  ASSERT_TRUE(gemm) << "cuBLASLt took no int8 algorithm for this shape (or libcublasLt.so.13 is missing)";
+  std::mt19937 gen(11);
+  // Inputs in levels of 1/32 (exact in float), a quarter of them on a tie, some beyond the int8 range,
+  // some NaN: the quantization into the im2col matrix must round, saturate and zero as quantize_i8 does.
+  const float s_in = 1.f / 32;
+  std::uniform_int_distribution<int> level(-140, 140), kind(0, 15), wlevel(-128, 127);
+  std::vector<float> x(size_t(g.N * g.C * g.H * g.W));
+  for (float& v : x) {
+    const int k = kind(gen);
+    v = k == 0 ? std::numeric_limits<float>::quiet_NaN()
+               : (float(level(gen)) + (k < 5 ? 0.5f : 0.25f)) * s_in;
+  }
+  std::vector<int8_t> w(size_t(g.M * g.C * g.KH * g.KW));
+  for (auto& v : w) v = int8_t(wlevel(gen));
+  const double spread = std::sqrt(double(g.C * g.KH * g.KW)) * 74.0 * 74.0;
+  std::uniform_real_distribution<float> scale(float(0.5 / spread), float(3.0 / spread)), value(-4.f, 4.f);
+  std::vector<float> mult(size_t(g.M)), bias(size_t(g.M));
+  std::vector<double> bq(size_t(g.M));
+  for (int64_t m = 0; m < g.M; ++m) {
+    mult[size_t(m)] = m % 7 == 3 ? 0.f : scale(gen);  // a channel without a scale gives its bias
+    bias[size_t(m)] = value(gen);
+    bq[size_t(m)] = double(value(gen)) * spread / 4.0;
+  }
+  const gpu::k::ActParams act{gpu::k::Act::kClip, -6.f, 6.f};
+  // The store the epilogue applies: int8 levels of 6/127 (the other kinds share its code, kernels.cu).
+  gpu::k::StoreRule store;
+  store.kind = gpu::k::StoreRule::Kind::kInt8, store.scale = 6.f / 127, store.rounding = rounding;
+  std::vector<gpu::DeviceBuffer> keep;
+  const float* xd = to_device(x, keep);
+  const int8_t* wd = to_device(w, keep);
+  const int8_t* wpd = to_device(padded_weights(g, *gemm, k_padded, w), keep);
+  const float* md = to_device(mult, keep);
+  const float* bd = to_device(bias, keep);
+  const double* bqd = to_device(bq, keep);
+  const size_t count = size_t(g.N * g.M * g.OH * g.OW);
+  std::vector<float> fill(count, 12345.f);
+  float* plain = to_device(fill, keep);
+  float* fast = to_device(fill, keep);
+  auto* xq = static_cast<int8_t*>(scratch(x.size(), keep));
+  gpu::k::quantize_i8(xd, xq, int64_t(x.size()), s_in, rounding, nullptr);
+  gpu::k::conv_int8(g, xq, wd, md, bqd, bd, act, plain, nullptr);
+  gpu::k::apply_store(store, plain, int64_t(count), nullptr);
+  // Scratch filled with garbage first: nothing may depend on it starting at zero.
+  void* cols = scratch(gemm->cols_bytes(), keep);
+  void* sums = scratch(gemm->sums_bytes(), keep);
+  ASSERT_EQ(cudaMemset(cols, 0x5a, gemm->cols_bytes()), cudaSuccess);
+  ASSERT_EQ(cudaMemset(sums, 0x5a, gemm->sums_bytes()), cudaSuccess);
+  gemm->run(xd, s_in, rounding, wpd, md, bqd, bd, act, store, fast, cols, sums,
+            scratch(gemm->workspace_bytes(), keep), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> want(count), got(count);
+  ASSERT_EQ(cudaMemcpy(want.data(), plain, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got.data(), fast, count * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t clipped = 0, differ = 0, first = count;
+  for (float v : want) clipped += std::abs(v) == 6.f;
+  EXPECT_LT(clipped, count / 2) << "the outputs are mostly clipped: the comparison would show little";
+  for (size_t i = 0; i < count; ++i)
+    if (std::memcmp(&want[i], &got[i], 4) != 0 && differ++ == 0) first = i;
+  EXPECT_EQ(differ, 0u) << "of " << count << "; first at " << first << ": " << got[first] << " vs "
+                        << want[first];
+}
+
+INSTANTIATE_TEST_SUITE_P(Geometries, ConvInt8GemmTest, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ResNet-50's widest 3x3 layer (K = 4608) on inputs and weights near the top of the range: its sums pass
+// 2^24, where a float accumulator or epilogue would round them. They must equal int64 sums made here.
+TEST(ConvInt8GemmSums, StayExactPast2To24) {
+  REQUIRE_GPU();
+  const ConvGeom g = geom(1, 512, 5, 36, 3, 1, 1, 1);
+  const int64_t k_padded = k_padded_of(g), k = g.C * 9;
+  const std::shared_ptr<const ConvInt8Gemm> gemm = ConvInt8Gemm::plan(g, k_padded);
+  ASSERT_TRUE(gemm);
+  std::mt19937 gen(3);
+  std::uniform_int_distribution<int> high(120, 127), sign(0, 9);
+  std::vector<float> x(size_t(g.C * g.H * g.W));
+  for (float& v : x) v = float(high(gen));  // s_in = 1: the value is the level
+  std::vector<int8_t> w(size_t(g.M * k));
+  for (auto& v : w) v = int8_t(sign(gen) == 0 ? -high(gen) : high(gen));
+  std::vector<gpu::DeviceBuffer> keep;
+  const std::vector<float> ones(size_t(g.M), 1.f), zeros(size_t(g.M), 0.f);
+  float* y = static_cast<float*>(scratch(size_t(g.M * g.OH * g.OW) * 4, keep));
+  void* sums = scratch(gemm->sums_bytes(), keep);
+  gemm->run(to_device(x, keep), 1.f, 0, to_device(padded_weights(g, *gemm, k_padded, w), keep),
+            to_device(ones, keep), to_device(std::vector<double>(size_t(g.M), 0.0), keep),
+            to_device(zeros, keep), {}, {}, y, scratch(gemm->cols_bytes(), keep), sums,
+            scratch(gemm->workspace_bytes(), keep), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const int64_t pixels = g.OH * g.OW;
+  std::vector<int32_t> got(size_t(pixels * gemm->filters_padded()));
+  ASSERT_EQ(cudaMemcpy(got.data(), sums, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  int64_t largest = 0;
+  size_t differ = 0;
+  for (int64_t p = 0; p < pixels; ++p)
+    for (int64_t m = 0; m < g.M; ++m) {
+      const int64_t oh = p / g.OW, ow = p % g.OW;
+      int64_t want = 0;
+      for (int64_t c = 0; c < g.C; ++c)
+        for (int64_t kh = 0; kh < 3; ++kh)
+          for (int64_t kw = 0; kw < 3; ++kw) {
+            const int64_t ih = oh - 1 + kh, iw = ow - 1 + kw;
+            if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W)
+              want +=
+                  int64_t(x[size_t((c * g.H + ih) * g.W + iw)]) * w[size_t(m * k + (c * 3 + kh) * 3 + kw)];
+          }
+      largest = std::max(largest, std::abs(want));
+      differ += got[size_t(p * gemm->filters_padded() + m)] != want;
+    }
+  EXPECT_GT(largest, int64_t(1) << 24) << "the sums do not reach the range this test is for";
+  EXPECT_EQ(differ, 0u);
+}
+
+TEST(ConvInt8GemmPlan, GroupsAndDepthwiseStayOnTheOtherKernels) {
+  ConvGeom grouped = geom(1, 48, 9, 48, 3, 1, 1, 1);
+  grouped.G = 2;
+  EXPECT_FALSE(ConvInt8Gemm::plan(grouped, k_padded_of(grouped) / 2));
+  ConvGeom depthwise = geom(1, 32, 9, 32, 3, 1, 1, 1);
+  depthwise.G = 32;
+  EXPECT_FALSE(ConvInt8Gemm::plan(depthwise, gpu::k::kMmaK));
+}
+
+}  // namespace
+
+#endif  // DLAKIT_WITH_CUDA
