@@ -24,24 +24,27 @@ constexpr int kTile = 32, kRowsPerPass = 8;
 __global__ void im2col_levels_kernel(ConvGeom g, int64_t k_padded, const float* x, float s_in, int rounding,
                                      int8_t* cols) {
   __shared__ int8_t tile[kTile][kTile + 4];  // [pixel][k]
-  const int64_t pixels = g.N * g.OH * g.OW, window = g.KH * g.KW, k_real = g.C * window;
-  const int64_t p0 = int64_t(blockIdx.x) * kTile, k0 = int64_t(blockIdx.y) * kTile;
+  // Pixel and K coordinates in 32 bits (ConvInt8Gemm::plan keeps pixels below 2^31, K below 2^17):
+  // divisions of 64-bit integers cost several times more, and these run per element.
+  const int pixels = int(g.N * g.OH * g.OW), window = int(g.KH * g.KW), k_real = int(g.C) * window;
+  const int OW = int(g.OW), OH = int(g.OH), KW = int(g.KW);
+  const int p0 = blockIdx.x * kTile, k0 = blockIdx.y * kTile;
   const int tx = threadIdx.x, ty = threadIdx.y;
   {
-    const int64_t p = p0 + tx, ow = p % g.OW, oh = (p / g.OW) % g.OH, n = p / (g.OW * g.OH);
+    const int p = p0 + tx, ow = p % OW, oh = (p / OW) % OH, n = p / (OW * OH);
     for (int j = ty; j < kTile; j += kRowsPerPass) {
-      const int64_t kk = k0 + j, c = kk / window, kh = (kk % window) / g.KW, kw = kk % g.KW;
+      const int kk = k0 + j, c = kk / window, kh = (kk % window) / KW, kw = kk % KW;
       const int64_t ih = oh * g.SH - g.PT + kh * g.DH, iw = ow * g.SW - g.PL + kw * g.DW;
       int8_t v = 0;
       if (p < pixels && kk < k_real && s_in > 0 && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W)
-        v = int8_t(k::level(x[((n * g.C + c) * g.H + ih) * g.W + iw], s_in, rounding));
+        v = int8_t(k::level(x[((int64_t(n) * g.C + c) * g.H + ih) * g.W + iw], s_in, rounding));
       tile[tx][j] = v;
     }
   }
   __syncthreads();
   // 256 threads write the tile's 32 rows of 32 bytes as 4-byte words, 8 threads a row.
   const int t = ty * kTile + tx, row = t / 8, word = t % 8;
-  const int64_t p = p0 + row;
+  const int64_t p = int64_t(p0) + row;
   if (p >= pixels) return;
   const int8_t* b = &tile[row][word * 4];
   const uint32_t packed = uint32_t(uint8_t(b[0])) | uint32_t(uint8_t(b[1])) << 8 |
@@ -54,14 +57,15 @@ __global__ void im2col_levels_kernel(ConvGeom g, int64_t k_padded, const float* 
 __global__ void sums_to_output_kernel(ConvGeom g, int64_t m_padded, const int32_t* sums, const float* mult,
                                       const double* bq, const float* bias, ActParams act, k::StoreRule store,
                                       float* y) {
-  __shared__ int32_t tile[kTile][kTile + 1];  // [pixel][filter]
-  const int64_t pixels = g.N * g.OH * g.OW, plane = g.OH * g.OW;
-  const int64_t p0 = int64_t(blockIdx.x) * kTile, m0 = int64_t(blockIdx.y) * kTile;
+  __shared__ int32_t tile[kTile][kTile + 1];                            // [pixel][filter]
+  const int pixels = int(g.N * g.OH * g.OW), plane = int(g.OH * g.OW);  // below 2^31 (plan)
+  const int p0 = blockIdx.x * kTile;
+  const int64_t m0 = int64_t(blockIdx.y) * kTile;
   const int tx = threadIdx.x, ty = threadIdx.y;
   for (int j = ty; j < kTile; j += kRowsPerPass)
-    if (p0 + j < pixels && m0 + tx < g.M) tile[j][tx] = sums[(p0 + j) * m_padded + m0 + tx];
+    if (p0 + j < pixels && m0 + tx < g.M) tile[j][tx] = sums[int64_t(p0 + j) * m_padded + m0 + tx];
   __syncthreads();
-  const int64_t p = p0 + tx;
+  const int p = p0 + tx;
   if (p >= pixels) return;
   const int64_t n = p / plane, at = p % plane;
   for (int j = ty; j < kTile; j += kRowsPerPass) {
@@ -71,6 +75,60 @@ __global__ void sums_to_output_kernel(ConvGeom g, int64_t m_padded, const int32_
           k::stored(store, k::int8_conv_output(tile[tx][j], m, mult, bq, bias, act));
   }
 }
+
+// cols[p][(kh * KW + kw) * C32 + c] = levels[byte + 128] of the input atom at the tap, 16 bytes a thread,
+// zero outside the image (C32: the input's channels in whole atoms, their padding bytes included: the
+// weights are zero there). grid.y: the tap. identity: levels[q + 128] == q for every q (no lookup).
+__global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* levels, bool identity,
+                                    unsigned chunks, unsigned total, int64_t depth, int8_t* cols) {
+  __shared__ int8_t lut[256];
+  for (int i = threadIdx.x; i < 256; i += blockDim.x) lut[i] = levels[i];
+  __syncthreads();
+  const int tap = blockIdx.y, kh = tap / int(g.KW), kw = tap % int(g.KW), OW = int(g.OW), OH = int(g.OH);
+  const int64_t c32 = int64_t(chunks) * 16;
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const unsigned chunk = i % chunks, p = i / chunks;
+    const int ow = int(p % OW), oh = int((p / OW) % OH), n = int(p / (OW * OH));
+    const int64_t ih = oh * g.SH - g.PT + kh * g.DH, iw = ow * g.SW - g.PL + kw * g.DW;
+    union {
+      int4 word;
+      int8_t bytes[16];
+    } v;
+    v.word = make_int4(0, 0, 0, 0);
+    if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) {
+      v.word = *reinterpret_cast<const int4*>(in.data + n * in.batch + (chunk / 2) * in.group + ih * in.line +
+                                              iw * 32 + (chunk % 2) * 16);
+      if (!identity)
+        for (int b = 0; b < 16; ++b) v.bytes[b] = lut[int(v.bytes[b]) + 128];
+    }
+    *reinterpret_cast<int4*>(cols + int64_t(p) * depth + tap * c32 + chunk * 16) = v.word;
+  }
+}
+
+// The output surface's bytes from sums[p][m], 4 channels a thread: int8_conv_output, the store rule, then
+// pack_surface's quantization to the surface's scale; padding channels of the last atom zero.
+__global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t* sums, const float* mult,
+                                     const double* bq, const float* bias, ActParams act, k::StoreRule store,
+                                     Int8Atoms out, unsigned words, unsigned total) {
+  const int OW = int(g.OW), OH = int(g.OH);
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const unsigned word = i % words, p = i / words;
+    const int ow = int(p % OW), oh = int((p / OW) % OH), n = int(p / (OW * OH));
+    const int64_t m0 = int64_t(word) * 4;
+    uint32_t packed = 0;
+    for (int b = 0; b < 4; ++b) {
+      const int64_t m = m0 + b;
+      if (m >= g.M || !(out.scale > 0)) continue;
+      const float v =
+          k::stored(store, k::int8_conv_output(sums[int64_t(p) * m_padded + m], m, mult, bq, bias, act));
+      packed |= uint32_t(uint8_t(int8_t(k::level(v, out.scale, 0)))) << (8 * b);
+    }
+    *reinterpret_cast<uint32_t*>(out.data + n * out.batch + (m0 / 32) * out.group + oh * out.line + ow * 32 +
+                                 m0 % 32) = packed;
+  }
+}
+
+unsigned blocks_for(unsigned total) { return (total + 255) / 256 < 1048576 ? (total + 255) / 256 : 1048576; }
 
 // cuBLASLt's functions, from the library opened once per process; null where it is missing. The handle
 // is never destroyed: at exit the CUDA runtime may be gone before static destructors run.
@@ -140,7 +198,8 @@ ConvInt8Gemm::~ConvInt8Gemm() = default;
 
 std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_t k_padded) {
   const int64_t pixels = g.N * g.OH * g.OW;
-  if (g.G != 1 || !k::conv_int8_mma_fits(g) || pixels < 1 || pixels > INT32_MAX) return nullptr;
+  // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel and K coordinates.
+  if (g.G != 1 || !k::conv_int8_mma_fits(g) || pixels < 1 || pixels > INT32_MAX - kTile) return nullptr;
   const Lt* api = lt();
   if (!api) return nullptr;
   std::shared_ptr<ConvInt8Gemm> c(new ConvInt8Gemm(g, k_padded));
@@ -175,6 +234,50 @@ std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_
   return c;
 }
 
+bool ConvInt8Gemm::atoms_fit(const ConvGeom& g, const Int8Atoms& in, const Int8Atoms& out) {
+  auto aligned = [](const Int8Atoms& a) {
+    return reinterpret_cast<uintptr_t>(a.data) % 16 == 0 && a.batch % 16 == 0 && a.group % 16 == 0 &&
+           a.line % 16 == 0;
+  };
+  const int64_t pixels = g.N * g.OH * g.OW, atoms_in = (g.C + 31) / 32, atoms_out = (g.M + 31) / 32;
+  return aligned(in) && aligned(out) && g.KH * g.KW <= 65535 && pixels * atoms_in * 2 < INT32_MAX &&
+         pixels * atoms_out * 8 < INT32_MAX;
+}
+
+int64_t ConvInt8Gemm::atom_depth(const ConvGeom& g) { return g.KH * g.KW * ((g.C + 31) / 32 * 32); }
+
+std::vector<int8_t> ConvInt8Gemm::atom_weights(const ConvGeom& g, const int8_t* wq) const {
+  const int64_t c32 = (g.C + 31) / 32 * 32, taps = g.KH * g.KW;
+  std::vector<int8_t> w(size_t(m_padded_ * k_padded_), 0);
+  for (int64_t m = 0; m < g.M; ++m)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t t = 0; t < taps; ++t)
+        w[size_t(m * k_padded_ + t * c32 + c)] = wq[(m * g.C + c) * taps + t];
+  return w;
+}
+
+void ConvInt8Gemm::run_on_atoms(const Int8Atoms& in, const int8_t* levels, bool identity, const int8_t* w,
+                                const float* mult, const double* bq, const float* bias, ActParams act,
+                                const k::StoreRule& store, const Int8Atoms& out, void* cols, void* sums,
+                                void* workspace, cudaStream_t s) const {
+  const unsigned chunks = unsigned((g_.C + 31) / 32 * 2), words = unsigned((g_.M + 31) / 32 * 8);
+  const unsigned cols_total = unsigned(pixels_) * chunks, out_total = unsigned(pixels_) * words;
+  im2col_atoms_kernel<<<dim3(blocks_for(cols_total), unsigned(g_.KH * g_.KW)), 256, 0, s>>>(
+      g_, in, levels, identity, chunks, cols_total, k_padded_, static_cast<int8_t*>(cols));
+  matmul(w, cols, sums, workspace, s);
+  sums_to_atoms_kernel<<<blocks_for(out_total), 256, 0, s>>>(
+      g_, m_padded_, static_cast<const int32_t*>(sums), mult, bq, bias, act, store, out, words, out_total);
+}
+
+void ConvInt8Gemm::matmul(const int8_t* w, const void* cols, void* sums, void* workspace,
+                          cudaStream_t s) const {
+  const int32_t one = 1, zero = 0;
+  const Lt* api = lt();
+  if (api->matmul(api->handle, lt_->op, &one, w, lt_->w, cols, lt_->cols, &zero, sums, lt_->sums, sums,
+                  lt_->sums, &lt_->algo, workspace, workspace_, s) != CUBLAS_STATUS_SUCCESS)
+    fail(Status::kInternal, "cuBLASLt's int8 matrix product failed");
+}
+
 void ConvInt8Gemm::run(const float* x, float s_in, int rounding, const int8_t* w, const float* mult,
                        const double* bq, const float* bias, ActParams act, const k::StoreRule& store,
                        float* y, void* cols, void* sums, void* workspace, cudaStream_t s) const {
@@ -182,11 +285,7 @@ void ConvInt8Gemm::run(const float* x, float s_in, int rounding, const int8_t* w
   const unsigned pixel_tiles = unsigned((pixels_ + kTile - 1) / kTile);
   im2col_levels_kernel<<<dim3(pixel_tiles, unsigned(k_padded_ / kTile)), threads, 0, s>>>(
       g_, k_padded_, x, s_in, rounding, static_cast<int8_t*>(cols));
-  const int32_t one = 1, zero = 0;
-  const Lt* api = lt();
-  if (api->matmul(api->handle, lt_->op, &one, w, lt_->w, cols, lt_->cols, &zero, sums, lt_->sums, sums,
-                  lt_->sums, &lt_->algo, workspace, workspace_, s) != CUBLAS_STATUS_SUCCESS)
-    fail(Status::kInternal, "cuBLASLt's int8 matrix product failed");
+  matmul(w, cols, sums, workspace, s);
   sums_to_output_kernel<<<dim3(pixel_tiles, unsigned((g_.M + kTile - 1) / kTile)), threads, 0, s>>>(
       g_, m_padded_, static_cast<const int32_t*>(sums), mult, bq, bias, act, store, y);
 }

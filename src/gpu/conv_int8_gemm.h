@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "gpu/kernels.h"
 
@@ -18,7 +19,8 @@ namespace dlakit::gpu {
 
 class ConvInt8Gemm {
  public:
-  // Null when cuBLASLt cannot take g (see above). k_padded: K rounded up to k::kMmaK.
+  // Null when cuBLASLt cannot take g (see above). k_padded: the GEMM's depth, K rounded up to k::kMmaK
+  // for run(), atom_depth(g) for run_on_atoms().
   static std::shared_ptr<const ConvInt8Gemm> plan(const k::ConvGeom& g, int64_t k_padded);
   ~ConvInt8Gemm();
   ConvInt8Gemm(const ConvInt8Gemm&) = delete;
@@ -27,7 +29,7 @@ class ConvInt8Gemm {
   // Rows of the weight matrix run() reads: M rounded up to 4 (cuBLASLt's int8 kernels want leading
   // dimensions in multiples of 4); the rows past M are zeros.
   int64_t filters_padded() const { return m_padded_; }
-  // Scratch run() needs: the im2col matrix, the int32 sums and cuBLASLt's workspace.
+  // Scratch the runs need: the im2col matrix, the int32 sums and cuBLASLt's workspace.
   size_t cols_bytes() const { return size_t(pixels_ * k_padded_); }
   size_t sums_bytes() const { return size_t(pixels_ * m_padded_) * 4; }
   size_t workspace_bytes() const { return workspace_; }
@@ -38,9 +40,25 @@ class ConvInt8Gemm {
            const float* bias, k::ActParams act, const k::StoreRule& store, float* y, void* cols, void* sums,
            void* workspace, cudaStream_t s) const;
 
+  // The same INT8 convolution from an int8 chw32 surface to another (the DLA's INT8 feature layout), with no
+  // float tensor between them. K runs over (kh, kw, channel) in whole atoms, so that each tap's row of
+  // the im2col matrix is a copy of the input's atom. levels[q + 128] is input level q at the layer's input
+  // scale (the unpack and quantize_i8 of run()'s path, as a table; identity: it is q). The output bytes
+  // are what run() then pack_surface would write, padding channels zero.
+  static int64_t atom_depth(const k::ConvGeom& g);  // KH * KW * C rounded up to 32
+  // Whether the surfaces suit the kernels: 16-byte aligned atoms and strides, 32-bit counts.
+  static bool atoms_fit(const k::ConvGeom& g, const Int8Atoms& in, const Int8Atoms& out);
+  // [filters_padded][atom_depth] from wq [M][C][KH][KW].
+  std::vector<int8_t> atom_weights(const k::ConvGeom& g, const int8_t* wq) const;
+  void run_on_atoms(const Int8Atoms& in, const int8_t* levels, bool identity, const int8_t* w,
+                    const float* mult, const double* bq, const float* bias, k::ActParams act,
+                    const k::StoreRule& store, const Int8Atoms& out, void* cols, void* sums, void* workspace,
+                    cudaStream_t s) const;
+
   struct Descriptors;  // cuBLASLt's, kept out of this header
 
  private:
+  void matmul(const int8_t* w, const void* cols, void* sums, void* workspace, cudaStream_t s) const;
   ConvInt8Gemm(const k::ConvGeom& g, int64_t k_padded);
   k::ConvGeom g_;
   int64_t k_padded_ = 0, m_padded_ = 0, pixels_ = 0;

@@ -1,6 +1,8 @@
 // The in-place INT8 surface operations (runtime/atom_ops.h) on CUDA: the residual Add (+ ReLU) and MaxPool
-// on int8 chw32 surfaces, one thread per byte of the lines they write, with kernels/int8_atoms.cpp's
+// on int8 chw32 surfaces, a block per line they write, with kernels/int8_atoms.cpp's
 // arithmetic in its order (compiled with -fmad=false, as the CPU file is with -ffp-contract=off).
+#include <type_traits>
+
 #include "gpu/device_math.cuh"
 #include "gpu/kernels.h"
 
@@ -9,56 +11,88 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : (b > 1048576 ? 1048576 : b));
+unsigned blocks_for(int64_t lines) { return unsigned(lines < 1048576 ? lines : 1048576); }
+
+// Both kernels take one line of the output surface (n, atom group, row) per block and walk its bytes
+// (column w, channel k of the atom) with the block's threads: the coordinates come from the block and a
+// shift, not from a division per byte.
+// Line index -> (n, atom group, row) in 32-bit arithmetic where it fits (a 64-bit division costs several
+// times more, and short lines leave few bytes per thread to spread it over).
+__device__ inline void split_line(int64_t line, int64_t rows, int64_t groups, int64_t& n, int64_t& g,
+                                  int64_t& h) {
+  if (line <= INT32_MAX && rows * groups <= INT32_MAX) {
+    const unsigned l = unsigned(line), r = unsigned(rows), gs = unsigned(groups);
+    h = l % r, g = (l / r) % gs, n = l / (r * gs);
+  } else {
+    h = line % rows, g = (line / rows) % groups, n = line / (rows * groups);
+  }
 }
 
-__device__ inline int64_t atom_offset(const Int8Atoms& s, int64_t n, int64_t g, int64_t h, int64_t w,
-                                      int64_t k) {
-  return n * s.batch + g * s.group + h * s.line + w * 32 + k;
+__device__ inline int64_t line_offset(const Int8Atoms& s, int64_t n, int64_t g, int64_t h) {
+  return n * s.batch + g * s.group + h * s.line;
 }
 
+// One byte of the Add: the CPU kernel's arithmetic (int8_atoms.cpp), padding channels zero.
+__device__ inline int8_t add_byte(int8_t qa, int8_t qb, float sa, float sb, float sy, bool relu,
+                                  bool padding) {
+  if (padding) return 0;
+  const float fa = float(qa) * sa, fb = float(qb) * sb;
+  float v = fa + fb;
+  if (relu) v = v > 0.f ? v : 0.f;
+  return int8_t(level(v, sy, 0));
+}
+
+// Words: 4 bytes a thread, where every line of a, b and y starts 4-byte aligned (add_int8_atoms checks).
+template <bool Words>
 __global__ void add_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups, Int8Atoms a, Int8Atoms b,
-                                 bool relu, Int8Atoms y, int64_t total) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t k = i % 32, w = (i / 32) % W, h = (i / (32 * W)) % H, g = (i / (32 * W * H)) % groups,
-                  n = i / (32 * W * H * groups);
-    int8_t* out = y.data + atom_offset(y, n, g, h, w, k);
-    if (g * 32 + k >= C) {  // padding channels
-      *out = 0;
-      continue;
+                                 bool relu, Int8Atoms y, int64_t lines) {
+  constexpr int kBytes = Words ? 4 : 1;
+  using Word = std::conditional_t<Words, uint32_t, uint8_t>;
+  for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
+    int64_t n, g, h;
+    split_line(line, H, groups, n, g, h);
+    const int8_t* pa = a.data + line_offset(a, n, g, h);
+    const int8_t* pb = b.data + line_offset(b, n, g, h);
+    int8_t* out = y.data + line_offset(y, n, g, h);
+    for (int64_t e = threadIdx.x * kBytes; e < W * 32; e += blockDim.x * kBytes) {
+      union {
+        int8_t bytes[kBytes];
+        Word word;
+      } qa, qb, q;
+      qa.word = *reinterpret_cast<const Word*>(pa + e);
+      qb.word = *reinterpret_cast<const Word*>(pb + e);
+      for (int i = 0; i < kBytes; ++i)
+        q.bytes[i] =
+            add_byte(qa.bytes[i], qb.bytes[i], a.scale, b.scale, y.scale, relu, g * 32 + ((e + i) & 31) >= C);
+      *reinterpret_cast<Word*>(out + e) = q.word;
     }
-    const float fa = float(a.data[atom_offset(a, n, g, h, w, k)]) * a.scale,
-                fb = float(b.data[atom_offset(b, n, g, h, w, k)]) * b.scale;
-    float v = fa + fb;
-    if (relu) v = v > 0.f ? v : 0.f;
-    *out = int8_t(level(v, y.scale, 0));
   }
 }
 
 __global__ void max_pool_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups, PoolWindow p,
-                                      Int8Atoms x, bool same_scale, Int8Atoms y, int64_t total) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t k = i % 32, ow = (i / 32) % p.OW, oh = (i / (32 * p.OW)) % p.OH,
-                  g = (i / (32 * p.OW * p.OH)) % groups, n = i / (32 * p.OW * p.OH * groups);
-    int8_t* out = y.data + atom_offset(y, n, g, oh, ow, k);
-    if (g * 32 + k >= C) {
-      *out = 0;
-      continue;
-    }
-    const int64_t ih = oh * p.sh - p.pt, iw = ow * p.sw - p.pl;
-    const int64_t kh0 = ih < 0 ? -ih : 0, kh1 = p.KH < H - ih ? p.KH : H - ih;
-    const int64_t kw0 = iw < 0 ? -iw : 0, kw1 = p.KW < W - iw ? p.KW : W - iw;
-    int8_t m = -128;
-    for (int64_t kh = kh0; kh < kh1; ++kh)
-      for (int64_t kw = kw0; kw < kw1; ++kw) {
-        const int8_t v = x.data[atom_offset(x, n, g, ih + kh, iw + kw, k)];
-        m = v > m ? v : m;
+                                      Int8Atoms x, bool same_scale, Int8Atoms y, int64_t lines) {
+  for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
+    int64_t n, g, oh;
+    split_line(line, p.OH, groups, n, g, oh);
+    const int64_t ih = oh * p.sh - p.pt, kh0 = ih < 0 ? -ih : 0, kh1 = p.KH < H - ih ? p.KH : H - ih;
+    const int8_t* in = x.data + line_offset(x, n, g, 0);
+    int8_t* out = y.data + line_offset(y, n, g, oh);
+    for (int64_t e = threadIdx.x; e < p.OW * 32; e += blockDim.x) {
+      const int64_t k = e & 31, ow = e >> 5;
+      if (g * 32 + k >= C) {
+        out[e] = 0;
+        continue;
       }
-    *out = same_scale ? m : int8_t(level(float(m) * x.scale, y.scale, 0));
+      const int64_t iw = ow * p.sw - p.pl;
+      const int64_t kw0 = iw < 0 ? -iw : 0, kw1 = p.KW < W - iw ? p.KW : W - iw;
+      int8_t m = -128;
+      for (int64_t kh = kh0; kh < kh1; ++kh)
+        for (int64_t kw = kw0; kw < kw1; ++kw) {
+          const int8_t v = in[(ih + kh) * x.line + (iw + kw) * 32 + k];
+          m = v > m ? v : m;
+        }
+      out[e] = same_scale ? m : int8_t(level(float(m) * x.scale, y.scale, 0));
+    }
   }
 }
 
@@ -66,15 +100,25 @@ __global__ void max_pool_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t g
 
 void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms& a, const Int8Atoms& b,
                     bool relu, const Int8Atoms& y, cudaStream_t s) {
-  const int64_t groups = (C + 31) / 32, total = N * groups * H * W * 32;
-  if (total) add_atoms_kernel<<<blocks_for(total), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, total);
+  const int64_t groups = (C + 31) / 32, lines = N * groups * H;
+  if (!lines || !W) return;
+  auto aligned = [](const Int8Atoms& t) {
+    return (reinterpret_cast<uintptr_t>(t.data) | uintptr_t(t.batch) | uintptr_t(t.group) |
+            uintptr_t(t.line)) %
+               4 ==
+           0;
+  };
+  if (aligned(a) && aligned(b) && aligned(y))
+    add_atoms_kernel<true><<<blocks_for(lines), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, lines);
+  else
+    add_atoms_kernel<false><<<blocks_for(lines), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, lines);
 }
 
 void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolWindow& p, const Int8Atoms& x,
                          bool same_scale, const Int8Atoms& y, cudaStream_t s) {
-  const int64_t groups = (C + 31) / 32, total = N * groups * p.OH * p.OW * 32;
-  if (total)
-    max_pool_atoms_kernel<<<blocks_for(total), kThreads, 0, s>>>(C, H, W, groups, p, x, same_scale, y, total);
+  const int64_t groups = (C + 31) / 32, lines = N * groups * p.OH;
+  if (lines && p.OW)
+    max_pool_atoms_kernel<<<blocks_for(lines), kThreads, 0, s>>>(C, H, W, groups, p, x, same_scale, y, lines);
 }
 
 }  // namespace dlakit::gpu::k

@@ -343,15 +343,80 @@ __global__ void pack_surface_kernel(SurfaceGeom g, const float* in, uint8_t* bas
   }
 }
 
+// int8 chw32, the DLA's INT8 feature layout, a block per line (n, atom group, row): the line's W x 32 bytes
+// pass through shared memory, read or written whole along the surface, and along each channel's row of
+// floats on the NCHW side. Same arithmetic as the element kernels above.
+namespace {
+
+constexpr int64_t kMaxLineBytes = 32768;  // shared memory a block takes for its line
+
+bool line_kernels_fit(const SurfaceGeom& g) {
+  return g.format == 2 && g.int8 && g.stride[0] == 1 && g.w * 32 <= kMaxLineBytes;
+}
+
+__global__ void unpack_chw32_int8_kernel(SurfaceGeom g, const uint8_t* base, float* out, int64_t lines) {
+  extern __shared__ int8_t line_bytes[];
+  const int64_t groups = (g.c + 31) / 32;
+  const int W = int(g.w), bytes = W * 32;
+  for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
+    const int64_t h = line % g.h, grp = (line / g.h) % groups, n = line / (g.h * groups);
+    const auto* src =
+        reinterpret_cast<const int8_t*>(base + n * g.stride[3] + grp * g.stride[2] + h * g.stride[1]);
+    __syncthreads();  // the previous line's bytes are read
+    for (int e = threadIdx.x; e < bytes; e += blockDim.x) line_bytes[e] = src[e];
+    __syncthreads();
+    for (int e = threadIdx.x; e < bytes; e += blockDim.x) {
+      const int k = e / W, w = e - k * W;
+      const int64_t c = grp * 32 + k;
+      if (c < g.c) out[((n * g.c + c) * g.h + h) * g.w + w] = float(line_bytes[w * 32 + k]) * g.scale;
+    }
+  }
+}
+
+__global__ void pack_chw32_int8_kernel(SurfaceGeom g, const float* in, uint8_t* base, int64_t lines) {
+  extern __shared__ int8_t line_bytes[];
+  const int64_t groups = (g.c + 31) / 32;
+  const int W = int(g.w), bytes = W * 32;
+  for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
+    const int64_t h = line % g.h, grp = (line / g.h) % groups, n = line / (g.h * groups);
+    __syncthreads();  // the previous line's bytes are written
+    for (int e = threadIdx.x; e < bytes; e += blockDim.x) {
+      const int k = e / W, w = e - k * W;
+      const int64_t c = grp * 32 + k;
+      const float v = c < g.c ? in[((n * g.c + c) * g.h + h) * g.w + w] : 0.f;  // padding channels: zero
+      line_bytes[w * 32 + k] = g.scale > 0 ? int8_t(level(v, g.scale, 0)) : int8_t(0);
+    }
+    __syncthreads();
+    auto* dst = reinterpret_cast<int8_t*>(base + n * g.stride[3] + grp * g.stride[2] + h * g.stride[1]);
+    for (int e = threadIdx.x; e < bytes; e += blockDim.x) dst[e] = line_bytes[e];
+  }
+}
+
+unsigned line_blocks(int64_t lines) { return unsigned(lines < 1048576 ? lines : 1048576); }
+
+}  // namespace
+
 void unpack_surface(const SurfaceGeom& g, const uint8_t* base, float* out, cudaStream_t s) {
   const int64_t total = g.n * g.c * g.h * g.w;
-  if (total) unpack_surface_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, base, out, total);
+  if (!total) return;
+  if (line_kernels_fit(g)) {
+    const int64_t lines = g.n * ((g.c + 31) / 32) * g.h;
+    unpack_chw32_int8_kernel<<<line_blocks(lines), kThreads, size_t(g.w * 32), s>>>(g, base, out, lines);
+    return;
+  }
+  unpack_surface_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, base, out, total);
 }
 
 void pack_surface(const SurfaceGeom& g, const float* in, uint8_t* base, cudaStream_t s) {
   const int64_t atom = g.format == 1 ? 16 : g.format == 2 ? 32 : 1;
   const int64_t channels = (g.c + atom - 1) / atom * atom, total = g.n * channels * g.h * g.w;
-  if (total) pack_surface_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, in, base, channels, total);
+  if (!total) return;
+  if (line_kernels_fit(g)) {
+    const int64_t lines = g.n * (channels / 32) * g.h;
+    pack_chw32_int8_kernel<<<line_blocks(lines), kThreads, size_t(g.w * 32), s>>>(g, in, base, lines);
+    return;
+  }
+  pack_surface_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, in, base, channels, total);
 }
 
 }  // namespace dlakit::gpu::k

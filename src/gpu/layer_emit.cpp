@@ -121,7 +121,8 @@ bool binary_code(OpKind op, k::Binary& b) {
   }
 }
 
-// The activation the fuse-activation pass attached, as the kernels take it (the rule: ref::fused_epilogue).
+}  // namespace
+
 k::ActParams fused_act(const Node& n) {
   const GemmEpilogue e = ref::fused_epilogue(n);
   switch (e.act) {
@@ -136,7 +137,6 @@ k::ActParams fused_act(const Node& n) {
   }
   return {};
 }
-}  // namespace
 
 const void* DeviceArena::upload(const void* host, size_t bytes) {
   void* d = alloc(bytes);
@@ -186,6 +186,15 @@ const float* apply_input_rule(const float* x, int64_t count, const numerics::Inp
     if (half) k::round_to_half(from, t, count, s);
   });
   return t;
+}
+
+k::ConvGeom conv_geom(const Node& node, const Shape& xs, const Shape& ws, const Shape& ys) {
+  const ref::WindowGeom wg = ref::window_geom(node, xs, {ws[2], ws[3]}, false);
+  k::ConvGeom cg;
+  cg.N = xs[0], cg.C = xs[1], cg.H = xs[2], cg.W = xs[3], cg.M = ws[0], cg.OH = ys[2], cg.OW = ys[3];
+  cg.KH = ws[2], cg.KW = ws[3], cg.SH = wg.s[1], cg.SW = wg.s[2], cg.DH = wg.d[1], cg.DW = wg.d[2];
+  cg.PT = wg.pb[1], cg.PL = wg.pb[2], cg.G = node.attr_int("group", 1);
+  return cg;
 }
 
 k::StoreRule store_rule(bool compute_fp16, const numerics::OutputRule& rule, quant::Rounding rounding) {
@@ -262,11 +271,7 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     const Shape& ws = c.in[1].shape;
     const bool has_bias = present(2);
     if (has_bias && !c.in[2].constant) return give_up("a bias computed at run time");
-    const ref::WindowGeom wg = ref::window_geom(node, xs, {ws[2], ws[3]}, false);
-    k::ConvGeom cg;
-    cg.N = xs[0], cg.C = xs[1], cg.H = xs[2], cg.W = xs[3], cg.M = ws[0], cg.OH = ys[2], cg.OW = ys[3];
-    cg.KH = ws[2], cg.KW = ws[3], cg.SH = wg.s[1], cg.SW = wg.s[2], cg.DH = wg.d[1], cg.DW = wg.d[2];
-    cg.PT = wg.pb[1], cg.PL = wg.pb[2], cg.G = node.attr_int("group", 1);
+    const k::ConvGeom cg = conv_geom(node, xs, ws, ys);
     const k::ActParams act = fused_act(node);
     if (int8) {
       const numerics::Int8Conv* cv = c.conv;

@@ -65,6 +65,12 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
 // else a new buffer filled by launches appended to `launches`.
 const float* apply_input_rule(const float* x, int64_t count, const numerics::InputRule& rule,
                               quant::Rounding rounding, DeviceArena& arena, std::vector<Launch>& launches);
+// The activation the fuse-activation pass attached, as the kernels take it (the rule: ref::fused_epilogue).
+k::ActParams fused_act(const Node& n);
+
+// A 2-D convolution's geometry: input, weight and output shapes (4-D) and the node's attributes.
+k::ConvGeom conv_geom(const Node& node, const Shape& xs, const Shape& ws, const Shape& ys);
+
 // How a layer with these rules stores its result (LayerCall::store).
 k::StoreRule store_rule(bool compute_fp16, const numerics::OutputRule& rule, quant::Rounding rounding);
 

@@ -9,10 +9,13 @@
 #include <map>
 #include <mutex>
 
+#include "gpu/conv_int8_gemm.h"
 #include "gpu/gpu_check.h"
 #include "gpu/kernels.h"
 #include "gpu/layer_emit.h"
 #include "gpu/program_engine.h"
+#include "numerics/quantize.h"
+#include "runtime/atom_ops.h"
 
 namespace dlakit::gpu {
 
@@ -118,6 +121,7 @@ struct ProgramEngine::Impl {
   Staged stage(const std::vector<const void*>& in, const std::vector<void*>& out) const;
   void unstage(const Staged& st, const std::vector<void*>& out) const;
   void build_op(size_t oi);
+  bool atom_conv(size_t oi, size_t k, std::vector<Launch>& launches);
   Launch atom_launch(const rt::AtomOp& a);
   void enqueue(const std::vector<const void*>& in, const std::vector<void*>& out, void* stream,
                size_t op_count);
@@ -136,6 +140,63 @@ Launch ProgramEngine::Impl::atom_launch(const rt::AtomOp& a) {
   return [=](cudaStream_t s) {
     k::max_pool_int8_atoms(xs[0], xs[1], xs[2], xs[3], a.window, atoms(*a.x), a.keep_levels, atoms(*a.y), s);
   };
+}
+
+// An INT8 convolution from one int8 chw32 surface of the program's own memory to another, on cuBLASLt
+// with no float tensor between them (ConvInt8Gemm::run_on_atoms): the DLA's own dataflow, and a third of
+// the memory traffic of unpack, convolution and pack. False where it does not apply (the caller then
+// takes the general path: I/O buffers, other formats, groups, shapes cuBLASLt has no algorithm for).
+bool ProgramEngine::Impl::atom_conv(size_t oi, size_t k, std::vector<Launch>& launches) {
+  const prog::Step& s = p.ops[oi].steps[k];
+  const rt::PreparedStep& ps = pp.step(oi, k);
+  if (!s.rules.exact_int8_conv || !ps.conv || ps.node.op != OpKind::Conv || s.inputs.empty() ||
+      s.outputs.size() != 1 || s.inputs[0].kind != Ref::Kind::kSurface ||
+      s.outputs[0].kind != Ref::Kind::kSurface || s.rules.inputs.empty() || s.rules.outputs.empty())
+    return false;
+  const prog::Surface& in = p.surfaces[s.inputs[0].index];
+  const prog::Surface& out = p.surfaces[s.outputs[0].index];
+  auto own_int8_atoms = [](const prog::Surface& sf) {
+    return (sf.pool == Pool::kSram || sf.pool == Pool::kLocalDram) && sf.desc.dtype == DType::kI8 &&
+           sf.desc.format == rt::IoFormat::kChw32 && sf.desc.stride[0] == 1 &&
+           sf.desc.network_shape.size() == 4;
+  };
+  const numerics::Int8Conv& cv = *ps.conv;
+  const Shape ws = cv.w_levels.shape();
+  if (!own_int8_atoms(in) || !own_int8_atoms(out) || ws.size() != 4 ||
+      out.desc.network_shape != s.out_types[0].shape)
+    return false;
+  const k::ConvGeom g = conv_geom(ps.node, in.desc.network_shape, ws, out.desc.network_shape);
+  const Int8Atoms in_atoms = rt::atoms_of(in, base(in)), out_atoms = rt::atoms_of(out, base(out));
+  if (g.G != 1 || !ConvInt8Gemm::atoms_fit(g, in_atoms, out_atoms)) return false;
+  const std::shared_ptr<const ConvInt8Gemm> gemm = ConvInt8Gemm::plan(g, ConvInt8Gemm::atom_depth(g));
+  if (!gemm) return false;
+  // The input's levels at the layer's input scale, as unpack then quantize_i8 would make them.
+  const float s_in = s.rules.inputs[0].quantize_scale;
+  std::vector<int8_t> levels(256);
+  bool identity = true;
+  for (int q = -128; q < 128; ++q) {
+    levels[size_t(q + 128)] =
+        s_in > 0 ? quant::quantize(float(q) * in.desc.scale, s_in, s.rules.rounding) : 0;
+    identity = identity && levels[size_t(q + 128)] == q;
+  }
+  std::vector<int8_t> wq(size_t(cv.w_levels.numel()));
+  for (size_t i = 0; i < wq.size(); ++i) wq[i] = int8_t(cv.w_levels.data<float>()[i]);
+  const std::vector<int8_t> w = gemm->atom_weights(g, wq.data());
+  const auto* wd = static_cast<const int8_t*>(arena.upload(w.data(), w.size()));
+  const auto* lut = static_cast<const int8_t*>(arena.upload(levels.data(), levels.size()));
+  const auto* md = static_cast<const float*>(arena.upload(cv.mult.data(), cv.mult.size() * 4));
+  const auto* bqd = static_cast<const double*>(arena.upload(cv.bias_q.data(), cv.bias_q.size() * 8));
+  const float* bd =
+      cv.bias.empty() ? nullptr : static_cast<const float*>(arena.upload(cv.bias.data(), cv.bias.size() * 4));
+  void* cols = arena.scratch(0, gemm->cols_bytes());
+  void* sums = arena.scratch(1, gemm->sums_bytes());
+  void* work = arena.scratch(2, gemm->workspace_bytes());
+  const k::ActParams act = fused_act(ps.node);
+  const k::StoreRule store = store_rule(s.rules.compute_fp16, s.rules.outputs[0], s.rules.rounding);
+  launches.push_back([=](cudaStream_t st) {
+    gemm->run_on_atoms(in_atoms, lut, identity, wd, md, bqd, bd, act, store, out_atoms, cols, sums, work, st);
+  });
+  return true;
 }
 
 // A step on the host in stream order: its device inputs copied to pinned memory, numerics::run_step, its
@@ -198,6 +259,10 @@ void ProgramEngine::Impl::build_op(size_t oi) {
   std::vector<float*> temps;
   for (size_t k = 0; k < op.steps.size(); ++k) {
     const prog::Step& s = op.steps[k];
+    if (atom_conv(oi, k, launches)) {
+      info.push_back({s.layer, true, ""});
+      continue;
+    }
     const rt::PreparedStep& ps = pp.step(oi, k);
     StepInfo si;
     si.layer = s.layer;

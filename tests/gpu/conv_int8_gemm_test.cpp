@@ -20,6 +20,9 @@
 #include "gpu/conv_int8_gemm.h"
 #include "gpu/gpu.h"
 #include "gpu/kernels.h"
+#include "gpu/program_engine.h"
+#include "numerics/quantize.h"
+#include "runtime/io_format.h"
 
 using namespace dlakit;
 using gpu::ConvInt8Gemm;
@@ -198,6 +201,85 @@ TEST(ConvInt8GemmSums, StayExactPast2To24) {
     }
   EXPECT_GT(largest, int64_t(1) << 24) << "the sums do not reach the range this test is for";
   EXPECT_EQ(differ, 0u);
+}
+
+// Between int8 chw32 surfaces (run_on_atoms): the same bytes as unpack, run() and pack, with an input
+// scale unlike the surface's (levels through the table), channels and filters not multiples of 32.
+TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
+  REQUIRE_GPU();
+  const ConvGeom g = geom(2, 45, 9, 70, 3, 2, 1, 1);
+  const float s_surface = 0.043f, s_in = 0.05f, s_out = 0.05f;
+  const rt::TensorDesc in_desc =
+      rt::make_desc("x", {g.N, g.C, g.H, g.W}, {DType::kI8, rt::IoFormat::kChw32}, 64);
+  const rt::TensorDesc out_desc =
+      rt::make_desc("y", {g.N, g.M, g.OH, g.OW}, {DType::kI8, rt::IoFormat::kChw32}, 64);
+  gpu::k::SurfaceGeom in_geom = gpu::surface_geom(in_desc), out_geom = gpu::surface_geom(out_desc);
+  in_geom.scale = s_surface, out_geom.scale = s_out;
+  std::mt19937 gen(9);
+  std::uniform_int_distribution<int> level(-128, 127);
+  // Random levels in every byte: the real channels hold the input, the padding channels must not matter.
+  std::vector<int8_t> in_bytes(in_desc.size);
+  for (auto& v : in_bytes) v = int8_t(level(gen));
+  std::vector<int8_t> w(size_t(g.M * g.C * 9));
+  for (auto& v : w) v = int8_t(level(gen));
+  const double spread = std::sqrt(double(g.C * 9)) * 74.0 * 74.0;
+  std::vector<float> mult(size_t(g.M), float(1.5 / spread)), bias(size_t(g.M), 0.25f);
+  std::vector<double> bq(size_t(g.M), 3.0);
+  gpu::k::StoreRule store;
+  store.kind = gpu::k::StoreRule::Kind::kInt8, store.scale = s_out;
+  const gpu::k::ActParams act{gpu::k::Act::kRelu, 0, 0};
+
+  const std::shared_ptr<const ConvInt8Gemm> plain = ConvInt8Gemm::plan(g, k_padded_of(g));
+  const std::shared_ptr<const ConvInt8Gemm> atoms = ConvInt8Gemm::plan(g, ConvInt8Gemm::atom_depth(g));
+  ASSERT_TRUE(plain && atoms);
+  std::vector<gpu::DeviceBuffer> keep;
+  auto* in_d = to_device(in_bytes, keep);
+  const float* md = to_device(mult, keep);
+  const float* bd = to_device(bias, keep);
+  const double* bqd = to_device(bq, keep);
+  auto sized = [&](const ConvInt8Gemm& c) {
+    return std::make_tuple(scratch(c.cols_bytes(), keep), scratch(c.sums_bytes(), keep),
+                           scratch(c.workspace_bytes(), keep));
+  };
+  // Expected: unpack, run(), pack.
+  auto* x = static_cast<float*>(scratch(size_t(g.N * g.C * g.H * g.W) * 4, keep));
+  auto* y = static_cast<float*>(scratch(size_t(g.N * g.M * g.OH * g.OW) * 4, keep));
+  auto* want_d = static_cast<uint8_t*>(scratch(out_desc.size, keep));
+  auto* got_d = static_cast<uint8_t*>(scratch(out_desc.size, keep));
+  ASSERT_EQ(cudaMemset(want_d, 0, out_desc.size), cudaSuccess);
+  ASSERT_EQ(cudaMemset(got_d, 0, out_desc.size), cudaSuccess);
+  gpu::k::unpack_surface(in_geom, reinterpret_cast<const uint8_t*>(in_d), x, nullptr);
+  auto [cols, sums, work] = sized(*plain);
+  plain->run(x, s_in, 0, to_device(padded_weights(g, *plain, k_padded_of(g), w), keep), md, bqd, bd, act,
+             store, y, cols, sums, work, nullptr);
+  // The table run() implies: level q of the surface at the input scale.
+  std::vector<int8_t> levels(256);
+  for (int q = -128; q < 128; ++q)
+    levels[size_t(q + 128)] = quant::quantize(float(q) * s_surface, s_in, quant::Rounding::kHalfAwayFromZero);
+  auto [cols2, sums2, work2] = sized(*atoms);
+  const Int8Atoms in_atoms{in_d, int64_t(in_desc.stride[3]), int64_t(in_desc.stride[2]),
+                           int64_t(in_desc.stride[1]), s_surface};
+  const int8_t* levels_d = to_device(levels, keep);
+  const int8_t* atom_w = to_device(atoms->atom_weights(g, w.data()), keep);
+  // The output surface at the store rule's scale (its levels are the bytes), then at another scale.
+  for (float s_pack : {s_out, 0.07f}) {
+    SCOPED_TRACE("output surface scale " + std::to_string(s_pack));
+    out_geom.scale = s_pack;
+    gpu::k::pack_surface(out_geom, y, want_d, nullptr);
+    const Int8Atoms out_atoms{reinterpret_cast<int8_t*>(got_d), int64_t(out_desc.stride[3]),
+                              int64_t(out_desc.stride[2]), int64_t(out_desc.stride[1]), s_pack};
+    ASSERT_TRUE(ConvInt8Gemm::atoms_fit(g, in_atoms, out_atoms));
+    atoms->run_on_atoms(in_atoms, levels_d, false, atom_w, md, bqd, bd, act, store, out_atoms, cols2, sums2,
+                        work2, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<uint8_t> want(out_desc.size), got(out_desc.size);
+    ASSERT_EQ(cudaMemcpy(want.data(), want_d, want.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(got.data(), got_d, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    size_t differ = 0, nonzero = 0;
+    for (size_t i = 0; i < want.size(); ++i) differ += want[i] != got[i], nonzero += want[i] != 0;
+    EXPECT_GT(nonzero, want.size() / 4) << "mostly zero outputs would show little";
+    EXPECT_EQ(differ, 0u) << "of " << want.size() << " bytes";
+  }
 }
 
 TEST(ConvInt8GemmPlan, GroupsAndDepthwiseStayOnTheOtherKernels) {

@@ -44,10 +44,12 @@ Int8Atoms atoms(const Surface& s, void* data) {
 struct OnDevice {
   gpu::Queue q;
   std::vector<gpu::DeviceBuffer> keep;
-  void* put(const Surface& s) {
-    keep.emplace_back(s.bytes.size());
-    q.copy(keep.back().data(), s.bytes.data(), s.bytes.size());
-    return keep.back().data();
+  // shift: bytes past the allocation's (aligned) start, to reach the kernels' unaligned paths.
+  void* put(const Surface& s, size_t shift = 0) {
+    keep.emplace_back(s.bytes.size() + shift);
+    void* at = static_cast<uint8_t*>(keep.back().data()) + shift;
+    q.copy(at, s.bytes.data(), s.bytes.size());
+    return at;
   }
   std::vector<uint8_t> get(const void* d, size_t n) {
     std::vector<uint8_t> out(n);
@@ -66,19 +68,21 @@ TEST(Int8AtomsCuda, AddWithAndWithoutReluEqualsTheCpuKernel) {
                                                     {0.350695f, 0.350695f, 0.70139f}};
   for (const Shape& s : {Shape{1, 45, 5, 7}, Shape{2, 32, 3, 4}, Shape{1, 70, 2, 9}})
     for (const auto& [sa, sb, sy] : scales)
-      for (bool relu : {false, true}) {
-        SCOPED_TRACE(shape_str(s) + (relu ? " relu" : ""));
-        const Surface a = surface(s, sa, rng, true), b = surface(s, sb, rng, true);
-        Surface want = surface(s, sy, rng, false);
-        OnDevice dev;
-        void *da = dev.put(a), *db = dev.put(b), *dy = dev.put(want);
-        dev.q.synchronize();  // the copies have read `want` before the CPU kernel writes it
-        add_int8_atoms(s[0], s[1], s[2], s[3], atoms(a, const_cast<uint8_t*>(a.bytes.data())),
-                       atoms(b, const_cast<uint8_t*>(b.bytes.data())), relu, atoms(want, want.bytes.data()));
-        gpu::k::add_int8_atoms(s[0], s[1], s[2], s[3], atoms(a, da), atoms(b, db), relu, atoms(want, dy),
-                               static_cast<cudaStream_t>(dev.q.stream()));
-        EXPECT_EQ(dev.get(dy, want.bytes.size()), want.bytes);
-      }
+      for (bool relu : {false, true})
+        for (size_t shift : {0, 1}) {  // aligned: 4 bytes a thread; not: 1
+          SCOPED_TRACE(shape_str(s) + (relu ? " relu" : "") + (shift ? " unaligned" : ""));
+          const Surface a = surface(s, sa, rng, true), b = surface(s, sb, rng, true);
+          Surface want = surface(s, sy, rng, false);
+          OnDevice dev;
+          void *da = dev.put(a, shift), *db = dev.put(b), *dy = dev.put(want);
+          dev.q.synchronize();  // the copies have read `want` before the CPU kernel writes it
+          add_int8_atoms(s[0], s[1], s[2], s[3], atoms(a, const_cast<uint8_t*>(a.bytes.data())),
+                         atoms(b, const_cast<uint8_t*>(b.bytes.data())), relu,
+                         atoms(want, want.bytes.data()));
+          gpu::k::add_int8_atoms(s[0], s[1], s[2], s[3], atoms(a, da), atoms(b, db), relu, atoms(want, dy),
+                                 static_cast<cudaStream_t>(dev.q.stream()));
+          EXPECT_EQ(dev.get(dy, want.bytes.size()), want.bytes);
+        }
 }
 
 TEST(Int8AtomsCuda, MaxPoolEqualsTheCpuKernel) {
