@@ -13,6 +13,7 @@
 #include <string>
 
 #include "../common/require_gpu.h"
+#include "int8_epilogue_data.h"
 
 #if DLAKIT_WITH_CUDA
 #include <cuda_runtime.h>
@@ -105,15 +106,8 @@ TEST_P(ConvInt8GemmTest, EqualsThePlainKernelBitForBit) {
   }
   std::vector<int8_t> w(size_t(g.M * g.C * g.KH * g.KW));
   for (auto& v : w) v = int8_t(wlevel(gen));
-  const double spread = std::sqrt(double(g.C * g.KH * g.KW)) * 74.0 * 74.0;
-  std::uniform_real_distribution<float> scale(float(0.5 / spread), float(3.0 / spread)), value(-4.f, 4.f);
-  std::vector<float> mult(size_t(g.M)), bias(size_t(g.M));
-  std::vector<double> bq(size_t(g.M));
-  for (int64_t m = 0; m < g.M; ++m) {
-    mult[size_t(m)] = m % 7 == 3 ? 0.f : scale(gen);  // a channel without a scale gives its bias
-    bias[size_t(m)] = value(gen);
-    bq[size_t(m)] = double(value(gen)) * spread / 4.0;
-  }
+  const auto [mult, bias, bq] =
+      random_int8_epilogue(g.M, std::sqrt(double(g.C * g.KH * g.KW)) * 74.0 * 74.0, gen);
   const gpu::k::ActParams act{gpu::k::Act::kClip, -6.f, 6.f};
   // The store the epilogue applies: int8 levels of 6/127 (the other kinds share its code, kernels.cu).
   gpu::k::StoreRule store;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../common/require_gpu.h"
+#include "int8_epilogue_data.h"
 
 #if DLAKIT_WITH_CUDA
 #include <cuda_runtime.h>
@@ -64,20 +65,11 @@ TEST_P(ConvInt8Mma, EqualsThePlainKernelBitForBit) {
   ASSERT_TRUE(gpu::k::conv_int8_mma_fits(g));
   std::mt19937 gen(5);
   std::uniform_int_distribution<int> level(-128, 127);
-  // Scales that put most outputs inside the clip range: a sum of K products of levels has a spread of
-  // about sqrt(K) * 74^2.
-  const double spread = std::sqrt(double((g.C / g.G) * g.KH * g.KW)) * 74.0 * 74.0;
-  std::uniform_real_distribution<float> scale(float(0.5 / spread), float(3.0 / spread)), value(-4.f, 4.f);
   std::vector<int8_t> x(size_t(g.N * g.C * g.H * g.W)), w(size_t(g.M * (g.C / g.G) * g.KH * g.KW));
   for (auto& v : x) v = int8_t(level(gen));
   for (auto& v : w) v = int8_t(level(gen));
-  std::vector<float> mult(size_t(g.M)), bias(size_t(g.M));
-  std::vector<double> bq(size_t(g.M));
-  for (int64_t m = 0; m < g.M; ++m) {
-    mult[size_t(m)] = m % 7 == 3 ? 0.f : scale(gen);  // a channel without a scale gives its bias
-    bias[size_t(m)] = value(gen);
-    bq[size_t(m)] = double(value(gen)) * spread / 4.0;
-  }
+  const auto [mult, bias, bq] =
+      random_int8_epilogue(g.M, std::sqrt(double((g.C / g.G) * g.KH * g.KW)) * 74.0 * 74.0, gen);
   const gpu::k::ActParams act{gpu::k::Act::kClip, -6.f, 6.f};
   const gpu::k::MmaConvOperands mo = gpu::k::conv_int8_mma_operands(g, w.data());
   std::vector<gpu::DeviceBuffer> keep;
