@@ -123,8 +123,8 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
           k::stored(store, k::int8_conv_output(sums[int64_t(p) * m_padded + m], m, mult, bq, bias, act));
       packed |= uint32_t(uint8_t(int8_t(k::level(v, out.scale, 0)))) << (8 * b);
     }
-    *reinterpret_cast<uint32_t*>(out.data + n * out.batch + (m0 / 32) * out.group + oh * out.line + ow * 32 +
-                                 m0 % 32) = packed;
+    *reinterpret_cast<uint32_t*>(out.data + n * out.batch + (m0 / 32) * out.group + oh * out.line +
+                                 int64_t(ow) * 32 + m0 % 32) = packed;
   }
 }
 
@@ -199,7 +199,10 @@ ConvInt8Gemm::~ConvInt8Gemm() = default;
 std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_t k_padded) {
   const int64_t pixels = g.N * g.OH * g.OW;
   // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel and K coordinates.
-  if (g.G != 1 || !k::conv_int8_mma_fits(g) || pixels < 1 || pixels > INT32_MAX - kTile) return nullptr;
+  // (M + 31) / 32: the epilogue's grid.y.
+  if (g.G != 1 || !k::conv_int8_mma_fits(g) || pixels < 1 || pixels > INT32_MAX - kTile ||
+      (g.M + kTile - 1) / kTile > 65535)
+    return nullptr;
   const Lt* api = lt();
   if (!api) return nullptr;
   std::shared_ptr<ConvInt8Gemm> c(new ConvInt8Gemm(g, k_padded));
@@ -240,8 +243,10 @@ bool ConvInt8Gemm::atoms_fit(const ConvGeom& g, const Int8Atoms& in, const Int8A
            a.line % 16 == 0;
   };
   const int64_t pixels = g.N * g.OH * g.OW, atoms_in = (g.C + 31) / 32, atoms_out = (g.M + 31) / 32;
-  return aligned(in) && aligned(out) && g.KH * g.KW <= 65535 && pixels * atoms_in * 2 < INT32_MAX &&
-         pixels * atoms_out * 8 < INT32_MAX;
+  // Whole atoms make K up to 32 / C times longer than run()'s: not where that would more than double it.
+  const int64_t k_plain = (g.C * g.KH * g.KW + k::kMmaK - 1) / k::kMmaK * k::kMmaK;
+  return aligned(in) && aligned(out) && atom_depth(g) <= 2 * k_plain && g.KH * g.KW <= 65535 &&
+         pixels * atoms_in * 2 < INT32_MAX && pixels * atoms_out * 8 < INT32_MAX;
 }
 
 int64_t ConvInt8Gemm::atom_depth(const ConvGeom& g) { return g.KH * g.KW * ((g.C + 31) / 32 * 32); }

@@ -46,7 +46,8 @@ class ConvInt8Gemm {
   // scale (the unpack and quantize_i8 of run()'s path, as a table; identity: it is q). The output bytes
   // are what run() then pack_surface would write, padding channels zero.
   static int64_t atom_depth(const k::ConvGeom& g);  // KH * KW * C rounded up to 32
-  // Whether the surfaces suit the kernels: 16-byte aligned atoms and strides, 32-bit counts.
+  // Whether the surfaces suit the kernels (16-byte aligned atoms and strides, 32-bit counts) and whole atoms
+  // do not more than double K (inputs of few channels).
   static bool atoms_fit(const k::ConvGeom& g, const Int8Atoms& in, const Int8Atoms& out);
   // [filters_padded][atom_depth] from wq [M][C][KH][KW].
   std::vector<int8_t> atom_weights(const k::ConvGeom& g, const int8_t* wq) const;

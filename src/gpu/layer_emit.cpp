@@ -146,12 +146,12 @@ const void* DeviceArena::upload(const void* host, size_t bytes) {
 
 void* DeviceArena::scratch(size_t slot, size_t bytes) {
   if (scratch_.size() <= slot) scratch_.resize(slot + 1, {0, nullptr});
-  auto& [size, buffer] = scratch_[slot];
-  if (bytes > size) {
-    size = std::bit_ceil(bytes);
-    buffer = alloc(size);
+  if (bytes > scratch_[slot].first) {
+    const size_t size = std::bit_ceil(bytes);
+    void* buffer = alloc(size);  // may throw: the slot then keeps its old, smaller buffer and size
+    scratch_[slot] = {size, buffer};
   }
-  return buffer;
+  return scratch_[slot].second;
 }
 
 std::vector<double> time_launch_groups(const std::vector<std::vector<Launch>>& groups, cudaStream_t s) {

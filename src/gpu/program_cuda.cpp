@@ -121,7 +121,8 @@ struct ProgramEngine::Impl {
   Staged stage(const std::vector<const void*>& in, const std::vector<void*>& out) const;
   void unstage(const Staged& st, const std::vector<void*>& out) const;
   void build_op(size_t oi);
-  bool atom_conv(size_t oi, size_t k, std::vector<Launch>& launches);
+  bool atom_conv(size_t oi, size_t k, const std::map<uint32_t, const float*>& loaded,
+                 std::vector<Launch>& launches);
   Launch atom_launch(const rt::AtomOp& a);
   void enqueue(const std::vector<const void*>& in, const std::vector<void*>& out, void* stream,
                size_t op_count);
@@ -146,14 +147,23 @@ Launch ProgramEngine::Impl::atom_launch(const rt::AtomOp& a) {
 // with no float tensor between them (ConvInt8Gemm::run_on_atoms): the DLA's own dataflow, and a third of
 // the memory traffic of unpack, convolution and pack. False where it does not apply (the caller then
 // takes the general path: I/O buffers, other formats, groups, shapes cuBLASLt has no algorithm for).
-bool ProgramEngine::Impl::atom_conv(size_t oi, size_t k, std::vector<Launch>& launches) {
-  const prog::Step& s = p.ops[oi].steps[k];
+bool ProgramEngine::Impl::atom_conv(size_t oi, size_t k, const std::map<uint32_t, const float*>& loaded,
+                                    std::vector<Launch>& launches) {
+  const prog::Op& op = p.ops[oi];
+  const prog::Step& s = op.steps[k];
   const rt::PreparedStep& ps = pp.step(oi, k);
   if (!s.rules.exact_int8_conv || !ps.conv || ps.node.op != OpKind::Conv || s.inputs.empty() ||
       s.outputs.size() != 1 || s.inputs[0].kind != Ref::Kind::kSurface ||
       s.outputs[0].kind != Ref::Kind::kSurface || s.rules.inputs.empty() || s.rules.outputs.empty())
     return false;
-  const prog::Surface& in = p.surfaces[s.inputs[0].index];
+  // As the CPU executor reads a surface in place: not once this operation has read it (its steps see that
+  // first read) and not when one of its steps writes it.
+  const uint32_t in_index = s.inputs[0].index;
+  if (loaded.count(in_index)) return false;
+  for (const prog::Step& other : op.steps)
+    for (const Ref& r : other.outputs)
+      if (r.kind == Ref::Kind::kSurface && r.index == in_index) return false;
+  const prog::Surface& in = p.surfaces[in_index];
   const prog::Surface& out = p.surfaces[s.outputs[0].index];
   auto own_int8_atoms = [](const prog::Surface& sf) {
     return (sf.pool == Pool::kSram || sf.pool == Pool::kLocalDram) && sf.desc.dtype == DType::kI8 &&
@@ -192,7 +202,8 @@ bool ProgramEngine::Impl::atom_conv(size_t oi, size_t k, std::vector<Launch>& la
   void* sums = arena.scratch(1, gemm->sums_bytes());
   void* work = arena.scratch(2, gemm->workspace_bytes());
   const k::ActParams act = fused_act(ps.node);
-  const k::StoreRule store = store_rule(s.rules.compute_fp16, s.rules.outputs[0], s.rules.rounding);
+  const k::StoreRule store =
+      store_rule(false, s.rules.outputs[0], s.rules.rounding);  // as run_step's exact path
   launches.push_back([=](cudaStream_t st) {
     gemm->run_on_atoms(in_atoms, lut, identity, wd, md, bqd, bd, act, store, out_atoms, cols, sums, work, st);
   });
@@ -259,7 +270,12 @@ void ProgramEngine::Impl::build_op(size_t oi) {
   std::vector<float*> temps;
   for (size_t k = 0; k < op.steps.size(); ++k) {
     const prog::Step& s = op.steps[k];
-    if (atom_conv(oi, k, launches)) {
+    bool on_atoms = false;
+    try {
+      on_atoms = atom_conv(oi, k, loaded, launches);
+    } catch (const Error&) {  // out of device memory, say: the general path below decides
+    }
+    if (on_atoms) {
       info.push_back({s.layer, true, ""});
       continue;
     }
@@ -305,7 +321,9 @@ void ProgramEngine::Impl::build_op(size_t oi) {
       c.rounding = s.rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
       c.out = outs[0];
       c.out_shape = s.out_types[0].shape;
-      c.store = store_rule(s.rules.compute_fp16, s.rules.outputs[0], s.rules.rounding);
+      // numerics::run_step's exact INT8 convolution takes no compute_fp16 rounding; every other layer does.
+      c.store =
+          store_rule(s.rules.compute_fp16 && !s.rules.exact_int8_conv, s.rules.outputs[0], s.rules.rounding);
       for (size_t i = 0; i < s.inputs.size(); ++i) {
         LayerOperand o;
         o.shape = shapes[i];

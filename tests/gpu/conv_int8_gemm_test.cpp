@@ -202,7 +202,7 @@ TEST(ConvInt8GemmSums, StayExactPast2To24) {
 TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
   REQUIRE_GPU();
   const ConvGeom g = geom(2, 45, 9, 70, 3, 2, 1, 1);
-  const float s_surface = 0.043f, s_in = 0.05f, s_out = 0.05f;
+  const float s_surface = 0.043f, s_out = 0.05f;
   const rt::TensorDesc in_desc =
       rt::make_desc("x", {g.N, g.C, g.H, g.W}, {DType::kI8, rt::IoFormat::kChw32}, 64);
   const rt::TensorDesc out_desc =
@@ -235,48 +235,59 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
     return std::make_tuple(scratch(c.cols_bytes(), keep), scratch(c.sums_bytes(), keep),
                            scratch(c.workspace_bytes(), keep));
   };
-  // Expected: unpack, run(), pack.
   auto* x = static_cast<float*>(scratch(size_t(g.N * g.C * g.H * g.W) * 4, keep));
   auto* y = static_cast<float*>(scratch(size_t(g.N * g.M * g.OH * g.OW) * 4, keep));
   auto* want_d = static_cast<uint8_t*>(scratch(out_desc.size, keep));
   auto* got_d = static_cast<uint8_t*>(scratch(out_desc.size, keep));
-  ASSERT_EQ(cudaMemset(want_d, 0, out_desc.size), cudaSuccess);
-  ASSERT_EQ(cudaMemset(got_d, 0, out_desc.size), cudaSuccess);
-  gpu::k::unpack_surface(in_geom, reinterpret_cast<const uint8_t*>(in_d), x, nullptr);
   auto [cols, sums, work] = sized(*plain);
-  plain->run(x, s_in, 0, to_device(padded_weights(g, *plain, k_padded_of(g), w), keep), md, bqd, bd, act,
-             store, y, cols, sums, work, nullptr);
-  // The table run() implies: level q of the surface at the input scale.
-  std::vector<int8_t> levels(256);
-  for (int q = -128; q < 128; ++q)
-    levels[size_t(q + 128)] = quant::quantize(float(q) * s_surface, s_in, quant::Rounding::kHalfAwayFromZero);
   auto [cols2, sums2, work2] = sized(*atoms);
+  const int8_t* plain_w = to_device(padded_weights(g, *plain, k_padded_of(g), w), keep);
+  const int8_t* atom_w = to_device(atoms->atom_weights(g, w.data()), keep);
   const Int8Atoms in_atoms{in_d, int64_t(in_desc.stride[3]), int64_t(in_desc.stride[2]),
                            int64_t(in_desc.stride[1]), s_surface};
-  const int8_t* levels_d = to_device(levels, keep);
-  const int8_t* atom_w = to_device(atoms->atom_weights(g, w.data()), keep);
-  // The output surface at the store rule's scale (its levels are the bytes), then at another scale.
-  for (float s_pack : {s_out, 0.07f}) {
-    SCOPED_TRACE("output surface scale " + std::to_string(s_pack));
-    out_geom.scale = s_pack;
-    gpu::k::pack_surface(out_geom, y, want_d, nullptr);
-    const Int8Atoms out_atoms{reinterpret_cast<int8_t*>(got_d), int64_t(out_desc.stride[3]),
-                              int64_t(out_desc.stride[2]), int64_t(out_desc.stride[1]), s_pack};
-    ASSERT_TRUE(ConvInt8Gemm::atoms_fit(g, in_atoms, out_atoms));
-    atoms->run_on_atoms(in_atoms, levels_d, false, atom_w, md, bqd, bd, act, store, out_atoms, cols2, sums2,
-                        work2, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    std::vector<uint8_t> want(out_desc.size), got(out_desc.size);
-    ASSERT_EQ(cudaMemcpy(want.data(), want_d, want.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(got.data(), got_d, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-    size_t differ = 0, nonzero = 0;
-    for (size_t i = 0; i < want.size(); ++i) differ += want[i] != got[i], nonzero += want[i] != 0;
-    EXPECT_GT(nonzero, want.size() / 4) << "mostly zero outputs would show little";
-    EXPECT_EQ(differ, 0u) << "of " << want.size() << " bytes";
+  // An input scale unlike the surface's (levels through the table), then the surface's own (the table is
+  // the identity: the bytes are copied).
+  for (float s_in : {0.05f, s_surface}) {
+    // Expected: unpack, run(), pack.
+    gpu::k::unpack_surface(in_geom, reinterpret_cast<const uint8_t*>(in_d), x, nullptr);
+    plain->run(x, s_in, 0, plain_w, md, bqd, bd, act, store, y, cols, sums, work, nullptr);
+    // The table run() implies: level q of the surface at the input scale.
+    std::vector<int8_t> levels(256);
+    bool identity = true;
+    for (int q = -128; q < 128; ++q) {
+      levels[size_t(q + 128)] =
+          quant::quantize(float(q) * s_surface, s_in, quant::Rounding::kHalfAwayFromZero);
+      identity = identity && levels[size_t(q + 128)] == q;
+    }
+    EXPECT_EQ(identity, s_in == s_surface);
+    const int8_t* levels_d = to_device(levels, keep);
+    // The output surface at the store rule's scale (its levels are the bytes), then at another scale. Both
+    // outputs start as garbage: every byte, padding channels too, must be written.
+    for (float s_pack : {s_out, 0.07f}) {
+      SCOPED_TRACE("input scale " + std::to_string(s_in) + ", output surface scale " +
+                   std::to_string(s_pack));
+      out_geom.scale = s_pack;
+      ASSERT_EQ(cudaMemset(want_d, 0x5a, out_desc.size), cudaSuccess);
+      ASSERT_EQ(cudaMemset(got_d, 0x5a, out_desc.size), cudaSuccess);
+      gpu::k::pack_surface(out_geom, y, want_d, nullptr);
+      const Int8Atoms out_atoms{reinterpret_cast<int8_t*>(got_d), int64_t(out_desc.stride[3]),
+                                int64_t(out_desc.stride[2]), int64_t(out_desc.stride[1]), s_pack};
+      ASSERT_TRUE(ConvInt8Gemm::atoms_fit(g, in_atoms, out_atoms));
+      atoms->run_on_atoms(in_atoms, levels_d, identity, atom_w, md, bqd, bd, act, store, out_atoms, cols2,
+                          sums2, work2, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<uint8_t> want(out_desc.size), got(out_desc.size);
+      ASSERT_EQ(cudaMemcpy(want.data(), want_d, want.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(got.data(), got_d, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      size_t differ = 0, nonzero = 0;
+      for (size_t i = 0; i < want.size(); ++i) differ += want[i] != got[i], nonzero += want[i] != 0;
+      EXPECT_GT(nonzero, want.size() / 4) << "mostly zero outputs would show little";
+      EXPECT_EQ(differ, 0u) << "of " << want.size() << " bytes";
+    }
   }
 }
 
-TEST(ConvInt8GemmPlan, GroupsAndDepthwiseStayOnTheOtherKernels) {
+TEST(ConvInt8GemmPlan, DeclinesGroupedAndDepthwiseConvolutions) {
   ConvGeom grouped = geom(1, 48, 9, 48, 3, 1, 1, 1);
   grouped.G = 2;
   EXPECT_FALSE(ConvInt8Gemm::plan(grouped, k_padded_of(grouped) / 2));
