@@ -95,9 +95,7 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
     c.in.push_back(o);
   }
   if (c.conv) c.s_in = rules.inputs[0].quantize_scale;
-  // numerics::run_step's exact INT8 convolution takes no compute_fp16 rounding; every other layer does.
-  if (!fp32)
-    c.store = store_rule(rules.compute_fp16 && !rules.exact_int8_conv, rules.outputs[0], rules.rounding);
+  if (!fp32) c.store = store_rule(rules);
   const size_t mark = steps[n].size();
   if (!emit_layer(c, arena, steps[n], why)) {
     steps[n].resize(mark);

@@ -3,6 +3,7 @@
 #include <cublasLt.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "base/error.h"
@@ -15,8 +16,8 @@ namespace {
 using k::ActParams;
 using k::ConvGeom;
 
-// Both kernels move a 32 x 32 tile through shared memory with 32 x 8 threads, so that global reads and
-// writes run along the contiguous axis on each side (pixels in NCHW, K or filters in the GEMM matrices).
+// run()'s two kernels move a 32 x 32 tile through shared memory with 32 x 8 threads, so that global reads
+// and writes run along the contiguous axis on each side (pixels in NCHW, K or filters in the GEMM matrices).
 constexpr int kTile = 32, kRowsPerPass = 8;
 
 // cols[p][k] = the level of input tap k of output pixel p, zero outside the image (padding is level 0)
@@ -31,7 +32,9 @@ __global__ void im2col_levels_kernel(ConvGeom g, int64_t k_padded, const float* 
   const int p0 = blockIdx.x * kTile, k0 = blockIdx.y * kTile;
   const int tx = threadIdx.x, ty = threadIdx.y;
   {
-    const int p = p0 + tx, ow = p % OW, oh = (p / OW) % OH, n = p / (OW * OH);
+    const int p = p0 + tx;
+    int n, oh, ow;
+    k::split_pixel(unsigned(p), OW, OH, n, oh, ow);
     for (int j = ty; j < kTile; j += kRowsPerPass) {
       const int kk = k0 + j, c = kk / window, kh = (kk % window) / KW, kw = kk % KW;
       const int64_t ih = oh * g.SH - g.PT + kh * g.DH, iw = ow * g.SW - g.PL + kw * g.DW;
@@ -88,7 +91,8 @@ __global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* leve
   const int64_t c32 = int64_t(chunks) * 16;
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const unsigned chunk = i % chunks, p = i / chunks;
-    const int ow = int(p % OW), oh = int((p / OW) % OH), n = int(p / (OW * OH));
+    int n, oh, ow;
+    k::split_pixel(p, OW, OH, n, oh, ow);
     const int64_t ih = oh * g.SH - g.PT + kh * g.DH, iw = ow * g.SW - g.PL + kw * g.DW;
     union {
       int4 word;
@@ -113,7 +117,8 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
   const int OW = int(g.OW), OH = int(g.OH);
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const unsigned word = i % words, p = i / words;
-    const int ow = int(p % OW), oh = int((p / OW) % OH), n = int(p / (OW * OH));
+    int n, oh, ow;
+    k::split_pixel(p, OW, OH, n, oh, ow);
     const int64_t m0 = int64_t(word) * 4;
     uint32_t packed = 0;
     for (int b = 0; b < 4; ++b) {
@@ -244,9 +249,19 @@ bool ConvInt8Gemm::atoms_fit(const ConvGeom& g, const Int8Atoms& in, const Int8A
   };
   const int64_t pixels = g.N * g.OH * g.OW, atoms_in = (g.C + 31) / 32, atoms_out = (g.M + 31) / 32;
   // Whole atoms make K up to 32 / C times longer than run()'s: not where that would more than double it.
-  const int64_t k_plain = (g.C * g.KH * g.KW + k::kMmaK - 1) / k::kMmaK * k::kMmaK;
-  return aligned(in) && aligned(out) && atom_depth(g) <= 2 * k_plain && g.KH * g.KW <= 65535 &&
+  return aligned(in) && aligned(out) && atom_depth(g) <= 2 * depth(g) && g.KH * g.KW <= 65535 &&
          pixels * atoms_in * 2 < INT32_MAX && pixels * atoms_out * 8 < INT32_MAX;
+}
+
+int64_t ConvInt8Gemm::depth(const ConvGeom& g) {
+  return (g.C * g.KH * g.KW + k::kMmaK - 1) / k::kMmaK * k::kMmaK;
+}
+
+std::vector<int8_t> ConvInt8Gemm::weights(const ConvGeom& g, const int8_t* wq) const {
+  const int64_t k = g.C * g.KH * g.KW;
+  std::vector<int8_t> w(size_t(m_padded_ * k_padded_), 0);
+  for (int64_t m = 0; m < g.M; ++m) std::copy_n(wq + m * k, k, w.begin() + m * k_padded_);
+  return w;
 }
 
 int64_t ConvInt8Gemm::atom_depth(const ConvGeom& g) { return g.KH * g.KW * ((g.C + 31) / 32 * 32); }

@@ -19,9 +19,10 @@ namespace dlakit::gpu {
 
 class ConvInt8Gemm {
  public:
-  // Null when cuBLASLt cannot take g (see above). k_padded: the GEMM's depth, K rounded up to k::kMmaK
-  // for run(), atom_depth(g) for run_on_atoms().
+  // Null when cuBLASLt cannot take g (see above). k_padded: the GEMM's depth, depth(g) for run(),
+  // atom_depth(g) for run_on_atoms().
   static std::shared_ptr<const ConvInt8Gemm> plan(const k::ConvGeom& g, int64_t k_padded);
+  static int64_t depth(const k::ConvGeom& g);  // K = C * KH * KW rounded up to k::kMmaK
   ~ConvInt8Gemm();
   ConvInt8Gemm(const ConvInt8Gemm&) = delete;
   ConvInt8Gemm& operator=(const ConvInt8Gemm&) = delete;
@@ -34,8 +35,10 @@ class ConvInt8Gemm {
   size_t sums_bytes() const { return size_t(pixels_ * m_padded_) * 4; }
   size_t workspace_bytes() const { return workspace_; }
 
-  // x: float NCHW (quantized with s_in, rounding 0 half away from zero, 1 half to even); w: levels
-  // [filters_padded][k_padded], zeros past M and K; y: float NCHW, as `store` leaves it.
+  // run()'s weight matrix, [filters_padded][depth] from wq [M][C][KH][KW], zeros past M and K.
+  std::vector<int8_t> weights(const k::ConvGeom& g, const int8_t* wq) const;
+  // x: float NCHW (quantized with s_in, rounding 0 half away from zero, 1 half to even); w: weights();
+  // y: float NCHW, as `store` leaves it.
   void run(const float* x, float s_in, int rounding, const int8_t* w, const float* mult, const double* bq,
            const float* bias, k::ActParams act, const k::StoreRule& store, float* y, void* cols, void* sums,
            void* workspace, cudaStream_t s) const;
@@ -56,9 +59,8 @@ class ConvInt8Gemm {
                     const k::StoreRule& store, const Int8Atoms& out, void* cols, void* sums, void* workspace,
                     cudaStream_t s) const;
 
-  struct Descriptors;  // cuBLASLt's, kept out of this header
-
  private:
+  struct Descriptors;  // cuBLASLt's, kept out of this header
   void matmul(const int8_t* w, const void* cols, void* sums, void* workspace, cudaStream_t s) const;
   ConvInt8Gemm(const k::ConvGeom& g, int64_t k_padded);
   k::ConvGeom g_;

@@ -20,6 +20,23 @@ __device__ inline float level(float x, float scale, int rounding) {
   return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
 }
 
+// A chw surface's line index -> (n, atom group, row), in 32-bit arithmetic where it fits (a 64-bit
+// division costs several times more, and short lines leave few bytes per thread to spread it over).
+__device__ inline void split_line(int64_t line, int64_t rows, int64_t groups, int64_t& n, int64_t& g,
+                                  int64_t& h) {
+  if (line <= INT32_MAX && rows * groups <= INT32_MAX) {
+    const unsigned l = unsigned(line), r = unsigned(rows), gs = unsigned(groups);
+    h = l % r, g = (l / r) % gs, n = l / (r * gs);
+  } else {
+    h = line % rows, g = (line / rows) % groups, n = line / (rows * groups);
+  }
+}
+
+// An output pixel's index (n, oh, ow flattened) -> its coordinates; below 2^31 where the kernels call it.
+__device__ inline void split_pixel(unsigned p, int OW, int OH, int& n, int& oh, int& ow) {
+  ow = int(p % unsigned(OW)), oh = int((p / unsigned(OW)) % unsigned(OH)), n = int(p / unsigned(OW * OH));
+}
+
 __device__ inline float half_rounded(float v) { return __half2float(__float2half_rn(v)); }
 
 // A result as its layer stores it (StoreRule; numerics' store(): fp16, or quantize() and back).

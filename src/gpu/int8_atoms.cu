@@ -13,21 +13,9 @@ constexpr int kThreads = 256;
 
 unsigned blocks_for(int64_t lines) { return unsigned(lines < 1048576 ? lines : 1048576); }
 
-// Both kernels take one line of the output surface (n, atom group, row) per block and walk its bytes
-// (column w, channel k of the atom) with the block's threads: the coordinates come from the block and a
-// shift, not from a division per byte.
-// Line index -> (n, atom group, row) in 32-bit arithmetic where it fits (a 64-bit division costs several
-// times more, and short lines leave few bytes per thread to spread it over).
-__device__ inline void split_line(int64_t line, int64_t rows, int64_t groups, int64_t& n, int64_t& g,
-                                  int64_t& h) {
-  if (line <= INT32_MAX && rows * groups <= INT32_MAX) {
-    const unsigned l = unsigned(line), r = unsigned(rows), gs = unsigned(groups);
-    h = l % r, g = (l / r) % gs, n = l / (r * gs);
-  } else {
-    h = line % rows, g = (line / rows) % groups, n = line / (rows * groups);
-  }
-}
-
+// Both kernels take one line of the output surface (n, atom group, row: split_line) per block and walk its
+// bytes (column w, channel k of the atom) with the block's threads: the coordinates come from the block
+// and a shift, not from a division per byte.
 __device__ inline int64_t line_offset(const Int8Atoms& s, int64_t n, int64_t g, int64_t h) {
   return n * s.batch + g * s.group + h * s.line;
 }

@@ -354,14 +354,20 @@ bool line_kernels_fit(const SurfaceGeom& g) {
   return g.format == 2 && g.int8 && g.stride[0] == 1 && g.w * 32 <= kMaxLineBytes;
 }
 
+// Line `line` of an int8 chw32 surface: its image n, atom group grp and row h, and the byte offset where
+// it starts.
+__device__ inline int64_t chw32_line(const SurfaceGeom& g, int64_t line, int64_t& n, int64_t& grp,
+                                     int64_t& h) {
+  split_line(line, g.h, (g.c + 31) / 32, n, grp, h);
+  return n * g.stride[3] + grp * g.stride[2] + h * g.stride[1];
+}
+
 __global__ void unpack_chw32_int8_kernel(SurfaceGeom g, const uint8_t* base, float* out, int64_t lines) {
   extern __shared__ int8_t line_bytes[];
-  const int64_t groups = (g.c + 31) / 32;
   const int W = int(g.w), bytes = W * 32;
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
-    const int64_t h = line % g.h, grp = (line / g.h) % groups, n = line / (g.h * groups);
-    const auto* src =
-        reinterpret_cast<const int8_t*>(base + n * g.stride[3] + grp * g.stride[2] + h * g.stride[1]);
+    int64_t n, grp, h;
+    const auto* src = reinterpret_cast<const int8_t*>(base + chw32_line(g, line, n, grp, h));
     __syncthreads();  // the previous line's bytes are read
     for (int e = threadIdx.x; e < bytes; e += blockDim.x) line_bytes[e] = src[e];
     __syncthreads();
@@ -375,10 +381,10 @@ __global__ void unpack_chw32_int8_kernel(SurfaceGeom g, const uint8_t* base, flo
 
 __global__ void pack_chw32_int8_kernel(SurfaceGeom g, const float* in, uint8_t* base, int64_t lines) {
   extern __shared__ int8_t line_bytes[];
-  const int64_t groups = (g.c + 31) / 32;
   const int W = int(g.w), bytes = W * 32;
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
-    const int64_t h = line % g.h, grp = (line / g.h) % groups, n = line / (g.h * groups);
+    int64_t n, grp, h;
+    auto* dst = reinterpret_cast<int8_t*>(base + chw32_line(g, line, n, grp, h));
     __syncthreads();  // the previous line's bytes are written
     for (int e = threadIdx.x; e < bytes; e += blockDim.x) {
       const int k = e / W, w = e - k * W;
@@ -387,7 +393,6 @@ __global__ void pack_chw32_int8_kernel(SurfaceGeom g, const float* in, uint8_t* 
       line_bytes[w * 32 + k] = g.scale > 0 ? int8_t(level(v, g.scale, 0)) : int8_t(0);
     }
     __syncthreads();
-    auto* dst = reinterpret_cast<int8_t*>(base + n * g.stride[3] + grp * g.stride[2] + h * g.stride[1]);
     for (int e = threadIdx.x; e < bytes; e += blockDim.x) dst[e] = line_bytes[e];
   }
 }

@@ -197,14 +197,29 @@ k::ConvGeom conv_geom(const Node& node, const Shape& xs, const Shape& ws, const 
   return cg;
 }
 
-k::StoreRule store_rule(bool compute_fp16, const numerics::OutputRule& rule, quant::Rounding rounding) {
+k::StoreRule store_rule(const numerics::StepRules& rules) {
   k::StoreRule r;
-  r.half_first = compute_fp16;
-  if (rule.store == numerics::Store::kFp16) r.kind = k::StoreRule::Kind::kFp16;
-  if (rule.store == numerics::Store::kInt8) r.kind = k::StoreRule::Kind::kInt8;
-  r.scale = rule.scale;
-  r.rounding = rounding_code(rounding);
+  r.half_first = rules.compute_fp16 && !rules.exact_int8_conv;
+  const numerics::OutputRule& out = rules.outputs.at(0);
+  if (out.store == numerics::Store::kFp16) r.kind = k::StoreRule::Kind::kFp16;
+  if (out.store == numerics::Store::kInt8) r.kind = k::StoreRule::Kind::kInt8;
+  r.scale = out.scale;
+  r.rounding = rounding_code(rules.rounding);
   return r;
+}
+
+std::vector<int8_t> weight_levels(const numerics::Int8Conv& cv) {
+  std::vector<int8_t> wq(size_t(cv.w_levels.numel()));
+  for (size_t i = 0; i < wq.size(); ++i) wq[i] = int8_t(cv.w_levels.data<float>()[i]);
+  return wq;
+}
+
+DeviceRequant upload_requant(const numerics::Int8Conv& cv, DeviceArena& arena) {
+  DeviceRequant d;
+  d.mult = static_cast<const float*>(arena.upload(cv.mult.data(), cv.mult.size() * 4));
+  d.bias_q = static_cast<const double*>(arena.upload(cv.bias_q.data(), cv.bias_q.size() * 8));
+  if (!cv.bias.empty()) d.bias = static_cast<const float*>(arena.upload(cv.bias.data(), cv.bias.size() * 4));
+  return d;
 }
 
 bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why) {
@@ -276,22 +291,16 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     if (int8) {
       const numerics::Int8Conv* cv = c.conv;
       if (!cv) return give_up("INT8 without the integer convolution path");
-      std::vector<int8_t> wq(size_t(cv->w_levels.numel()));
-      for (size_t i = 0; i < wq.size(); ++i) wq[i] = int8_t(cv->w_levels.data<float>()[i]);
-      const bool mma = k::conv_int8_mma_fits(cg);
-      k::MmaConvOperands mo = mma ? k::conv_int8_mma_operands(cg, wq.data()) : k::MmaConvOperands{};
-      const auto md = static_cast<const float*>(arena.upload(cv->mult.data(), cv->mult.size() * 4));
-      const auto bqd = static_cast<const double*>(arena.upload(cv->bias_q.data(), cv->bias_q.size() * 8));
-      const float* bd = cv->bias.empty()
-                            ? nullptr
-                            : static_cast<const float*>(arena.upload(cv->bias.data(), cv->bias.size() * 4));
+      const std::vector<int8_t> wq = weight_levels(*cv);
+      const DeviceRequant rq = upload_requant(*cv, arena);
+      const float *md = rq.mult, *bd = rq.bias;
+      const double* bqd = rq.bias_q;
       const float* x = input(0);
       const float s_in = c.s_in;
       const int r = c.rounding;
-      if (const std::shared_ptr<const ConvInt8Gemm> gemm =
-              mma ? ConvInt8Gemm::plan(cg, mo.k_padded) : nullptr) {
-        mo.weights.resize(size_t(gemm->filters_padded() * mo.k_padded), 0);
-        const auto* wd = static_cast<const int8_t*>(arena.upload(mo.weights.data(), mo.weights.size()));
+      if (const std::shared_ptr<const ConvInt8Gemm> gemm = ConvInt8Gemm::plan(cg, ConvInt8Gemm::depth(cg))) {
+        const std::vector<int8_t> w = gemm->weights(cg, wq.data());
+        const auto* wd = static_cast<const int8_t*>(arena.upload(w.data(), w.size()));
         void* cols = arena.scratch(0, gemm->cols_bytes());
         void* sums = arena.scratch(1, gemm->sums_bytes());
         void* work = arena.scratch(2, gemm->workspace_bytes());
@@ -301,6 +310,8 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
         });
         return true;  // the store rule applied in the epilogue
       }
+      const bool mma = k::conv_int8_mma_fits(cg);
+      const k::MmaConvOperands mo = mma ? k::conv_int8_mma_operands(cg, wq.data()) : k::MmaConvOperands{};
       const auto* wd = static_cast<const int8_t*>(mma ? arena.upload(mo.weights.data(), mo.weights.size())
                                                       : arena.upload(wq.data(), wq.size()));
       const auto* taps =

@@ -71,7 +71,18 @@ k::ActParams fused_act(const Node& n);
 // A 2-D convolution's geometry: input, weight and output shapes (4-D) and the node's attributes.
 k::ConvGeom conv_geom(const Node& node, const Shape& xs, const Shape& ws, const Shape& ys);
 
-// How a layer with these rules stores its result (LayerCall::store).
-k::StoreRule store_rule(bool compute_fp16, const numerics::OutputRule& rule, quant::Rounding rounding);
+// How a layer with these rules stores its first result (LayerCall::store), as numerics::run_step does:
+// compute_fp16's rounding first, except after the exact INT8 convolution (run_step's exact path takes none).
+k::StoreRule store_rule(const numerics::StepRules& rules);
+
+// An exact INT8 convolution's operands as the kernels take them: its weight levels (int8, KCRS) and its
+// requantization uploaded to the device.
+std::vector<int8_t> weight_levels(const numerics::Int8Conv& cv);
+struct DeviceRequant {
+  const float* mult = nullptr;
+  const double* bias_q = nullptr;
+  const float* bias = nullptr;  // null: none
+};
+DeviceRequant upload_requant(const numerics::Int8Conv& cv, DeviceArena& arena);
 
 }  // namespace dlakit::gpu

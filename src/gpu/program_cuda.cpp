@@ -189,23 +189,18 @@ bool ProgramEngine::Impl::atom_conv(size_t oi, size_t k, const std::map<uint32_t
         s_in > 0 ? quant::quantize(float(q) * in.desc.scale, s_in, s.rules.rounding) : 0;
     identity = identity && levels[size_t(q + 128)] == q;
   }
-  std::vector<int8_t> wq(size_t(cv.w_levels.numel()));
-  for (size_t i = 0; i < wq.size(); ++i) wq[i] = int8_t(cv.w_levels.data<float>()[i]);
-  const std::vector<int8_t> w = gemm->atom_weights(g, wq.data());
+  const std::vector<int8_t> w = gemm->atom_weights(g, weight_levels(cv).data());
   const auto* wd = static_cast<const int8_t*>(arena.upload(w.data(), w.size()));
   const auto* lut = static_cast<const int8_t*>(arena.upload(levels.data(), levels.size()));
-  const auto* md = static_cast<const float*>(arena.upload(cv.mult.data(), cv.mult.size() * 4));
-  const auto* bqd = static_cast<const double*>(arena.upload(cv.bias_q.data(), cv.bias_q.size() * 8));
-  const float* bd =
-      cv.bias.empty() ? nullptr : static_cast<const float*>(arena.upload(cv.bias.data(), cv.bias.size() * 4));
+  const DeviceRequant rq = upload_requant(cv, arena);
   void* cols = arena.scratch(0, gemm->cols_bytes());
   void* sums = arena.scratch(1, gemm->sums_bytes());
   void* work = arena.scratch(2, gemm->workspace_bytes());
   const k::ActParams act = fused_act(ps.node);
-  const k::StoreRule store =
-      store_rule(false, s.rules.outputs[0], s.rules.rounding);  // as run_step's exact path
+  const k::StoreRule store = store_rule(s.rules);
   launches.push_back([=](cudaStream_t st) {
-    gemm->run_on_atoms(in_atoms, lut, identity, wd, md, bqd, bd, act, store, out_atoms, cols, sums, work, st);
+    gemm->run_on_atoms(in_atoms, lut, identity, wd, rq.mult, rq.bias_q, rq.bias, act, store, out_atoms, cols,
+                       sums, work, st);
   });
   return true;
 }
@@ -321,9 +316,7 @@ void ProgramEngine::Impl::build_op(size_t oi) {
       c.rounding = s.rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
       c.out = outs[0];
       c.out_shape = s.out_types[0].shape;
-      // numerics::run_step's exact INT8 convolution takes no compute_fp16 rounding; every other layer does.
-      c.store =
-          store_rule(s.rules.compute_fp16 && !s.rules.exact_int8_conv, s.rules.outputs[0], s.rules.rounding);
+      c.store = store_rule(s.rules);
       for (size_t i = 0; i < s.inputs.size(); ++i) {
         LayerOperand o;
         o.shape = shapes[i];

@@ -10,11 +10,11 @@
 #include <string>
 
 #include "../common/require_gpu.h"
-#include "int8_epilogue_data.h"
 
 #if DLAKIT_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include "conv_test_data.h"
 #include "gpu/gpu.h"
 #include "gpu/kernels.h"
 
@@ -47,14 +47,6 @@ std::vector<Case> cases() {
           {"c40_m64_3x3_d2_p2", geom(1, 40, 17, 64, 3, 1, 2, 2, 1)},
           {"c48_m48_g2_3x3_p1", geom(1, 48, 9, 48, 3, 1, 1, 1, 2)},
           {"c64_m1000_1x1", geom(1, 64, 1, 1000, 1, 1, 0, 1, 1)}};
-}
-
-template <typename T>
-T* to_device(const std::vector<T>& v, std::vector<gpu::DeviceBuffer>& keep) {
-  keep.emplace_back(std::max<size_t>(v.size() * sizeof(T), 4));
-  EXPECT_EQ(cudaMemcpy(keep.back().data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice),
-            cudaSuccess);
-  return static_cast<T*>(keep.back().data());
 }
 
 class ConvInt8Mma : public ::testing::TestWithParam<Case> {};
