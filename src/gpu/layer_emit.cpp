@@ -222,6 +222,58 @@ DeviceRequant upload_requant(const numerics::Int8Conv& cv, DeviceArena& arena) {
   return d;
 }
 
+namespace {
+
+// The launches of an exact INT8 convolution (c.conv, of geometry `cg`; a fully connected layer as a 1x1
+// convolution): integer sums, requantized and activated. True when they apply the store rule too (the
+// cuBLASLt path's epilogue); otherwise the caller appends it.
+bool emit_int8_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& arena,
+                    std::vector<Launch>& launches) {
+  const numerics::Int8Conv& cv = *c.conv;
+  const std::vector<int8_t> wq = weight_levels(cv);
+  const DeviceRequant rq = upload_requant(cv, arena);
+  const float *md = rq.mult, *bd = rq.bias;
+  const double* bqd = rq.bias_q;
+  const k::ActParams act = fused_act(*c.node);
+  const float* x = c.in.at(0).dev;
+  float* y = c.out;
+  const float s_in = c.s_in;
+  const int r = c.rounding;
+  if (const std::shared_ptr<const ConvInt8Gemm> gemm = ConvInt8Gemm::plan(cg, ConvInt8Gemm::depth(cg))) {
+    const std::vector<int8_t> w = gemm->weights(cg, wq.data());
+    const auto* wd = static_cast<const int8_t*>(arena.upload(w.data(), w.size()));
+    void* cols = arena.scratch(0, gemm->cols_bytes());
+    void* sums = arena.scratch(1, gemm->sums_bytes());
+    void* work = arena.scratch(2, gemm->workspace_bytes());
+    const k::StoreRule store = c.store;
+    launches.push_back(
+        [=](cudaStream_t s) { gemm->run(x, s_in, r, wd, md, bqd, bd, act, store, y, cols, sums, work, s); });
+    return true;
+  }
+  const bool mma = k::conv_int8_mma_fits(cg);
+  const k::MmaConvOperands mo = mma ? k::conv_int8_mma_operands(cg, wq.data()) : k::MmaConvOperands{};
+  const auto* wd = static_cast<const int8_t*>(mma ? arena.upload(mo.weights.data(), mo.weights.size())
+                                                  : arena.upload(wq.data(), wq.size()));
+  const auto* taps =
+      mma ? static_cast<const int32_t*>(arena.upload(mo.taps.data(), mo.taps.size() * 4)) : nullptr;
+  const int64_t k_padded = mo.k_padded;
+  const int splits = mma ? k::conv_int8_mma_splits(cg, k_padded) : 1;
+  const int64_t count = cg.N * cg.M * cg.OH * cg.OW, xn = cg.N * cg.C * cg.H * cg.W;
+  auto* partial = splits > 1 ? static_cast<int32_t*>(arena.alloc(size_t(count) * 4)) : nullptr;
+  auto* xq = static_cast<int8_t*>(arena.alloc(size_t(xn)));
+  launches.push_back([=](cudaStream_t s) {
+    k::quantize_i8(x, xq, xn, s_in, r, s);
+    if (mma) {
+      k::conv_int8_mma(cg, k_padded, splits, xq, wd, taps, md, bqd, bd, act, y, partial, s);
+    } else {
+      k::conv_int8(cg, xq, wd, md, bqd, bd, act, y, s);
+    }
+  });
+  return false;
+}
+
+}  // namespace
+
 bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why) {
   const Node& node = *c.node;
   const bool int8 = c.int8;
@@ -289,46 +341,8 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     const k::ConvGeom cg = conv_geom(node, xs, ws, ys);
     const k::ActParams act = fused_act(node);
     if (int8) {
-      const numerics::Int8Conv* cv = c.conv;
-      if (!cv) return give_up("INT8 without the integer convolution path");
-      const std::vector<int8_t> wq = weight_levels(*cv);
-      const DeviceRequant rq = upload_requant(*cv, arena);
-      const float *md = rq.mult, *bd = rq.bias;
-      const double* bqd = rq.bias_q;
-      const float* x = input(0);
-      const float s_in = c.s_in;
-      const int r = c.rounding;
-      if (const std::shared_ptr<const ConvInt8Gemm> gemm = ConvInt8Gemm::plan(cg, ConvInt8Gemm::depth(cg))) {
-        const std::vector<int8_t> w = gemm->weights(cg, wq.data());
-        const auto* wd = static_cast<const int8_t*>(arena.upload(w.data(), w.size()));
-        void* cols = arena.scratch(0, gemm->cols_bytes());
-        void* sums = arena.scratch(1, gemm->sums_bytes());
-        void* work = arena.scratch(2, gemm->workspace_bytes());
-        const k::StoreRule store = c.store;
-        launches.push_back([=](cudaStream_t s) {
-          gemm->run(x, s_in, r, wd, md, bqd, bd, act, store, y, cols, sums, work, s);
-        });
-        return true;  // the store rule applied in the epilogue
-      }
-      const bool mma = k::conv_int8_mma_fits(cg);
-      const k::MmaConvOperands mo = mma ? k::conv_int8_mma_operands(cg, wq.data()) : k::MmaConvOperands{};
-      const auto* wd = static_cast<const int8_t*>(mma ? arena.upload(mo.weights.data(), mo.weights.size())
-                                                      : arena.upload(wq.data(), wq.size()));
-      const auto* taps =
-          mma ? static_cast<const int32_t*>(arena.upload(mo.taps.data(), mo.taps.size() * 4)) : nullptr;
-      const int64_t k_padded = mo.k_padded;
-      const int splits = mma ? k::conv_int8_mma_splits(cg, k_padded) : 1;
-      auto* partial = splits > 1 ? static_cast<int32_t*>(arena.alloc(size_t(count) * 4)) : nullptr;
-      const int64_t xn = numel(xs);
-      auto* xq = static_cast<int8_t*>(arena.alloc(size_t(xn)));
-      launches.push_back([=](cudaStream_t s) {
-        k::quantize_i8(x, xq, xn, s_in, r, s);
-        if (mma) {
-          k::conv_int8_mma(cg, k_padded, splits, xq, wd, taps, md, bqd, bd, act, y, partial, s);
-        } else {
-          k::conv_int8(cg, xq, wd, md, bqd, bd, act, y, s);
-        }
-      });
+      if (!c.conv) return give_up("INT8 without the integer convolution path");
+      if (emit_int8_conv(c, cg, arena, launches)) return true;  // the store rule applied in the epilogue
     } else {
       const float* x = input(0);
       const float* w = input(1);
@@ -386,8 +400,15 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     for (size_t d = 0; d < ys.size(); ++d) t.out[d] = ys[d], t.in_stride[d] = stride[size_t(perm[d])];
     const float* x = input(0);
     launches.push_back([=](cudaStream_t s) { k::transpose(t, x, y, s); });
+  } else if ((node.op == OpKind::Gemm || node.op == OpKind::MatMul) && int8) {
+    // exact integer sums, as a 1x1 convolution over [N, K, 1, 1] (numerics::fc_as_conv)
+    if (!c.conv) return give_up("INT8: float sums in a different order than the CPU's");
+    const Shape& as = c.in.at(0).shape;
+    const Shape& ws = c.conv->w_levels.shape();
+    if (as.size() != 2 || ys.size() != 2) return give_up("not a 2-D matrix product");
+    const k::ConvGeom cg = conv_geom(c.conv->node, {as[0], as[1], 1, 1}, ws, {ys[0], ys[1], 1, 1});
+    if (emit_int8_conv(c, cg, arena, launches)) return true;
   } else if (node.op == OpKind::Gemm || node.op == OpKind::MatMul) {
-    if (int8) return give_up("INT8: float sums in a different order than the CPU's");
     const Shape& as = c.in.at(0).shape;
     const Shape& bs = c.in.at(1).shape;
     if (as.size() != 2 || bs.size() != 2) return give_up("not a 2-D matrix product");

@@ -12,19 +12,62 @@
 
 namespace dlakit::numerics {
 
-Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::vector<float>& w_scale,
+bool fc_as_conv(const Node& n, const Shape& input, const Shape& weight, const Shape* bias) {
+  if (n.op != OpKind::Gemm && n.op != OpKind::MatMul) return false;
+  if (input.size() != 2 || weight.size() != 2) return false;
+  const bool transposed = n.op == OpKind::Gemm && n.attr_int("transB", 0) != 0;
+  const int64_t K = transposed ? weight[1] : weight[0], M = transposed ? weight[0] : weight[1];
+  if (input[1] != K) return false;
+  if (n.op == OpKind::MatMul) return true;
+  if (n.attr_int("transA", 0) != 0 || n.attr_float("alpha", 1.f) != 1.f) return false;
+  if (!bias) return true;
+  const bool per_channel =
+      (bias->size() == 1 && (*bias)[0] == M) || (bias->size() == 2 && (*bias)[0] == 1 && (*bias)[1] == M);
+  return per_channel && n.attr_float("beta", 1.f) == 1.f;
+}
+
+namespace {
+
+// A fully connected layer's weight as a 1x1 convolution's: [M, K, 1, 1] from [M, K] (Gemm with transB) or
+// [K, M].
+Tensor fc_weight_as_conv(const Node& fc, const Tensor& w) {
+  const bool transposed = fc.op == OpKind::Gemm && fc.attr_int("transB", 0) != 0;
+  if (transposed) return w.reshaped({w.dim(0), w.dim(1), 1, 1});
+  const int64_t K = w.dim(0), M = w.dim(1);
+  Tensor t = Tensor::uninitialized(DType::kF32, {M, K, 1, 1});
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t m = 0; m < M; ++m) t.data<float>()[m * K + k] = w.data<float>()[k * M + m];
+  return t;
+}
+
+}  // namespace
+
+Int8Conv prepare_int8_conv(const Node& layer, const Tensor& layer_w_levels, const std::vector<float>& w_scale,
                            std::vector<float> bias, float s_in, quant::Rounding r) {
+  const bool fc = layer.op == OpKind::Gemm || layer.op == OpKind::MatMul;
+  if (fc && layer_w_levels.rank() != 2)
+    fail(Status::kInvalidArgument, layer.label(), ": a fully connected layer's weight must be 2-D");
+  const Tensor w_levels = fc ? fc_weight_as_conv(layer, layer_w_levels) : layer_w_levels;
   Int8Conv c;
-  c.node = conv;
-  c.node.attrs.erase("dlakit_activation");
-  c.node.attrs.erase("dlakit_activation_params");
-  c.node.inputs.resize(2);
+  if (fc) {
+    c.node.op = OpKind::Conv;
+    c.node.name = layer.name;
+    c.node.opset = layer.opset;
+    c.node.attrs["kernel_shape"] = std::vector<int64_t>{1, 1};
+  } else {
+    c.node = layer;
+    c.node.attrs.erase("dlakit_activation");
+    c.node.attrs.erase("dlakit_activation_params");
+  }
+  c.node.inputs.assign(layer.inputs.begin(), layer.inputs.begin() + std::min<size_t>(2, layer.inputs.size()));
+  c.node.outputs = layer.outputs;
+  const Node& conv = c.node;
   const int64_t M = w_levels.dim(0), Cg = w_levels.dim(1), taps = w_levels.numel() / (M * Cg);
   if (int64_t(w_scale.size()) != M)
-    fail(Status::kInvalidArgument, conv.label(), ": ", w_scale.size(), " weight scales for ", M,
+    fail(Status::kInvalidArgument, layer.label(), ": ", w_scale.size(), " weight scales for ", M,
          " output channels");
   if (!bias.empty() && int64_t(bias.size()) != M)
-    fail(Status::kInvalidArgument, conv.label(), ": ", bias.size(), " bias values for ", M,
+    fail(Status::kInvalidArgument, layer.label(), ": ", bias.size(), " bias values for ", M,
          " output channels");
   c.bias = std::move(bias);
   c.w_levels = w_levels;
@@ -108,6 +151,14 @@ void conv_int8_packed(const Node& layer, const Int8Conv& c, const InputLevels& x
 Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor* input, const InputLevels* levels,
                  const Int8Output* int8_output, float s_in, quant::Rounding r, const TensorType& out) {
   const Shape& ys = out.shape;
+  if (ys.size() == 2) {  // a fully connected layer: [N, K] -> [N, M] as a 1x1 convolution
+    if (!input || levels || int8_output || input->rank() != 2)
+      fail(Status::kInternal, layer.label(), ": a fully connected INT8 layer reads and writes 2-D floats");
+    const Tensor x = input->reshaped({input->dim(0), input->dim(1), 1, 1});
+    TensorType out4 = out;
+    out4.shape = {ys[0], ys[1], 1, 1};
+    return conv_int8(layer, c, &x, nullptr, nullptr, s_in, r, out4).reshaped(ys);
+  }
   const int64_t N = ys[0], M = ys[1];
   if (c.packed) {  // the activation is applied as the outputs are stored
     Tensor acc;

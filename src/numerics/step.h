@@ -43,8 +43,9 @@ struct StepRules {
   std::vector<InputRule> inputs;  // one per layer input; ignored for constants and omitted inputs
   bool compute_fp16 = false;      // results rounded to fp16 before the output rule (DLA Sigmoid/Tanh in INT8)
   std::vector<OutputRule> outputs;  // one per layer output
-  // A Conv whose input 0 becomes integer levels at inputs[0].quantize_scale and whose weights are levels:
-  // exact integer sums, then requantization (Int8Conv).
+  // A Conv (or a fully connected layer, fc_as_conv) whose input 0 becomes integer levels at
+  // inputs[0].quantize_scale and whose weights are levels: exact integer sums, then requantization
+  // (Int8Conv).
   bool exact_int8_conv = false;
 };
 
@@ -52,7 +53,8 @@ struct StepRules {
 // fp32 are exact while every partial sum stays below 2^24, so input channels are split into chunks whose
 // sums cannot pass it (sum |w_q| * 128), and the chunks add in int64.
 struct Int8Conv {
-  Node node;                                        // the Conv without bias and fused activation
+  Node node;                                        // the Conv without bias and fused activation (a 1x1
+                                                    // Conv for a fully connected layer)
   Tensor w_levels;                                  // all weight levels (KCRS, as float)
   std::vector<Tensor> w_q;                          // weight levels (KCRS, as float), one per chunk
   std::vector<std::pair<int64_t, int64_t>> chunks;  // input-channel ranges
@@ -64,8 +66,14 @@ struct Int8Conv {
   // the chunked float path above runs).
   std::shared_ptr<const PackedInt8Conv> packed;
 };
-// `w_levels`: the weight's integer levels (KCRS, as float); `w_scale`: one per output channel;
-// `s_in`: the input's scale.
+// A fully connected layer the DLA computes as a 1x1 convolution over [N, K, 1, 1] (dla-constraints.md
+// §3: FC/MatMul/Gemm "mapped to conv", [C DLASW operators]), so in INT8 with the same exact integer sums:
+// Gemm (transA 0, alpha 1, beta 1 or no bias) or MatMul, a 2-D input [N, K], a constant 2-D weight
+// ([M, K] with transB, else [K, M]) and a bias of M values ([M] or [1, M]; null: none).
+bool fc_as_conv(const Node& n, const Shape& input, const Shape& weight, const Shape* bias);
+
+// `w_levels`: the weight's integer levels (KCRS, as float; a fully connected layer's as its 2-D weight);
+// `w_scale`: one per output channel; `s_in`: the input's scale.
 Int8Conv prepare_int8_conv(const Node& conv, const Tensor& w_levels, const std::vector<float>& w_scale,
                            std::vector<float> bias, float s_in, quant::Rounding r);
 

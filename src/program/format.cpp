@@ -528,16 +528,30 @@ void verify(const Program& p, const std::string& origin) {
         }
       }
       if (s.rules.exact_int8_conv) {
-        const bool ok = s.op == OpKind::Conv && s.inputs.size() >= 2 &&
-                        s.inputs[0].kind == Ref::Kind::kSurface && s.inputs[1].kind == Ref::Kind::kConstant &&
-                        p.constants[s.inputs[1].index].type == ConstType::kI8 &&
-                        p.constants[s.inputs[1].index].axis == 0 && s.rules.inputs[0].quantize_scale > 0 &&
-                        (s.inputs.size() < 3 || s.inputs[2].kind == Ref::Kind::kNone ||
-                         (s.inputs[2].kind == Ref::Kind::kConstant &&
-                          p.constants[s.inputs[2].index].type == ConstType::kF32)) &&
-                        s.outputs.size() == 1;
+        const bool has_bias = s.inputs.size() > 2 && s.inputs[2].kind != Ref::Kind::kNone;
+        bool ok = s.inputs.size() >= 2 && s.inputs[0].kind == Ref::Kind::kSurface &&
+                  s.inputs[1].kind == Ref::Kind::kConstant &&
+                  p.constants[s.inputs[1].index].type == ConstType::kI8 &&
+                  s.rules.inputs[0].quantize_scale > 0 &&
+                  (!has_bias || (s.inputs[2].kind == Ref::Kind::kConstant &&
+                                 p.constants[s.inputs[2].index].type == ConstType::kF32)) &&
+                  s.outputs.size() == 1;
+        if (ok) {
+          const Constant& w = p.constants[s.inputs[1].index];
+          Node layer;
+          layer.op = s.op;
+          layer.attrs = s.attrs;
+          // the weight's output-channel axis: 0 for Conv and Gemm with transB, 1 for a [K, M] weight
+          const bool k_major = s.op != OpKind::Conv && !(s.op == OpKind::Gemm && layer.attr_int("transB", 0));
+          ok = w.axis == (k_major ? 1 : 0) &&
+               (s.op == OpKind::Conv ||
+                numerics::fc_as_conv(layer, p.surfaces[s.inputs[0].index].desc.network_shape, w.shape,
+                                     has_bias ? &p.constants[s.inputs[2].index].shape : nullptr));
+        }
         if (!ok)
-          bad(origin, sw, " is an exact INT8 convolution without int8 weights, an input scale or f32 bias");
+          bad(origin, sw,
+              " is an exact INT8 convolution or fully connected layer without int8 weights on their "
+              "output-channel axis, an input scale, f32 bias or the shapes of one");
       }
       ++steps;
     }

@@ -275,7 +275,12 @@ ConstantForm constant_form(const Graph& g, const NumericsPlan& plan, size_t node
 
 bool exact_int8_conv(const Graph& g, const NumericsPlan& plan, size_t i) {
   const Node& n = g.nodes[i];
-  return plan.nodes[i].mode == Mode::kINT8 && n.op == OpKind::Conv && weight_axis(g, n) == 0;
+  if (plan.nodes[i].mode != Mode::kINT8 || weight_axis(g, n) < 0) return false;
+  if (n.op == OpKind::Conv) return true;
+  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] >= 0;
+  if (has_bias && !g.value(n.inputs[2]).constant) return false;
+  return numerics::fc_as_conv(n, g.value(n.inputs[0]).type.shape, g.value(n.inputs[1]).type.shape,
+                              has_bias ? &g.value(n.inputs[2]).type.shape : nullptr);
 }
 
 numerics::StepRules step_rules(const Graph& g, const NumericsPlan& plan, size_t i) {

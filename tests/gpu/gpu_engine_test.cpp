@@ -118,6 +118,66 @@ INSTANTIATE_TEST_SUITE_P(RealModels, GpuModel,
                          ::testing::Values("mobilenet_v2", "squeezenet1_1", "ppocr_det"),
                          [](const auto& info) { return info.param; });
 
+// INT8 fully connected layers run on the GPU as 1x1 convolutions (cuBLASLt's int8 GEMM), bit for bit the
+// CPU's exact integer sums: Gemm with either weight layout, a bias of M or 1 x M values and a fused ReLU,
+// and MatMul; sizes that are no multiple of 4, 16 or 32.
+TEST(GpuBackend, Int8FullyConnectedLayersAreBitExactOnTheGpu) {
+  REQUIRE_GPU();
+  struct Case {
+    OpKind op;
+    bool trans_b;
+    Shape bias;
+    bool relu;
+    int64_t N, K, M;
+  };
+  const Case cases[] = {{OpKind::Gemm, true, {13}, false, 3, 301, 13},
+                        {OpKind::Gemm, false, {1, 37}, true, 5, 67, 37},
+                        {OpKind::MatMul, false, {}, false, 1, 2048, 1000},
+                        {OpKind::Gemm, true, {1000}, true, 33, 1280, 1000}};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  auto random = [&](const Shape& s) {
+    Tensor t(DType::kF32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+    return t;
+  };
+  for (const Case& c : cases) {
+    Graph g;
+    const int x = g.add_value("x", {DType::kF32, {c.N, c.K}});
+    const int y = g.add_value("y", {DType::kF32, {c.N, c.M}}),
+              z = g.add_value("z", {DType::kF32, {c.N, c.M}});
+    Node fc;
+    fc.op = c.op;
+    fc.name = "fc";
+    fc.opset = 13;
+    fc.inputs = {x, g.add_constant("w", random(c.trans_b ? Shape{c.M, c.K} : Shape{c.K, c.M}))};
+    if (!c.bias.empty()) fc.inputs.push_back(g.add_constant("b", random(c.bias)));
+    if (c.op == OpKind::Gemm) fc.attrs["transB"] = int64_t(c.trans_b);
+    if (c.relu) fc.attrs["dlakit_activation"] = std::string("Relu");
+    fc.outputs = {y};
+    Node id;  // keeps y internal: stored as int8
+    id.op = OpKind::Identity;
+    id.name = "id";
+    id.opset = 13;
+    id.inputs = {y};
+    id.outputs = {z};
+    g.nodes = {fc, id};
+    g.inputs = {x};
+    g.outputs = {z};
+    g.relink();
+    const quant::ScaleTable scales = random_calibration(g, 3);
+    const quant::NumericsPlan plan = quant::plan_uniform(g, quant::Mode::kINT8, &scales);
+    ASSERT_EQ(quant::step_rules(g, plan, 0).exact_int8_conv, true) << op_name(c.op);
+    gpu::GpuEngine gpu_engine(g, plan);
+    quant::EmulatedEngine cpu_engine(g, plan);
+    EXPECT_TRUE(gpu_engine.nodes().at(0).on_gpu) << op_name(c.op) << " K=" << c.K;
+    const TensorMap in = {{"x", random({c.N, c.K})}};
+    const Tensor want = cpu_engine.run(in).at("z"), got = gpu_engine.run(in).at("z");
+    ASSERT_EQ(got.numel(), want.numel());
+    EXPECT_EQ(differing(got, want), 0) << op_name(c.op) << " N=" << c.N << " K=" << c.K << " M=" << c.M;
+  }
+}
+
 TEST(GpuBackend, AQueuedRunWaitsForTheCallersStreamAndRunsInOrder) {
   REQUIRE_GPU();
   const Graph g = load("squeezenet1_1");

@@ -450,6 +450,99 @@ TEST(Int8Emulation, GroupedConvolutionsAreChunkedLikePlainOnes) {
   }
 }
 
+// A fully connected layer in INT8 is the DLA's 1x1 convolution (numerics::fc_as_conv): exact integer sums
+// of the input's and the weight's levels, requantized per output channel, for Gemm with either weight
+// layout, a [M] or [1, M] bias and a fused ReLU, and for MatMul; a Gemm the convolution cannot express
+// (alpha != 1, a bias per element) keeps the float path.
+TEST(Int8Emulation, FullyConnectedLayersSumIntegersLikeA1x1Conv) {
+  struct Case {
+    OpKind op;
+    bool trans_b;
+    Shape bias;  // empty: none
+    bool relu;
+    Rounding r;
+    float alpha = 1.f;
+    bool exact = true;
+  };
+  const int64_t N = 3, K = 300, M = 7;
+  const Case cases[] = {{OpKind::Gemm, true, {M}, false, Rounding::kHalfAwayFromZero},
+                        {OpKind::Gemm, false, {1, M}, true, Rounding::kHalfToEven},
+                        {OpKind::Gemm, true, {}, false, Rounding::kHalfAwayFromZero},
+                        {OpKind::MatMul, false, {}, true, Rounding::kHalfAwayFromZero},
+                        {OpKind::Gemm, true, {M}, false, Rounding::kHalfAwayFromZero, 0.5f, false},
+                        {OpKind::Gemm, true, {N, M}, false, Rounding::kHalfAwayFromZero, 1.f, false}};
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    const Tensor w_mk = random_tensor({M, K}, seed++);
+    Tensor w = w_mk;
+    if (!c.trans_b) {  // [K, M]
+      w = Tensor(DType::kF32, {K, M});
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k) w.data<float>()[k * M + m] = w_mk.data<float>()[m * K + k];
+    }
+    const Tensor b = c.bias.empty() ? Tensor() : random_tensor(c.bias, seed++);
+    const Tensor x = random_tensor({N, K}, seed++, -2.f, 2.f);
+    Graph g;
+    const int xi = g.add_value("x", {DType::kF32, {N, K}});
+    const int y = g.add_value("y", {DType::kF32, {N, M}}), z = g.add_value("z", {DType::kF32, {N, M}});
+    Node fc;
+    fc.op = c.op;
+    fc.name = "fc";
+    fc.opset = 13;
+    fc.inputs = {xi, g.add_constant("w", w)};
+    if (!c.bias.empty()) fc.inputs.push_back(g.add_constant("b", b));
+    fc.outputs = {y};
+    if (c.op == OpKind::Gemm) {
+      fc.attrs["transB"] = int64_t(c.trans_b);
+      fc.attrs["alpha"] = c.alpha;
+    }
+    if (c.relu) fc.attrs["dlakit_activation"] = std::string("Relu");
+    Node id;  // keeps y internal, so it is requantized to INT8
+    id.op = OpKind::Identity;
+    id.name = "id";
+    id.opset = 13;
+    id.inputs = {y};
+    id.outputs = {z};
+    g.nodes = {fc, id};
+    g.inputs = {xi};
+    g.outputs = {z};
+    g.relink();
+    const float amax_in = 1.5f, amax_out = 30.f, s_in = amax_in / 127, s_out = amax_out / 127;
+    ScaleTable t;
+    t.set_amax("x", amax_in);
+    t.set_amax("y", amax_out);
+    t.set_amax("z", amax_out);
+    NumericsPlan plan = plan_uniform(g, Mode::kINT8, &t);
+    for (auto& n : plan.nodes) n.rounding = c.r;
+    const std::string what = std::string(op_name(c.op)) + (c.trans_b ? " transB" : "") + " bias " +
+                             shape_str(c.bias) + " alpha " + std::to_string(c.alpha);
+    ASSERT_EQ(step_rules(g, plan, 0).exact_int8_conv, c.exact) << what;
+    if (!c.exact) continue;
+    EmulatedEngine e(g, plan);
+    std::vector<float> got;
+    e.engine().set_observer([&](const Node& n, const std::vector<Tensor>& outs) {
+      if (n.name == "fc") got = outs[0].to_f32();
+    });
+    e.run({{"x", x}});
+    const std::vector<float> sw = per_channel_scales(w_mk, 0);
+    ASSERT_EQ(got.size(), size_t(N * M)) << what;
+    int mismatches = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += int64_t(quantize(x.data<float>()[n * K + k], s_in, c.r)) *
+                 quantize(w_mk.data<float>()[m * K + k], sw[size_t(m)], c.r);
+        const float mult = s_in * sw[size_t(m)];
+        const double bq = c.bias.empty() ? 0.0 : round_with(b.data<float>()[m] / mult, c.r);
+        float real = float(double(acc) + bq) * mult;
+        if (c.relu) real = std::max(real, 0.f);
+        mismatches += std::lround(got[size_t(n * M + m)] / s_out) != quantize(real, s_out, c.r);
+      }
+    EXPECT_EQ(mismatches, 0) << what;
+  }
+}
+
 TEST(Int8Emulation, MissingScaleKeepsTheLayerFp16AndEqualRangesUnify) {
   // x -> Concat(x, y_in) -> out, with y_in's range larger: both inputs and the output take the larger.
   Graph g;
