@@ -75,4 +75,39 @@ inline double cosine(const Tensor& a, const Tensor& b) {
   return aa == 0 && bb == 0 ? 1.0 : ab / std::sqrt(aa * bb);
 }
 
+// x [N, K] -> a fully connected layer "fc" (Gemm or MatMul; `w` as the op reads it: [M, K] for Gemm with
+// transB, else [K, M]; an optional bias; Gemm's transB and alpha; a fused ReLU) -> y -> Identity -> z. The
+// Identity keeps y internal, so an INT8 plan stores it as int8.
+inline Graph fc_graph(OpKind op, const Tensor& w, const Tensor* bias, int64_t N, bool trans_b, bool relu,
+                      float alpha = 1.f) {
+  const bool transposed = op == OpKind::Gemm && trans_b;
+  const int64_t K = transposed ? w.dim(1) : w.dim(0), M = transposed ? w.dim(0) : w.dim(1);
+  Graph g;
+  const int x = g.add_value("x", {DType::kF32, {N, K}});
+  const int y = g.add_value("y", {DType::kF32, {N, M}}), z = g.add_value("z", {DType::kF32, {N, M}});
+  Node fc;
+  fc.op = op;
+  fc.name = "fc";
+  fc.opset = 13;
+  fc.inputs = {x, g.add_constant("w", w)};
+  if (bias) fc.inputs.push_back(g.add_constant("b", *bias));
+  fc.outputs = {y};
+  if (op == OpKind::Gemm) {
+    fc.attrs["transB"] = int64_t(trans_b);
+    fc.attrs["alpha"] = alpha;
+  }
+  if (relu) fc.attrs["dlakit_activation"] = std::string("Relu");
+  Node id;
+  id.op = OpKind::Identity;
+  id.name = "id";
+  id.opset = 13;
+  id.inputs = {y};
+  id.outputs = {z};
+  g.nodes = {fc, id};
+  g.inputs = {x};
+  g.outputs = {z};
+  g.relink();
+  return g;
+}
+
 }  // namespace dlakit::test_data

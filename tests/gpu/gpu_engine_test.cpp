@@ -142,29 +142,9 @@ TEST(GpuBackend, Int8FullyConnectedLayersAreBitExactOnTheGpu) {
     return t;
   };
   for (const Case& c : cases) {
-    Graph g;
-    const int x = g.add_value("x", {DType::kF32, {c.N, c.K}});
-    const int y = g.add_value("y", {DType::kF32, {c.N, c.M}}),
-              z = g.add_value("z", {DType::kF32, {c.N, c.M}});
-    Node fc;
-    fc.op = c.op;
-    fc.name = "fc";
-    fc.opset = 13;
-    fc.inputs = {x, g.add_constant("w", random(c.trans_b ? Shape{c.M, c.K} : Shape{c.K, c.M}))};
-    if (!c.bias.empty()) fc.inputs.push_back(g.add_constant("b", random(c.bias)));
-    if (c.op == OpKind::Gemm) fc.attrs["transB"] = int64_t(c.trans_b);
-    if (c.relu) fc.attrs["dlakit_activation"] = std::string("Relu");
-    fc.outputs = {y};
-    Node id;  // keeps y internal: stored as int8
-    id.op = OpKind::Identity;
-    id.name = "id";
-    id.opset = 13;
-    id.inputs = {y};
-    id.outputs = {z};
-    g.nodes = {fc, id};
-    g.inputs = {x};
-    g.outputs = {z};
-    g.relink();
+    const Tensor bias = c.bias.empty() ? Tensor() : random(c.bias);
+    const Graph g = test_data::fc_graph(c.op, random(c.trans_b ? Shape{c.M, c.K} : Shape{c.K, c.M}),
+                                        c.bias.empty() ? nullptr : &bias, c.N, c.trans_b, c.relu);
     const quant::ScaleTable scales = random_calibration(g, 3);
     const quant::NumericsPlan plan = quant::plan_uniform(g, quant::Mode::kINT8, &scales);
     ASSERT_EQ(quant::step_rules(g, plan, 0).exact_int8_conv, true) << op_name(c.op);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "../common/test_data.h"
 #include "base/fp16.h"
 #include "numerics/quantize.h"
 #include "numerics/step.h"
@@ -341,6 +342,18 @@ std::vector<int> int8_conv_levels(const Tensor& x, const Tensor& w, const Tensor
   return out;
 }
 
+// The INT8 plan of a graph x -> ... -> y -> z: x's range amax_in, y's and z's amax_out, every node rounding
+// with r.
+NumericsPlan int8_plan_xyz(const Graph& g, float amax_in, float amax_out, Rounding r) {
+  ScaleTable t;
+  t.set_amax("x", amax_in);
+  t.set_amax("y", amax_out);
+  t.set_amax("z", amax_out);
+  NumericsPlan plan = plan_uniform(g, Mode::kINT8, &t);
+  for (auto& n : plan.nodes) n.rounding = r;
+  return plan;
+}
+
 }  // namespace
 
 TEST(Int8Emulation, HandComputedOneByOneConv) {
@@ -409,12 +422,7 @@ TEST(Int8Emulation, ConvMatchesIntegerLoopsIncludingChunkedSums) {
     g.nodes.push_back(id);
     g.outputs = {z};
     g.relink();
-    ScaleTable t;
-    t.set_amax("x", amax_in);
-    t.set_amax("y", amax_out);
-    t.set_amax("z", amax_out);
-    NumericsPlan plan = plan_uniform(g, Mode::kINT8, &t);
-    for (auto& n : plan.nodes) n.rounding = c.r;
+    const NumericsPlan plan = int8_plan_xyz(g, amax_in, amax_out, c.r);
     EmulatedEngine e(g, plan);
     std::vector<float> y;
     e.engine().set_observer([&](const Node& n, const std::vector<Tensor>& outs) {
@@ -482,38 +490,10 @@ TEST(Int8Emulation, FullyConnectedLayersSumIntegersLikeA1x1Conv) {
     }
     const Tensor b = c.bias.empty() ? Tensor() : random_tensor(c.bias, seed++);
     const Tensor x = random_tensor({N, K}, seed++, -2.f, 2.f);
-    Graph g;
-    const int xi = g.add_value("x", {DType::kF32, {N, K}});
-    const int y = g.add_value("y", {DType::kF32, {N, M}}), z = g.add_value("z", {DType::kF32, {N, M}});
-    Node fc;
-    fc.op = c.op;
-    fc.name = "fc";
-    fc.opset = 13;
-    fc.inputs = {xi, g.add_constant("w", w)};
-    if (!c.bias.empty()) fc.inputs.push_back(g.add_constant("b", b));
-    fc.outputs = {y};
-    if (c.op == OpKind::Gemm) {
-      fc.attrs["transB"] = int64_t(c.trans_b);
-      fc.attrs["alpha"] = c.alpha;
-    }
-    if (c.relu) fc.attrs["dlakit_activation"] = std::string("Relu");
-    Node id;  // keeps y internal, so it is requantized to INT8
-    id.op = OpKind::Identity;
-    id.name = "id";
-    id.opset = 13;
-    id.inputs = {y};
-    id.outputs = {z};
-    g.nodes = {fc, id};
-    g.inputs = {xi};
-    g.outputs = {z};
-    g.relink();
+    const Graph g =
+        test_data::fc_graph(c.op, w, c.bias.empty() ? nullptr : &b, N, c.trans_b, c.relu, c.alpha);
     const float amax_in = 1.5f, amax_out = 30.f, s_in = amax_in / 127, s_out = amax_out / 127;
-    ScaleTable t;
-    t.set_amax("x", amax_in);
-    t.set_amax("y", amax_out);
-    t.set_amax("z", amax_out);
-    NumericsPlan plan = plan_uniform(g, Mode::kINT8, &t);
-    for (auto& n : plan.nodes) n.rounding = c.r;
+    const NumericsPlan plan = int8_plan_xyz(g, amax_in, amax_out, c.r);
     const std::string what = std::string(op_name(c.op)) + (c.trans_b ? " transB" : "") + " bias " +
                              shape_str(c.bias) + " alpha " + std::to_string(c.alpha);
     ASSERT_EQ(step_rules(g, plan, 0).exact_int8_conv, c.exact) << what;
