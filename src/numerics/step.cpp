@@ -62,6 +62,9 @@ Int8Conv prepare_int8_conv(const Node& layer, const Tensor& layer_w_levels, cons
   c.node.inputs.assign(layer.inputs.begin(), layer.inputs.begin() + std::min<size_t>(2, layer.inputs.size()));
   c.node.outputs = layer.outputs;
   const Node& conv = c.node;
+  if (w_levels.rank() < 2 || w_levels.numel() == 0)
+    fail(Status::kInvalidArgument, layer.label(), ": INT8 weights of shape ", shape_str(w_levels.shape()),
+         " hold no output channel, input channel or tap");
   const int64_t M = w_levels.dim(0), Cg = w_levels.dim(1), taps = w_levels.numel() / (M * Cg);
   if (int64_t(w_scale.size()) != M)
     fail(Status::kInvalidArgument, layer.label(), ": ", w_scale.size(), " weight scales for ", M,

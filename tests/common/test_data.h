@@ -76,9 +76,9 @@ inline double cosine(const Tensor& a, const Tensor& b) {
 }
 
 // x [N, K] -> a fully connected layer "fc" (Gemm or MatMul; `w` as the op reads it: [M, K] for Gemm with
-// transB, else [K, M]; an optional bias; Gemm's transB and alpha; a fused ReLU) -> y -> Identity -> z. The
-// Identity keeps y internal, so an INT8 plan stores it as int8.
-inline Graph fc_graph(OpKind op, const Tensor& w, const Tensor* bias, int64_t N, bool trans_b, bool relu,
+// transB, else [K, M]; an optional bias; Gemm's transB and alpha) -> y -> `reader` (Relu: fused into the
+// layer's pipeline, so y stays fp32 in INT8; Identity: y is stored as int8) -> z.
+inline Graph fc_graph(OpKind op, const Tensor& w, const Tensor* bias, int64_t N, bool trans_b, OpKind reader,
                       float alpha = 1.f) {
   const bool transposed = op == OpKind::Gemm && trans_b;
   const int64_t K = transposed ? w.dim(1) : w.dim(0), M = transposed ? w.dim(0) : w.dim(1);
@@ -96,14 +96,13 @@ inline Graph fc_graph(OpKind op, const Tensor& w, const Tensor* bias, int64_t N,
     fc.attrs["transB"] = int64_t(trans_b);
     fc.attrs["alpha"] = alpha;
   }
-  if (relu) fc.attrs["dlakit_activation"] = std::string("Relu");
-  Node id;
-  id.op = OpKind::Identity;
-  id.name = "id";
-  id.opset = 13;
-  id.inputs = {y};
-  id.outputs = {z};
-  g.nodes = {fc, id};
+  Node next;
+  next.op = reader;
+  next.name = "next";
+  next.opset = 13;
+  next.inputs = {y};
+  next.outputs = {z};
+  g.nodes = {fc, next};
   g.inputs = {x};
   g.outputs = {z};
   g.relink();

@@ -119,21 +119,22 @@ INSTANTIATE_TEST_SUITE_P(RealModels, GpuModel,
                          [](const auto& info) { return info.param; });
 
 // INT8 fully connected layers run on the GPU as 1x1 convolutions (cuBLASLt's int8 GEMM), bit for bit the
-// CPU's exact integer sums: Gemm with either weight layout, a bias of M or 1 x M values and a fused ReLU,
-// and MatMul; sizes that are no multiple of 4, 16 or 32.
+// CPU's exact integer sums: Gemm with either weight layout and a bias of M or 1 x M values, and MatMul; sizes
+// that are no multiple of 4, 16 or 32; followed by a Relu fused into the layer's pipeline (fp32 between
+// them) or an Identity (the layer's output stored as int8).
 TEST(GpuBackend, Int8FullyConnectedLayersAreBitExactOnTheGpu) {
   REQUIRE_GPU();
   struct Case {
     OpKind op;
     bool trans_b;
     Shape bias;
-    bool relu;
+    OpKind reader;
     int64_t N, K, M;
   };
-  const Case cases[] = {{OpKind::Gemm, true, {13}, false, 3, 301, 13},
-                        {OpKind::Gemm, false, {1, 37}, true, 5, 67, 37},
-                        {OpKind::MatMul, false, {}, false, 1, 2048, 1000},
-                        {OpKind::Gemm, true, {1000}, true, 33, 1280, 1000}};
+  const Case cases[] = {{OpKind::Gemm, true, {13}, OpKind::Identity, 3, 301, 13},
+                        {OpKind::Gemm, false, {1, 37}, OpKind::Relu, 5, 67, 37},
+                        {OpKind::MatMul, false, {}, OpKind::Identity, 1, 2048, 1000},
+                        {OpKind::Gemm, true, {1000}, OpKind::Relu, 33, 1280, 1000}};
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   auto random = [&](const Shape& s) {
@@ -144,7 +145,7 @@ TEST(GpuBackend, Int8FullyConnectedLayersAreBitExactOnTheGpu) {
   for (const Case& c : cases) {
     const Tensor bias = c.bias.empty() ? Tensor() : random(c.bias);
     const Graph g = test_data::fc_graph(c.op, random(c.trans_b ? Shape{c.M, c.K} : Shape{c.K, c.M}),
-                                        c.bias.empty() ? nullptr : &bias, c.N, c.trans_b, c.relu);
+                                        c.bias.empty() ? nullptr : &bias, c.N, c.trans_b, c.reader);
     const quant::ScaleTable scales = random_calibration(g, 3);
     const quant::NumericsPlan plan = quant::plan_uniform(g, quant::Mode::kINT8, &scales);
     ASSERT_EQ(quant::step_rules(g, plan, 0).exact_int8_conv, true) << op_name(c.op);

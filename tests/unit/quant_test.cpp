@@ -459,26 +459,27 @@ TEST(Int8Emulation, GroupedConvolutionsAreChunkedLikePlainOnes) {
 }
 
 // A fully connected layer in INT8 is the DLA's 1x1 convolution (numerics::fc_as_conv): exact integer sums
-// of the input's and the weight's levels, requantized per output channel, for Gemm with either weight
-// layout, a [M] or [1, M] bias and a fused ReLU, and for MatMul; a Gemm the convolution cannot express
-// (alpha != 1, a bias per element) keeps the float path.
+// of the input's and the weight's levels, the bias quantized to int32, requantized per output channel, for
+// Gemm with either weight layout and a [M] or [1, M] bias, and for MatMul. The Relu after it fuses into the
+// layer's pipeline, so its output stays fp32 and is compared bit for bit with the formula (fake-quantized
+// float sums would differ in the last bits). A Gemm the convolution cannot express (alpha != 1, a bias per
+// element) keeps the float path.
 TEST(Int8Emulation, FullyConnectedLayersSumIntegersLikeA1x1Conv) {
   struct Case {
     OpKind op;
     bool trans_b;
     Shape bias;  // empty: none
-    bool relu;
     Rounding r;
     float alpha = 1.f;
     bool exact = true;
   };
   const int64_t N = 3, K = 300, M = 7;
-  const Case cases[] = {{OpKind::Gemm, true, {M}, false, Rounding::kHalfAwayFromZero},
-                        {OpKind::Gemm, false, {1, M}, true, Rounding::kHalfToEven},
-                        {OpKind::Gemm, true, {}, false, Rounding::kHalfAwayFromZero},
-                        {OpKind::MatMul, false, {}, true, Rounding::kHalfAwayFromZero},
-                        {OpKind::Gemm, true, {M}, false, Rounding::kHalfAwayFromZero, 0.5f, false},
-                        {OpKind::Gemm, true, {N, M}, false, Rounding::kHalfAwayFromZero, 1.f, false}};
+  const Case cases[] = {{OpKind::Gemm, true, {M}, Rounding::kHalfAwayFromZero},
+                        {OpKind::Gemm, false, {1, M}, Rounding::kHalfToEven},
+                        {OpKind::Gemm, true, {}, Rounding::kHalfAwayFromZero},
+                        {OpKind::MatMul, false, {}, Rounding::kHalfAwayFromZero},
+                        {OpKind::Gemm, true, {M}, Rounding::kHalfAwayFromZero, 0.5f, false},
+                        {OpKind::Gemm, true, {N, M}, Rounding::kHalfAwayFromZero, 1.f, false}};
   uint32_t seed = 40;
   for (const Case& c : cases) {
     const Tensor w_mk = random_tensor({M, K}, seed++);
@@ -491,13 +492,15 @@ TEST(Int8Emulation, FullyConnectedLayersSumIntegersLikeA1x1Conv) {
     const Tensor b = c.bias.empty() ? Tensor() : random_tensor(c.bias, seed++);
     const Tensor x = random_tensor({N, K}, seed++, -2.f, 2.f);
     const Graph g =
-        test_data::fc_graph(c.op, w, c.bias.empty() ? nullptr : &b, N, c.trans_b, c.relu, c.alpha);
-    const float amax_in = 1.5f, amax_out = 30.f, s_in = amax_in / 127, s_out = amax_out / 127;
-    const NumericsPlan plan = int8_plan_xyz(g, amax_in, amax_out, c.r);
+        test_data::fc_graph(c.op, w, c.bias.empty() ? nullptr : &b, N, c.trans_b, OpKind::Relu, c.alpha);
+    const float amax_in = 1.5f, s_in = amax_in / 127;
+    const NumericsPlan plan = int8_plan_xyz(g, amax_in, 30.f, c.r);
     const std::string what = std::string(op_name(c.op)) + (c.trans_b ? " transB" : "") + " bias " +
                              shape_str(c.bias) + " alpha " + std::to_string(c.alpha);
-    ASSERT_EQ(step_rules(g, plan, 0).exact_int8_conv, c.exact) << what;
+    const numerics::StepRules rules = step_rules(g, plan, 0);
+    ASSERT_EQ(rules.exact_int8_conv, c.exact) << what;
     if (!c.exact) continue;
+    ASSERT_EQ(rules.outputs.at(0).store, numerics::Store::kFused) << what;
     EmulatedEngine e(g, plan);
     std::vector<float> got;
     e.engine().set_observer([&](const Node& n, const std::vector<Tensor>& outs) {
@@ -515,12 +518,25 @@ TEST(Int8Emulation, FullyConnectedLayersSumIntegersLikeA1x1Conv) {
                  quantize(w_mk.data<float>()[m * K + k], sw[size_t(m)], c.r);
         const float mult = s_in * sw[size_t(m)];
         const double bq = c.bias.empty() ? 0.0 : round_with(b.data<float>()[m] / mult, c.r);
-        float real = float(double(acc) + bq) * mult;
-        if (c.relu) real = std::max(real, 0.f);
-        mismatches += std::lround(got[size_t(n * M + m)] / s_out) != quantize(real, s_out, c.r);
+        mismatches += got[size_t(n * M + m)] != float(double(acc) + bq) * mult;
       }
     EXPECT_EQ(mismatches, 0) << what;
   }
+}
+
+// Weights with no output channel, input channel or tap (a program may carry such shapes) are a clear error,
+// not a division by zero.
+TEST(Int8Emulation, EmptyWeightsAreAClearError) {
+  Node conv;
+  conv.op = OpKind::Conv;
+  conv.name = "conv";
+  conv.opset = 13;
+  for (const Shape& s : {Shape{0, 3, 1, 1}, Shape{4, 0, 3, 3}, Shape{4, 3, 0, 1}})
+    EXPECT_THROW(
+        numerics::prepare_int8_conv(conv, Tensor(DType::kF32, s), std::vector<float>(size_t(s[0]), 0.1f), {},
+                                    0.01f, Rounding::kHalfAwayFromZero),
+        Error)
+        << shape_str(s);
 }
 
 TEST(Int8Emulation, MissingScaleKeepsTheLayerFp16AndEqualRangesUnify) {
