@@ -133,8 +133,6 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
   }
 }
 
-unsigned blocks_for(unsigned total) { return (total + 255) / 256 < 1048576 ? (total + 255) / 256 : 1048576; }
-
 // cuBLASLt's functions, from the library opened once per process; null where it is missing. The handle
 // is never destroyed: at exit the CUDA runtime may be gone before static destructors run.
 struct Lt {
@@ -282,10 +280,10 @@ void ConvInt8Gemm::run_on_atoms(const Int8Atoms& in, const int8_t* levels, bool 
                                 void* workspace, cudaStream_t s) const {
   const unsigned chunks = unsigned((g_.C + 31) / 32 * 2), words = unsigned((g_.M + 31) / 32 * 8);
   const unsigned cols_total = unsigned(pixels_) * chunks, out_total = unsigned(pixels_) * words;
-  im2col_atoms_kernel<<<dim3(blocks_for(cols_total), unsigned(g_.KH * g_.KW)), 256, 0, s>>>(
+  im2col_atoms_kernel<<<dim3(k::blocks_for(cols_total), unsigned(g_.KH * g_.KW)), k::kThreads, 0, s>>>(
       g_, in, levels, identity, chunks, cols_total, k_padded_, static_cast<int8_t*>(cols));
   matmul(w, cols, sums, workspace, s);
-  sums_to_atoms_kernel<<<blocks_for(out_total), 256, 0, s>>>(
+  sums_to_atoms_kernel<<<k::blocks_for(out_total), k::kThreads, 0, s>>>(
       g_, m_padded_, static_cast<const int32_t*>(sums), mult, bq, bias, act, store, out, words, out_total);
 }
 

@@ -7,6 +7,15 @@
 
 namespace dlakit::gpu::k {
 
+// Launch sizes of the grid-stride kernels: kThreads a block, at most kMaxBlocks blocks (the loops cover the
+// rest). grid_blocks caps a count of blocks (one a line, say); blocks_for covers `threads` threads.
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 1048576;
+inline unsigned grid_blocks(int64_t blocks) {
+  return unsigned(blocks < 1 ? 1 : blocks > kMaxBlocks ? kMaxBlocks : blocks);
+}
+inline unsigned blocks_for(int64_t threads) { return grid_blocks((threads + kThreads - 1) / kThreads); }
+
 // std::max / std::min exactly (the first argument wins ties, so signed zeros match the CPU).
 __device__ inline float smax(float a, float b) { return a < b ? b : a; }
 __device__ inline float smin(float a, float b) { return b < a ? b : a; }

@@ -9,10 +9,6 @@
 namespace dlakit::gpu::k {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t lines) { return unsigned(lines < 1048576 ? lines : 1048576); }
-
 // Both kernels take one line of the output surface (n, atom group, row: split_line) per block and walk its
 // bytes (column w, channel k of the atom) with the block's threads: the coordinates come from the block
 // and a shift, not from a division per byte.
@@ -97,16 +93,17 @@ void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms&
            0;
   };
   if (aligned(a) && aligned(b) && aligned(y))
-    add_atoms_kernel<true><<<blocks_for(lines), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, lines);
+    add_atoms_kernel<true><<<grid_blocks(lines), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, lines);
   else
-    add_atoms_kernel<false><<<blocks_for(lines), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, lines);
+    add_atoms_kernel<false><<<grid_blocks(lines), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, lines);
 }
 
 void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolWindow& p, const Int8Atoms& x,
                          bool same_scale, const Int8Atoms& y, cudaStream_t s) {
   const int64_t groups = (C + 31) / 32, lines = N * groups * p.OH;
   if (lines && p.OW)
-    max_pool_atoms_kernel<<<blocks_for(lines), kThreads, 0, s>>>(C, H, W, groups, p, x, same_scale, y, lines);
+    max_pool_atoms_kernel<<<grid_blocks(lines), kThreads, 0, s>>>(C, H, W, groups, p, x, same_scale, y,
+                                                                  lines);
 }
 
 }  // namespace dlakit::gpu::k

@@ -11,13 +11,6 @@
 namespace dlakit::gpu::k {
 namespace {
 
-constexpr int kThreads = 256;
-
-inline unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : (b > 1048576 ? 1048576 : b));  // grid-stride loops cover the rest
-}
-
 #define GRID_STRIDE(i, n)                                                   \
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
@@ -397,8 +390,6 @@ __global__ void pack_chw32_int8_kernel(SurfaceGeom g, const float* in, uint8_t* 
   }
 }
 
-unsigned line_blocks(int64_t lines) { return unsigned(lines < 1048576 ? lines : 1048576); }
-
 }  // namespace
 
 void unpack_surface(const SurfaceGeom& g, const uint8_t* base, float* out, cudaStream_t s) {
@@ -406,7 +397,7 @@ void unpack_surface(const SurfaceGeom& g, const uint8_t* base, float* out, cudaS
   if (!total) return;
   if (line_kernels_fit(g)) {
     const int64_t lines = g.n * ((g.c + 31) / 32) * g.h;
-    unpack_chw32_int8_kernel<<<line_blocks(lines), kThreads, size_t(g.w * 32), s>>>(g, base, out, lines);
+    unpack_chw32_int8_kernel<<<grid_blocks(lines), kThreads, size_t(g.w * 32), s>>>(g, base, out, lines);
     return;
   }
   unpack_surface_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, base, out, total);
@@ -418,7 +409,7 @@ void pack_surface(const SurfaceGeom& g, const float* in, uint8_t* base, cudaStre
   if (!total) return;
   if (line_kernels_fit(g)) {
     const int64_t lines = g.n * (channels / 32) * g.h;
-    pack_chw32_int8_kernel<<<line_blocks(lines), kThreads, size_t(g.w * 32), s>>>(g, in, base, lines);
+    pack_chw32_int8_kernel<<<grid_blocks(lines), kThreads, size_t(g.w * 32), s>>>(g, in, base, lines);
     return;
   }
   pack_surface_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, in, base, channels, total);
