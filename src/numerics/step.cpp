@@ -12,11 +12,13 @@
 
 namespace dlakit::numerics {
 
+int fc_weight_axis(const Node& n) { return n.op == OpKind::Gemm && n.attr_int("transB", 0) != 0 ? 0 : 1; }
+
 bool fc_as_conv(const Node& n, const Shape& input, const Shape& weight, const Shape* bias) {
   if (n.op != OpKind::Gemm && n.op != OpKind::MatMul) return false;
   if (input.size() != 2 || weight.size() != 2) return false;
-  const bool transposed = n.op == OpKind::Gemm && n.attr_int("transB", 0) != 0;
-  const int64_t K = transposed ? weight[1] : weight[0], M = transposed ? weight[0] : weight[1];
+  const int axis = fc_weight_axis(n);
+  const int64_t M = weight[size_t(axis)], K = weight[size_t(1 - axis)];
   if (input[1] != K) return false;
   if (n.op == OpKind::MatMul) return true;
   if (n.attr_int("transA", 0) != 0 || n.attr_float("alpha", 1.f) != 1.f) return false;
@@ -31,8 +33,7 @@ namespace {
 // A fully connected layer's weight as a 1x1 convolution's: [M, K, 1, 1] from [M, K] (Gemm with transB) or
 // [K, M].
 Tensor fc_weight_as_conv(const Node& fc, const Tensor& w) {
-  const bool transposed = fc.op == OpKind::Gemm && fc.attr_int("transB", 0) != 0;
-  if (transposed) return w.reshaped({w.dim(0), w.dim(1), 1, 1});
+  if (fc_weight_axis(fc) == 0) return w.reshaped({w.dim(0), w.dim(1), 1, 1});
   const int64_t K = w.dim(0), M = w.dim(1);
   Tensor t = Tensor::uninitialized(DType::kF32, {M, K, 1, 1});
   for (int64_t k = 0; k < K; ++k)

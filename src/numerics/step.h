@@ -71,6 +71,8 @@ struct Int8Conv {
 // Gemm (transA 0, alpha 1, beta 1 or no bias) or MatMul, a 2-D input [N, K], a constant 2-D weight
 // ([M, K] with transB, else [K, M]) and a bias of M values ([M] or [1, M]; null: none).
 bool fc_as_conv(const Node& n, const Shape& input, const Shape& weight, const Shape* bias);
+// The output-channel axis of a fully connected layer's 2-D weight: 0 for Gemm with transB ([M, K]), else 1.
+int fc_weight_axis(const Node& n);
 
 // `w_levels`: the weight's integer levels (KCRS, as float; a fully connected layer's as its 2-D weight);
 // `w_scale`: one per output channel; `s_in`: the input's scale.

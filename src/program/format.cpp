@@ -541,9 +541,7 @@ void verify(const Program& p, const std::string& origin) {
           Node layer;
           layer.op = s.op;
           layer.attrs = s.attrs;
-          // the weight's output-channel axis: 0 for Conv and Gemm with transB, 1 for a [K, M] weight
-          const bool k_major = s.op != OpKind::Conv && !(s.op == OpKind::Gemm && layer.attr_int("transB", 0));
-          ok = w.axis == (k_major ? 1 : 0) &&
+          ok = w.axis == (s.op == OpKind::Conv ? 0 : numerics::fc_weight_axis(layer)) &&
                (s.op == OpKind::Conv ||
                 numerics::fc_as_conv(layer, p.surfaces[s.inputs[0].index].desc.network_shape, w.shape,
                                      has_bias ? &p.constants[s.inputs[2].index].shape : nullptr));

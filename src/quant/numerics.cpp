@@ -24,9 +24,8 @@ int weight_axis(const Graph& g, const Node& n) {
     case OpKind::ConvTranspose:
       return rank >= 3 ? 1 : -1;
     case OpKind::Gemm:
-      return rank == 2 ? (n.attr_int("transB", 0) ? 0 : 1) : -1;
     case OpKind::MatMul:
-      return rank == 2 ? 1 : -1;
+      return rank == 2 ? numerics::fc_weight_axis(n) : -1;
     default:
       return -1;
   }
