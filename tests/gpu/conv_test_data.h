@@ -20,15 +20,14 @@ T* to_device(const std::vector<T>& v, std::vector<dlakit::gpu::DeviceBuffer>& ke
   return static_cast<T*>(keep.back().data());
 }
 
-// Scales that put most outputs of sums with the given spread inside a clip of +-6, biases in levels of the
-// same order, and every 7th channel without a scale (it gives its float bias instead).
-
 struct Int8EpilogueData {
   std::vector<float> mult, bias;
   std::vector<double> bq;
 };
 
-// spread: the typical size of a sum, about sqrt(K) * 74^2 for levels drawn over the whole int8 range.
+// Scales that put most outputs of sums of the given spread inside a clip of +-6, biases in levels of the
+// same order, and every 7th channel without a scale (it gives its float bias instead). spread: the typical
+// size of a sum, about sqrt(K) * 74^2 for levels drawn over the whole int8 range.
 inline Int8EpilogueData random_int8_epilogue(int64_t channels, double spread, std::mt19937& gen) {
   std::uniform_real_distribution<float> scale(float(0.5 / spread), float(3.0 / spread)), value(-4.f, 4.f);
   Int8EpilogueData d;
