@@ -1,5 +1,6 @@
 // Resize (opset 10..17) and Upsample (7..9): nearest and linear, every coordinate transformation mode
-// and nearest mode of the spec. Separable: one 1-D pass per resized axis (exact for nearest and linear).
+// and nearest mode of the spec. Separable: one 1-D pass per resized axis (exact for nearest and linear);
+// float tensors resized in their last two axes only take both passes row by row.
 #include <algorithm>
 #include <cmath>
 
@@ -119,6 +120,83 @@ int64_t nearest_index(const std::string& mode, double x, bool downsampling) {
   return int64_t(std::round(x));
 }
 
+// One axis's 1-D pass: output j reads sources i0[j] and i1[j] with weight w[j] on the second (0: a plain copy
+// of the first); identity axes are left alone.
+struct AxisMap {
+  bool identity = false;
+  std::vector<int64_t> i0, i1;
+  std::vector<float> w;
+  std::vector<char> valid;  // tf_crop_and_resize: outputs whose source lies outside the input
+};
+
+AxisMap axis_map(const ResizePlan& p, size_t a, int64_t in_len) {
+  const int64_t out_len = p.out[a];
+  AxisMap m;
+  m.valid.assign(size_t(out_len), 1);
+  m.identity = in_len == 0 ||
+               (in_len == out_len &&
+                (p.coord == "half_pixel" || p.coord == "pytorch_half_pixel" || p.coord == "asymmetric") &&
+                p.scales[a] == 1.0);
+  if (m.identity) return m;
+  m.i0.resize(size_t(out_len));
+  m.i1.resize(size_t(out_len));
+  m.w.assign(size_t(out_len), 0.f);
+  for (int64_t j = 0; j < out_len; ++j) {
+    double x = source_coord(p, a, double(j), in_len, out_len);
+    if (p.coord == "tf_crop_and_resize" && (x < 0 || x > double(in_len - 1))) m.valid[size_t(j)] = 0;
+    if (p.mode == "nearest") {
+      m.i0[size_t(j)] = m.i1[size_t(j)] =
+          std::clamp<int64_t>(nearest_index(p.nearest, x, p.scales[a] < 1), 0, in_len - 1);
+    } else {
+      x = std::clamp(x, 0.0, double(in_len - 1));
+      const int64_t x0 = int64_t(std::floor(x));
+      m.i0[size_t(j)] = x0;
+      m.i1[size_t(j)] = std::min(x0 + 1, in_len - 1);
+      m.w[size_t(j)] = float(x - double(x0));
+    }
+  }
+  return m;
+}
+
+// One output value of a pass: the source, or the two sources blended.
+inline float blend(const AxisMap& m, const float* src, int64_t j, int64_t inner) {
+  const float wj = m.w[size_t(j)];
+  const float a = src[m.i0[size_t(j)] * inner];
+  return wj == 0.f ? a : a * (1.f - wj) + src[m.i1[size_t(j)] * inner] * wj;
+}
+
+// Float tensors resized in their last two axes only (upsampling in a detector's neck): the same two passes
+// (rows, then columns) with the same arithmetic, fused per output row so the data is written once.
+void resize_last_two(const AxisMap& rows, const AxisMap& cols, const float* x, int64_t planes, int64_t in_h,
+                     int64_t in_w, int64_t out_h, int64_t out_w, float* y) {
+  parallel_for(
+      planes * out_h,
+      [&](int64_t s, int64_t e) {
+        std::vector<float> row(static_cast<size_t>(in_w));
+        for (int64_t pr = s; pr < e; ++pr) {
+          const int64_t plane = pr / out_h, oh = pr % out_h;
+          const float* in = x + plane * in_h * in_w;
+          const float* src = in + oh * in_w;
+          if (!rows.identity) {
+            const float wh = rows.w[size_t(oh)];
+            src = in + rows.i0[size_t(oh)] * in_w;
+            if (wh != 0.f) {
+              const float* s1 = in + rows.i1[size_t(oh)] * in_w;
+              for (int64_t i = 0; i < in_w; ++i) row[size_t(i)] = src[i] * (1.f - wh) + s1[i] * wh;
+              src = row.data();
+            }
+          }
+          float* d = y + pr * out_w;
+          if (cols.identity) {
+            std::copy(src, src + in_w, d);
+            continue;
+          }
+          for (int64_t j = 0; j < out_w; ++j) d[j] = blend(cols, src, j, 1);
+        }
+      },
+      std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_w)));
+}
+
 void run_resize(const KernelContext& c) {
   const Node& n = c.node();
   const Tensor& X = c.in(0);
@@ -129,33 +207,23 @@ void run_resize(const KernelContext& c) {
   const Tensor* sizes = !upsample && n.opset >= 11 && c.has(3) ? &c.in(3) : nullptr;
   const ResizePlan p = plan_resize(n, X.shape(), roi, scales, sizes);
   const size_t r = X.shape().size();
+  std::vector<AxisMap> maps;
+  for (size_t a = 0; a < r; ++a) maps.push_back(axis_map(p, a, X.shape()[a]));
+  Tensor& Y = c.out(0);
+  bool last_two = r >= 2 && p.coord != "tf_crop_and_resize" && X.dtype() == DType::kF32 &&
+                  Y.dtype() == DType::kF32 && X.numel() > 0;
+  for (size_t a = 0; last_two && a + 2 < r; ++a) last_two = maps[a].identity;
+  if (last_two) {
+    const Shape& in = X.shape();
+    return resize_last_two(maps[r - 2], maps[r - 1], X.data<float>(), X.numel() / (in[r - 2] * in[r - 1]),
+                           in[r - 2], in[r - 1], p.out[r - 2], p.out[r - 1], Y.data<float>());
+  }
   std::vector<float> cur = X.to_f32();
   Shape shape = X.shape();
-  std::vector<std::vector<char>> valid(r);
   for (size_t a = 0; a < r; ++a) {
+    const AxisMap& m = maps[a];
+    if (m.identity) continue;
     const int64_t in_len = shape[a], out_len = p.out[a];
-    valid[a].assign(size_t(out_len), 1);
-    const bool identity =
-        in_len == out_len &&
-        (p.coord == "half_pixel" || p.coord == "pytorch_half_pixel" || p.coord == "asymmetric") &&
-        p.scales[a] == 1.0;
-    if (identity || in_len == 0) continue;
-    std::vector<int64_t> i0(static_cast<size_t>(out_len)), i1(static_cast<size_t>(out_len));
-    std::vector<float> w(size_t(out_len), 0.f);
-    for (int64_t j = 0; j < out_len; ++j) {
-      double x = source_coord(p, a, double(j), in_len, out_len);
-      if (p.coord == "tf_crop_and_resize" && (x < 0 || x > double(in_len - 1))) valid[a][size_t(j)] = 0;
-      if (p.mode == "nearest") {
-        i0[size_t(j)] = i1[size_t(j)] =
-            std::clamp<int64_t>(nearest_index(p.nearest, x, p.scales[a] < 1), 0, in_len - 1);
-      } else {
-        x = std::clamp(x, 0.0, double(in_len - 1));
-        const int64_t x0 = int64_t(std::floor(x));
-        i0[size_t(j)] = x0;
-        i1[size_t(j)] = std::min(x0 + 1, in_len - 1);
-        w[size_t(j)] = float(x - double(x0));
-      }
-    }
     const AxisSplit sp = split_at(shape, int64_t(a));
     std::vector<float> next(size_t(sp.outer * out_len * sp.inner));
     parallel_for(
@@ -163,27 +231,20 @@ void run_resize(const KernelContext& c) {
         [&](int64_t o0, int64_t o1) {
           for (int64_t o = o0; o < o1; ++o)
             for (int64_t j = 0; j < out_len; ++j) {
-              const float* s0 = cur.data() + (o * in_len + i0[size_t(j)]) * sp.inner;
-              const float* s1 = cur.data() + (o * in_len + i1[size_t(j)]) * sp.inner;
+              const float* src = cur.data() + o * in_len * sp.inner;
               float* d = next.data() + (o * out_len + j) * sp.inner;
-              const float wj = w[size_t(j)];
-              if (wj == 0.f) {
-                std::copy(s0, s0 + sp.inner, d);
-                continue;
-              }
-              for (int64_t i = 0; i < sp.inner; ++i) d[i] = s0[i] * (1.f - wj) + s1[i] * wj;
+              for (int64_t i = 0; i < sp.inner; ++i) d[i] = blend(m, src + i, j, sp.inner);
             }
         },
         std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_len * sp.inner)));
     cur.swap(next);
     shape[a] = out_len;
   }
-  Tensor& Y = c.out(0);
   if (p.coord == "tf_crop_and_resize") {
     std::vector<int64_t> idx(r, 0);
     for (int64_t i = 0; i < Y.numel(); ++i) {
       bool ok = true;
-      for (size_t a = 0; a < r; ++a) ok = ok && valid[a][size_t(idx[a])];
+      for (size_t a = 0; a < r; ++a) ok = ok && maps[a].valid[size_t(idx[a])];
       if (!ok) cur[size_t(i)] = float(p.extrapolation);
       for (size_t a = r; a-- > 0;) {
         if (++idx[a] < shape[a]) break;
