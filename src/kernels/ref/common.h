@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "base/threadpool.h"
 #include "kernels/registry.h"
 
 namespace dlakit::ref {
@@ -21,13 +22,18 @@ std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out);
 
 std::vector<int64_t> row_strides(const Shape& s);
 
-// Calls f(out_index, in_offsets[...]) for every element of `out`, walking inner-most dim fastest.
+// Calls f(out_index, in_offsets[...]) for the elements [begin, end) of `out`, walking inner-most dim fastest.
 template <typename F>
-void for_each_broadcast(const Shape& out, const std::vector<std::vector<int64_t>>& strides, F&& f) {
-  const int64_t total = numel(out);
+void walk_broadcast(const Shape& out, const std::vector<std::vector<int64_t>>& strides, int64_t begin,
+                    int64_t end, F&& f) {
   const size_t rank = out.size(), k = strides.size();
   std::vector<int64_t> idx(rank, 0), off(k, 0);
-  for (int64_t i = 0; i < total; ++i) {
+  for (int64_t rest = begin, d = int64_t(rank) - 1; d >= 0; --d) {
+    idx[size_t(d)] = rest % out[size_t(d)];
+    rest /= out[size_t(d)];
+    for (size_t j = 0; j < k; ++j) off[j] += idx[size_t(d)] * strides[j][size_t(d)];
+  }
+  for (int64_t i = begin; i < end; ++i) {
     f(i, off);
     for (size_t d = rank; d-- > 0;) {
       ++idx[d];
@@ -37,6 +43,22 @@ void for_each_broadcast(const Shape& out, const std::vector<std::vector<int64_t>
       idx[d] = 0;
     }
   }
+}
+
+// Calls f(out_index, in_offsets[...]) for every element of `out`, walking inner-most dim fastest.
+template <typename F>
+void for_each_broadcast(const Shape& out, const std::vector<std::vector<int64_t>>& strides, F&& f) {
+  walk_broadcast(out, strides, 0, numel(out), f);
+}
+
+// for_each_broadcast over the thread pool, in chunks of at least min_chunk elements; f must only write
+// what its own index owns.
+template <typename F>
+void parallel_for_each_broadcast(const Shape& out, const std::vector<std::vector<int64_t>>& strides,
+                                 int64_t min_chunk, F&& f) {
+  parallel_for(
+      numel(out), [&](int64_t begin, int64_t end) { walk_broadcast(out, strides, begin, end, f); },
+      min_chunk);
 }
 
 // Dispatches on a numeric dtype. f16 is not dispatched: kernels convert it through float.

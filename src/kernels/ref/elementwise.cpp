@@ -93,17 +93,19 @@ void apply_binary(Tensor& out, const T* src, const Tensor& b, Op op) {
         16384);
   } else {
     const BroadcastBlocks bb = broadcast_blocks(b.shape(), out.shape());
-    for_each_broadcast(bb.outer, {bb.outer_strides}, [&](int64_t i, const std::vector<int64_t>& off) {
-      T* orow = o + i * bb.block;
-      const T* srow = src + i * bb.block;
-      if (bb.scalar_run) {
-        const T v = pb[off[0]];
-        for (int64_t k = 0; k < bb.block; ++k) orow[k] = op(srow[k], v);
-      } else {
-        const T* brow = pb + off[0];
-        for (int64_t k = 0; k < bb.block; ++k) orow[k] = op(srow[k], brow[k]);
-      }
-    });
+    const int64_t min_blocks = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, bb.block));
+    parallel_for_each_broadcast(bb.outer, {bb.outer_strides}, min_blocks,
+                                [&](int64_t i, const std::vector<int64_t>& off) {
+                                  T* orow = o + i * bb.block;
+                                  const T* srow = src + i * bb.block;
+                                  if (bb.scalar_run) {
+                                    const T v = pb[off[0]];
+                                    for (int64_t k = 0; k < bb.block; ++k) orow[k] = op(srow[k], v);
+                                  } else {
+                                    const T* brow = pb + off[0];
+                                    for (int64_t k = 0; k < bb.block; ++k) orow[k] = op(srow[k], brow[k]);
+                                  }
+                                });
   }
 }
 
