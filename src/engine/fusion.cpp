@@ -54,6 +54,28 @@ bool attach_activation(const Graph& g, const Node& act, Node& conv) {
   return true;
 }
 
+// v -> HardSigmoid -> Mul(v, that), v read by nothing else: PP-LCNet's hard swish as Paddle exports it.
+// Attached to the convolution that makes v (as "HardSigmoidMul"), it returns the two nodes; else none.
+std::vector<size_t> attach_hard_sigmoid_mul(const Graph& g, const Uses& u, const std::vector<char>& taken,
+                                            int v, Node& conv) {
+  const auto& users = u.consumers[size_t(v)];
+  if (users.size() != 2 || u.is_output[size_t(v)] || !is_f32(g, v)) return {};
+  const size_t first = std::min(users[0], users[1]), second = std::max(users[0], users[1]);
+  const Node &hs = g.nodes[first], &mul = g.nodes[second];
+  if (taken[first] || taken[second] || hs.op != OpKind::HardSigmoid || hs.inputs[0] != v ||
+      !u.single_use(hs.outputs[0]) || mul.op != OpKind::Mul || mul.opset < 7 || mul.inputs.size() != 2)
+    return {};
+  const int h = hs.outputs[0];
+  if (!((mul.inputs[0] == v && mul.inputs[1] == h) || (mul.inputs[0] == h && mul.inputs[1] == v)) ||
+      g.value(mul.outputs[0]).type != g.value(v).type)
+    return {};
+  conv.attrs["dlakit_activation"] = std::string("HardSigmoidMul");
+  conv.attrs["dlakit_activation_params"] =
+      std::vector<float>{hs.attr_float("alpha", 0.2f), hs.attr_float("beta", 0.5f)};
+  conv.outputs = {mul.outputs[0]};
+  return {first, second};
+}
+
 // Conv -> [Add same-shape] -> [activation]; returns the covered nodes (empty: nothing to fuse).
 std::vector<size_t> fuse_conv(const Graph& g, const Uses& u, const std::vector<char>& taken, size_t c,
                               Node& fused) {
@@ -64,6 +86,12 @@ std::vector<size_t> fuse_conv(const Graph& g, const Uses& u, const std::vector<c
   std::vector<size_t> covered{c};
   fused = conv;
   int v = conv.outputs[0];
+  auto with_hard_sigmoid_mul = [&]() {
+    const std::vector<size_t> pair = attach_hard_sigmoid_mul(g, u, taken, v, fused);
+    covered.insert(covered.end(), pair.begin(), pair.end());
+    return !pair.empty();
+  };
+  if (with_hard_sigmoid_mul()) return covered;
   if (!u.single_use(v)) return {};
   size_t next = u.consumers[size_t(v)][0];
   const Node& add = g.nodes[next];
@@ -76,6 +104,7 @@ std::vector<size_t> fuse_conv(const Graph& g, const Uses& u, const std::vector<c
       fused.attrs["dlakit_residual"] = int64_t(1);
       covered.push_back(next);
       v = add.outputs[0];
+      if (with_hard_sigmoid_mul()) return covered;
       if (!u.single_use(v)) {
         fused.outputs = {v};
         return covered;
@@ -219,7 +248,8 @@ EwStep make_elementwise_step(const Graph& g, const std::vector<size_t>& run) {
 
 // out[i] = f(x[i], y[i]) with either operand possibly one value for the whole block.
 template <typename F>
-void binary_block(F f, const float* x, const float* y, float xc, float yc, float* out, int64_t len) {
+[[gnu::always_inline]] inline void binary_block(F f, const float* x, const float* y, float xc, float yc,
+                                                float* out, int64_t len) {
   if (x && y)
     for (int64_t i = 0; i < len; ++i) out[i] = f(x[i], y[i]);
   else if (x)
@@ -229,8 +259,66 @@ void binary_block(F f, const float* x, const float* y, float xc, float yc, float
 }
 
 template <typename F>
-void unary_block(F f, const float* x, float* out, int64_t len) {
+[[gnu::always_inline]] inline void unary_block(F f, const float* x, float* out, int64_t len) {
   for (int64_t i = 0; i < len; ++i) out[i] = f(x[i]);
+}
+
+// One op over a block: dst = op(x or c, y or c); false for an op a step cannot hold.
+[[gnu::always_inline]] inline bool block_op(const EwOp& op, const float* x, const float* yv, float c,
+                                            float* dst, int64_t len) {
+  const float lo = op.p0, hi = op.p1;
+  switch (op.op) {
+    case OpKind::Add:
+      binary_block([](float p, float q) { return p + q; }, x, yv, c, c, dst, len);
+      return true;
+    case OpKind::Sub:
+      binary_block([](float p, float q) { return p - q; }, x, yv, c, c, dst, len);
+      return true;
+    case OpKind::Mul:
+      binary_block([](float p, float q) { return p * q; }, x, yv, c, c, dst, len);
+      return true;
+    case OpKind::Div:
+      binary_block([](float p, float q) { return p / q; }, x, yv, c, c, dst, len);
+      return true;
+    case OpKind::Relu:
+      unary_block([](float v) { return ref::f32::relu(v); }, x, dst, len);
+      return true;
+    case OpKind::Clip:
+      unary_block([=](float v) { return ref::f32::clip(v, lo, hi); }, x, dst, len);
+      return true;
+    case OpKind::LeakyRelu:
+      unary_block([=](float v) { return ref::f32::leaky_relu(v, lo); }, x, dst, len);
+      return true;
+    case OpKind::HardSigmoid:
+      unary_block([=](float v) { return ref::f32::hard_sigmoid(v, lo, hi); }, x, dst, len);
+      return true;
+    case OpKind::HardSwish:
+      unary_block([](float v) { return ref::f32::hard_swish(v); }, x, dst, len);
+      return true;
+    default:
+      return false;
+  }
+}
+
+// block_op built for any x86-64 and again with AVX2 (twice the lanes). Not with FMA: every op rounds on its
+// own, as the separate nodes do, so both builds give the same bits.
+bool block_op_baseline(const EwOp& op, const float* x, const float* yv, float c, float* dst, int64_t len) {
+  return block_op(op, x, yv, c, dst, len);
+}
+#if defined(__x86_64__)
+[[gnu::target("avx2")]] bool block_op_avx2(const EwOp& op, const float* x, const float* yv, float c,
+                                           float* dst, int64_t len) {
+  return block_op(op, x, yv, c, dst, len);
+}
+#endif
+
+using BlockOp = bool (*)(const EwOp&, const float*, const float*, float, float*, int64_t);
+BlockOp choose_block_op() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) return block_op_avx2;
+#endif
+  return block_op_baseline;
 }
 
 }  // namespace
@@ -286,6 +374,7 @@ Tensor run_elementwise_step(const Graph& g, const EwStep& step, const std::vecto
   const int64_t per_plane = (inner + kBlock - 1) / kBlock, planes = inner ? out.numel() / inner : 0;
   const int64_t ninputs = int64_t(step.inputs.size()), nops = int64_t(step.ops.size());
   float* y = out.data<float>();
+  static const BlockOp run_op = choose_block_op();
   parallel_for(planes * per_plane, [&](int64_t s, int64_t e) {
     thread_local std::vector<float> scratch;
     scratch.resize(size_t(nops * kBlock));
@@ -302,38 +391,8 @@ Tensor run_elementwise_step(const Graph& g, const EwStep& step, const std::vecto
         const float c = op.constant ? op.constant->data<float>()[op.constant->numel() == 1 ? 0 : ch] : 0.f;
         const float* x = op.a >= 0 ? at(op.a) : nullptr;
         const float* yv = op.b >= 0 ? at(op.b) : nullptr;
-        const float lo = op.p0, hi = op.p1;
-        switch (op.op) {
-          case OpKind::Add:
-            binary_block([](float p, float q) { return p + q; }, x, yv, c, c, dst, len);
-            break;
-          case OpKind::Sub:
-            binary_block([](float p, float q) { return p - q; }, x, yv, c, c, dst, len);
-            break;
-          case OpKind::Mul:
-            binary_block([](float p, float q) { return p * q; }, x, yv, c, c, dst, len);
-            break;
-          case OpKind::Div:
-            binary_block([](float p, float q) { return p / q; }, x, yv, c, c, dst, len);
-            break;
-          case OpKind::Relu:
-            unary_block([](float v) { return ref::f32::relu(v); }, x, dst, len);
-            break;
-          case OpKind::Clip:
-            unary_block([=](float v) { return ref::f32::clip(v, lo, hi); }, x, dst, len);
-            break;
-          case OpKind::LeakyRelu:
-            unary_block([=](float v) { return ref::f32::leaky_relu(v, lo); }, x, dst, len);
-            break;
-          case OpKind::HardSigmoid:
-            unary_block([=](float v) { return ref::f32::hard_sigmoid(v, lo, hi); }, x, dst, len);
-            break;
-          case OpKind::HardSwish:
-            unary_block([](float v) { return ref::f32::hard_swish(v); }, x, dst, len);
-            break;
-          default:
-            fail(Status::kInternal, "fused element-wise step: unexpected op ", op_name(op.op));
-        }
+        if (!run_op(op, x, yv, c, dst, len))
+          fail(Status::kInternal, "fused element-wise step: unexpected op ", op_name(op.op));
       }
     }
   });

@@ -132,6 +132,9 @@ k::ActParams fused_act(const Node& n) {
       return {k::Act::kClip, e.lo, e.hi};
     case GemmEpilogue::Act::kLeakyRelu:
       return {k::Act::kLeakyRelu, e.alpha, 0};
+    case GemmEpilogue::Act::kHardSigmoidMul:
+      fail(Status::kUnsupported, n.label(),
+           ": HardSigmoidMul is the FP32 reference engine's fusion, not an activation of a DLA program");
     case GemmEpilogue::Act::kNone:
       break;
   }

@@ -29,9 +29,15 @@ struct ConvDirectArgs {
 int64_t conv_direct_layout(int64_t Wp, int64_t S);
 // Size in floats of the padded buffer, with slack so a tile's vector loads past the last row stay inside.
 int64_t conv_direct_buffer_size(int64_t C, int64_t Hp, int64_t S, int64_t Wq);
-// x [C][H][W] -> xp: pt rows and pl columns of zeros first, zeros past the input, Hp padded rows.
+// x [C][H][W] -> xp: pt rows and pl columns of zeros first, zeros past the input, Hp padded rows; the
+// slack past the last row zeroed too.
 void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt, int64_t pl,
                            int64_t Hp, int64_t S, int64_t Wq, float* xp);
+// The same for one channel [H][W] -> [Hp][S][Wq] on the calling thread (the slack is left as it is).
+void conv_direct_pad_plane(const float* x, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t Hp,
+                           int64_t S, int64_t Wq, float* xp);
+// Zeros the slack after C padded channels.
+void conv_direct_zero_slack(float* xp, int64_t C, int64_t Hp, int64_t S, int64_t Wq);
 // Weights [M x K] (row-major) packed for conv_direct on this CPU.
 std::shared_ptr<const PackedA> conv_direct_pack_weights(int64_t M, int64_t K, const float* w);
 // Output columns one tile covers; the direct path pays off when OW is not much smaller.
@@ -39,16 +45,19 @@ int64_t conv_direct_tile_cols();
 
 void conv_direct(const ConvDirectArgs& a);
 
-// Depthwise (one filter per output channel over input channel m / mult): per channel, the same padded
-// layout ([Hp][S][Wq] per channel in xp), outputs a vector at a time with all taps in registers.
+// Depthwise (one filter per output channel over input channel m / mult): each thread pads one channel at
+// a time into the layout above ([Hp][S][Wq], in its own buffer, which stays in cache: the whole image is
+// not copied), then computes outputs a vector at a time with all taps in registers.
 struct DepthwiseArgs {
-  const float* xp;  // [C][Hp][S][Wq]
-  int64_t C, M, Hp, S, Wq;
+  const float* x;  // [C][H][W], not padded
+  int64_t C, M, H, W, pt, pl;
+  int64_t Hp, S, Wq;
   int64_t KH, KW, dh, dw, sh;
   int64_t OH, OW;
-  const float* w;     // [M][KH*KW]
-  const float* bias;  // optional
-  float* y;           // [M][OH][OW]
+  const float* w;         // [M][KH*KW]
+  const float* bias;      // optional
+  float* y;               // [M][OH][OW]
+  GemmEpilogue epilogue;  // residual (if any) is [M][OH][OW]
 };
 void conv_depthwise_direct(const DepthwiseArgs& a);
 

@@ -109,6 +109,7 @@ DLAKIT_VNNI inline __m512 requantize16(const Requant16& q, __m512i sum) {
     case GemmEpilogue::Act::kLeakyRelu:
       return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, zero, _CMP_GE_OQ),
                                   _mm512_mul_ps(r, _mm512_set1_ps(q.act->alpha)), r);
+    case GemmEpilogue::Act::kHardSigmoidMul:  // the FP32 engine's only: a validated program has none
     case GemmEpilogue::Act::kNone:
       break;
   }
@@ -220,6 +221,7 @@ DLAKIT_AVX2 inline __m256 requantize8(const Requant8& q, __m256i sum) {
     case GemmEpilogue::Act::kLeakyRelu:
       return _mm256_blendv_ps(_mm256_mul_ps(r, _mm256_set1_ps(q.act->alpha)), r,
                               _mm256_cmp_ps(r, zero, _CMP_GE_OQ));
+    case GemmEpilogue::Act::kHardSigmoidMul:  // the FP32 engine's only: a validated program has none
     case GemmEpilogue::Act::kNone:
       break;
   }

@@ -16,6 +16,7 @@ using PackFn = void (*)(PackedA&, const float*, int64_t, int64_t);
 struct Choice {
   Fn fn;
   PackFn pack;
+  void (*epilogue)(const GemmEpilogue&, float*, int64_t);
   const char* name;
   void (*conv)(const ConvDirectArgs&);
   void (*conv_pack)(PackedA&, const float*);
@@ -28,13 +29,14 @@ Choice choose() {
   __builtin_cpu_init();
   using namespace gemm_isa;
   if (__builtin_cpu_supports("avx512f"))
-    return {sgemm_avx512,     pack_a_avx512,    "avx512", conv_direct_avx512,
-            conv_pack_avx512, depthwise_avx512, 32};
+    return {sgemm_avx512,       pack_a_avx512,    epilogue_avx512,  "avx512",
+            conv_direct_avx512, conv_pack_avx512, depthwise_avx512, 32};
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return {sgemm_avx2, pack_a_avx2, "avx2", conv_direct_avx2, conv_pack_avx2, depthwise_avx2, 16};
+    return {sgemm_avx2,       pack_a_avx2,    epilogue_avx2,  "avx2",
+            conv_direct_avx2, conv_pack_avx2, depthwise_avx2, 16};
 #endif
-  return {gemm_isa::sgemm_generic,     gemm_isa::pack_a_generic,    "generic", gemm_isa::conv_direct_generic,
-          gemm_isa::conv_pack_generic, gemm_isa::depthwise_generic, 8};
+  return {gemm_isa::sgemm_generic,       gemm_isa::pack_a_generic,    gemm_isa::epilogue_generic,  "generic",
+          gemm_isa::conv_direct_generic, gemm_isa::conv_pack_generic, gemm_isa::depthwise_generic, 8};
 }
 
 const Choice& choice() {
@@ -55,6 +57,7 @@ std::shared_ptr<const PackedA> sgemm_pack_a(int64_t M, int64_t K, const float* A
   return p;
 }
 const char* sgemm_isa() { return choice().name; }
+void gemm_epilogue(const GemmEpilogue& e, float* c, int64_t n) { choice().epilogue(e, c, n); }
 
 void conv_direct(const ConvDirectArgs& a) { choice().conv(a); }
 void conv_depthwise_direct(const DepthwiseArgs& a) { choice().depthwise(a); }
@@ -78,41 +81,49 @@ int64_t conv_direct_buffer_size(int64_t C, int64_t Hp, int64_t S, int64_t Wq) {
   return C * Hp * S * Wq + conv_direct_slack(S, Wq);
 }
 
+void conv_direct_pad_plane(const float* x, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t Hp,
+                           int64_t S, int64_t Wq, float* xp) {
+  for (int64_t r = 0; r < Hp; ++r) {
+    float* dst = xp + r * S * Wq;
+    const int64_t ih = r - pt;
+    if (ih < 0 || ih >= H) {
+      std::memset(dst, 0, sizeof(float) * size_t(S * Wq));
+      continue;
+    }
+    const float* src = x + ih * W;
+    if (S == 1) {  // [pl zeros][the row, clipped to the padded width][zeros]
+      const int64_t lead = std::min(pl, Wq), len = std::clamp<int64_t>(Wq - pl, 0, W);
+      std::memset(dst, 0, sizeof(float) * size_t(lead));
+      std::memcpy(dst + lead, src, sizeof(float) * size_t(len));
+      std::memset(dst + lead + len, 0, sizeof(float) * size_t(Wq - lead - len));
+      continue;
+    }
+    for (int64_t phase = 0; phase < S; ++phase) {  // q: input column q * S + phase - pl, valid in [lo, hi)
+      float* out = dst + phase * Wq;
+      const int64_t lo = std::clamp<int64_t>((pl - phase + S - 1) / S, 0, Wq),
+                    hi = std::clamp<int64_t>((W + pl - phase + S - 1) / S, lo, Wq);
+      const float* in = src + phase - pl;
+      for (int64_t q = 0; q < lo; ++q) out[q] = 0.f;
+      for (int64_t q = lo; q < hi; ++q) out[q] = in[q * S];
+      for (int64_t q = hi; q < Wq; ++q) out[q] = 0.f;
+    }
+  }
+}
+
+void conv_direct_zero_slack(float* xp, int64_t C, int64_t Hp, int64_t S, int64_t Wq) {
+  std::memset(xp + C * Hp * S * Wq, 0, sizeof(float) * size_t(conv_direct_slack(S, Wq)));
+}
+
 void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt, int64_t pl,
                            int64_t Hp, int64_t S, int64_t Wq, float* xp) {
   parallel_for(
       C,
       [&](int64_t s, int64_t e) {
         for (int64_t c = s; c < e; ++c)
-          for (int64_t r = 0; r < Hp; ++r) {
-            float* dst = xp + (c * Hp + r) * S * Wq;
-            const int64_t ih = r - pt;
-            if (ih < 0 || ih >= H) {
-              std::memset(dst, 0, sizeof(float) * size_t(S * Wq));
-              continue;
-            }
-            const float* src = x + (c * H + ih) * W;
-            if (S == 1) {  // [pl zeros][the row, clipped to the padded width][zeros]
-              const int64_t lead = std::min(pl, Wq), len = std::clamp<int64_t>(Wq - pl, 0, W);
-              std::memset(dst, 0, sizeof(float) * size_t(lead));
-              std::memcpy(dst + lead, src, sizeof(float) * size_t(len));
-              std::memset(dst + lead + len, 0, sizeof(float) * size_t(Wq - lead - len));
-              continue;
-            }
-            for (int64_t phase = 0; phase < S;
-                 ++phase) {  // q: input column q * S + phase - pl, valid in [lo, hi)
-              float* out = dst + phase * Wq;
-              const int64_t lo = std::clamp<int64_t>((pl - phase + S - 1) / S, 0, Wq),
-                            hi = std::clamp<int64_t>((W + pl - phase + S - 1) / S, lo, Wq);
-              const float* in = src + phase - pl;
-              for (int64_t q = 0; q < lo; ++q) out[q] = 0.f;
-              for (int64_t q = lo; q < hi; ++q) out[q] = in[q * S];
-              for (int64_t q = hi; q < Wq; ++q) out[q] = 0.f;
-            }
-          }
+          conv_direct_pad_plane(x + c * H * W, H, W, pt, pl, Hp, S, Wq, xp + c * Hp * S * Wq);
       },
       4);
-  std::memset(xp + C * Hp * S * Wq, 0, sizeof(float) * size_t(conv_direct_slack(S, Wq)));
+  conv_direct_zero_slack(xp, C, Hp, S, Wq);
 }
 
 float gemm_epilogue_scalar(const GemmEpilogue& e, float v, float residual) {
@@ -124,6 +135,8 @@ float gemm_epilogue_scalar(const GemmEpilogue& e, float v, float residual) {
       return ref::f32::clip(v, e.lo, e.hi);
     case GemmEpilogue::Act::kLeakyRelu:
       return ref::f32::leaky_relu(v, e.alpha);
+    case GemmEpilogue::Act::kHardSigmoidMul:
+      return v * ref::f32::hard_sigmoid(v, e.alpha, e.beta);
     case GemmEpilogue::Act::kNone:
       break;
   }

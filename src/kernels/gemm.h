@@ -24,11 +24,12 @@ struct PackedA {
 using PackB = std::function<void(int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t panel, float* dst)>;
 
 // What happens to C's values after the full sum (and bias): + residual(m,n), then the activation, in
-// that order and with the arithmetic of the separate Add / Relu / Clip / LeakyRelu nodes.
+// that order and with the arithmetic of the separate Add / Relu / Clip / LeakyRelu nodes, or of
+// HardSigmoid then Mul(v, HardSigmoid(v)) (the hard swish of PP-LCNet as Paddle exports it).
 struct GemmEpilogue {
-  enum class Act { kNone, kRelu, kClip, kLeakyRelu } act = Act::kNone;
+  enum class Act { kNone, kRelu, kClip, kLeakyRelu, kHardSigmoidMul } act = Act::kNone;
   float lo = 0, hi = 0;             // Clip bounds
-  float alpha = 0;                  // LeakyRelu slope
+  float alpha = 0, beta = 0;        // LeakyRelu slope; HardSigmoid's alpha and beta
   const float* residual = nullptr;  // optional, row-major with leading dimension ldr
   int64_t ldr = 0;
   bool active() const { return act != Act::kNone || residual; }
@@ -60,14 +61,19 @@ void sgemm_naive(const GemmArgs& g);
 const char* sgemm_isa();
 // One value through the epilogue, as the separate nodes compute it (the oracle for the vector epilogue).
 float gemm_epilogue_scalar(const GemmEpilogue& e, float v, float residual);
+// The epilogue over n consecutive values of c (residual, if any, at e.residual[0..n)), vectorised.
+void gemm_epilogue(const GemmEpilogue& e, float* c, int64_t n);
 
 namespace gemm_isa {
 void sgemm_avx512(const GemmArgs& g);
 void sgemm_avx2(const GemmArgs& g);
 void sgemm_generic(const GemmArgs& g);
 void pack_a_avx512(PackedA& p, const float* A, int64_t a_rs, int64_t a_cs);
+void epilogue_avx512(const GemmEpilogue& e, float* c, int64_t n);
 void pack_a_avx2(PackedA& p, const float* A, int64_t a_rs, int64_t a_cs);
+void epilogue_avx2(const GemmEpilogue& e, float* c, int64_t n);
 void pack_a_generic(PackedA& p, const float* A, int64_t a_rs, int64_t a_cs);
+void epilogue_generic(const GemmEpilogue& e, float* c, int64_t n);
 }  // namespace gemm_isa
 
 }  // namespace dlakit

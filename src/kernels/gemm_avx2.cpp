@@ -2,6 +2,7 @@
 #define GEMM_MR 6
 #define GEMM_NAME sgemm_avx2
 #define GEMM_PACK_NAME pack_a_avx2
+#define GEMM_EPILOGUE_NAME epilogue_avx2
 #include "kernels/gemm_kernel.inc"
 #define CONV_DIRECT_NAME conv_direct_avx2
 #define CONV_PACK_NAME conv_pack_avx2

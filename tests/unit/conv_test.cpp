@@ -73,7 +73,10 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       {1, 33, 13, 13, 17, 1, 1, 0, 1, 1, "Relu"},      // pointwise with a fused activation
       {1, 16, 29, 31, 16, 3, 2, 1, 1, 16, "Relu"},     // depthwise stride 2, fused activation
       {1, 24, 5, 70, 24, 3, 1, 1, 1, 24},              // depthwise, rows longer than four vectors
-      {1, 2, 260, 260, 3, 3, 1, 0, 120, 1},            // taps 240 columns apart: the padded buffer's slack
+      {1, 10, 11, 75, 10, 3, 1, 1, 1, 10, "HardSigmoidMul"},  // depthwise, hard swish on every store
+      {1, 23, 12, 17, 29, 3, 1, 1, 1, 1, "HardSigmoidMul"},   // direct, hard swish
+      {1, 33, 13, 13, 17, 1, 1, 0, 1, 1, "HardSigmoidMul"},   // pointwise, hard swish
+      {1, 2, 260, 260, 3, 3, 1, 0, 120, 1},  // taps 240 columns apart: the padded buffer's slack
   };
   uint32_t seed = 10;
   for (const Case& c : cases) {
@@ -96,6 +99,8 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       if (std::string(c.act) == "Clip")
         n.attrs["dlakit_activation_params"] = std::vector<float>{-0.5f, 0.75f};
       if (std::string(c.act) == "LeakyRelu") n.attrs["dlakit_activation_params"] = std::vector<float>{0.1f};
+      if (std::string(c.act) == "HardSigmoidMul")
+        n.attrs["dlakit_activation_params"] = std::vector<float>{0.2f, 0.5f};
     }
     auto types = op_impl(OpKind::Conv).infer(InferContext(g, n));
     int y = g.add_value("y", types[0]);
@@ -112,6 +117,7 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       if (act == "Relu") v = std::max(v, 0.f);
       if (act == "Clip") v = std::min(std::max(v, -0.5f), 0.75f);
       if (act == "LeakyRelu") v = v >= 0 ? v : 0.1f * v;
+      if (act == "HardSigmoidMul") v = v * std::max(0.f, std::min(1.f, 0.2f * v + 0.5f));
     }
     ASSERT_EQ(got.shape(), want.shape());
     for (int64_t i = 0; i < got.numel(); ++i)

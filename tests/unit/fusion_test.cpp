@@ -94,6 +94,50 @@ TEST(Fusion, SyntheticChainsAreBitIdentical) {
   expect_bit_identical(fused, single);
 }
 
+// The convolution epilogues beyond Relu/Clip: a depthwise convolution's residual and Relu, and the hard
+// swish (HardSigmoid, then Mul back onto its input, in either operand order, after a residual Add too) on a
+// direct and a pointwise convolution. The plan must fuse all three; odd sizes.
+TEST(Fusion, HardSwishAndDepthwiseEpiloguesAreBitIdentical) {
+  Graph g;
+  const int x = g.add_value("x", {DType::kF32, {1, 6, 11, 13}});
+  const int r = g.add_value("r", {DType::kF32, {1, 6, 11, 13}});
+  g.inputs = {x, r};
+  std::mt19937 gen(5);
+  std::normal_distribution<float> d(0.f, 1.f);
+  auto random = [&](const Shape& s) {
+    Tensor t(DType::kF32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(gen);
+    return t;
+  };
+  auto conv = [&](int in, int64_t group, int64_t k, const char* name) {
+    Node n;
+    n.op = OpKind::Conv;
+    n.name = name;
+    n.opset = 13;
+    n.inputs = {in, g.add_constant(std::string(name) + "_w", random({6, 6 / group, k, k})),
+                g.add_constant(std::string(name) + "_b", random({6}))};
+    n.attrs["group"] = group;
+    n.attrs["pads"] = std::vector<int64_t>{k / 2, k / 2, k / 2, k / 2};
+    n.outputs = {g.add_value(std::string(name) + "_out", op_impl(OpKind::Conv).infer(InferContext(g, n))[0])};
+    g.nodes.push_back(n);
+    return n.outputs[0];
+  };
+  const int depthwise = add_node(g, OpKind::Add, {conv(x, 6, 3, "dw"), r}, "dw_add");
+  const int a = add_node(g, OpKind::Relu, {depthwise}, "dw_relu");
+  const int c2 = conv(a, 1, 3, "direct");
+  const int y1 = add_node(g, OpKind::Mul, {add_node(g, OpKind::HardSigmoid, {c2}, "hsig1"), c2}, "mul1");
+  const int sum = add_node(g, OpKind::Add, {conv(y1, 1, 1, "pointwise"), r}, "pw_add");
+  const int h2 = add_node(g, OpKind::HardSigmoid, {sum}, "hsig2");
+  g.nodes.back().attrs["alpha"] = 0.25f;
+  g.nodes.back().attrs["beta"] = 0.4f;
+  const int y = add_node(g, OpKind::Mul, {sum, h2}, "mul2");
+  g.outputs = {y};
+  g.relink();
+  EXPECT_EQ(fused_nodes(g), 10u);  // dw+add+relu, direct+hsig+mul, pointwise+add+hsig+mul
+  auto [fused, single] = run_both(g, test_data::random_inputs(g));
+  expect_bit_identical(fused, single);
+}
+
 // Real models: ResNet-18 (Conv + Add + Relu), MobileNetV2 (Conv + Clip), PP-OCRv4 det (HardSwish chains
 // with per-channel scales), on random inputs.
 TEST(Fusion, RealModelsAreBitIdentical) {

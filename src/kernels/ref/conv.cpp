@@ -223,11 +223,37 @@ void run_conv(const KernelContext& c) {
                           padded.data());
     return padded.data();
   };
+  GemmEpilogue epilogue = fused_epilogue(c.node());
+  epilogue.ldr = ovol;
+  if (G == g.C && G > 1 && Cg == 1 && planar) {  // the residual and activation go with each stored vector
+    for (int64_t n = 0; n < g.N; ++n) {
+      epilogue.residual = residual ? residual + n * M * ovol : nullptr;
+      conv_depthwise_direct({x + n * g.C * ivol,
+                             g.C,
+                             M,
+                             g.in[1],
+                             g.in[2],
+                             g.pb[1],
+                             g.pb[2],
+                             dl.Hp,
+                             dl.S,
+                             dl.Wq,
+                             g.k[1],
+                             g.k[2],
+                             g.d[1],
+                             g.d[2],
+                             g.s[1],
+                             g.out[1],
+                             g.out[2],
+                             w,
+                             b,
+                             y + n * M * ovol,
+                             epilogue});
+    }
+    return;
+  }
   if (G == g.C && G > 1 && Cg == 1) {
-    if (!planar) conv_depthwise(g, M, x, w, b, y);
-    for (int64_t n = 0; planar && n < g.N; ++n)
-      conv_depthwise_direct({pad(x + n * g.C * ivol, g.C), g.C, M, dl.Hp, dl.S, dl.Wq, g.k[1], g.k[2], g.d[1],
-                             g.d[2], g.s[1], g.out[1], g.out[2], w, b, y + n * M * ovol});
+    conv_depthwise(g, M, x, w, b, y);
     if (residual)
       parallel_for(
           Y.numel(),
@@ -240,7 +266,6 @@ void run_conv(const KernelContext& c) {
   bool pointwise = kvol == 1;
   for (int i = 0; i < 3; ++i)
     pointwise = pointwise && g.s[size_t(i)] == 1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
-  GemmEpilogue epilogue = fused_epilogue(c.node());
   // Direct unless the output rows are too short to fill a tile with stride > 1 (then the GEMM wastes less)
   // or the convolution reads its input as it is (pointwise: the GEMM needs no im2col and no padded copy).
   const bool stride1 = g.s[1] == 1 && g.s[2] == 1;
@@ -252,7 +277,6 @@ void run_conv(const KernelContext& c) {
       const float* wg = w + gi * Mg * K;
       const float* bg = b ? b + gi * Mg : nullptr;
       epilogue.residual = residual ? residual + (n * M + gi * Mg) * ovol : nullptr;
-      epilogue.ldr = ovol;
       if (direct) {
         const auto pw =
             c.is_constant(1) ? packed_weights(W, gi, Mg, K, true) : conv_direct_pack_weights(Mg, K, wg);
@@ -396,9 +420,14 @@ GemmEpilogue fused_epilogue(const Node& n) {
   } else if (act == "LeakyRelu" && p.size() == 1) {
     e.act = GemmEpilogue::Act::kLeakyRelu;
     e.alpha = p[0];
+  } else if (act == "HardSigmoidMul" && p.size() == 2) {  // the reference engine's (engine/fusion.cpp)
+    e.act = GemmEpilogue::Act::kHardSigmoidMul;
+    e.alpha = p[0];
+    e.beta = p[1];
   } else {
     fail(Status::kInvalidArgument, n.label(), ": fused activation '", act, "' with ", p.size(),
-         " parameter(s); dlakit fuses Relu (no parameters), LeakyRelu (alpha) and Clip (min, max)");
+         " parameter(s); dlakit fuses Relu (no parameters), LeakyRelu (alpha), Clip (min, max) and, in the "
+         "reference engine, HardSigmoidMul (alpha, beta)");
   }
   return e;
 }
@@ -409,11 +438,7 @@ void apply_fused_activation(const Node& n, float* y, int64_t count) {
   const GemmEpilogue e = fused_epilogue(n);
   if (!e.active()) return;
   parallel_for(
-      count,
-      [&](int64_t s, int64_t end) {
-        for (int64_t i = s; i < end; ++i) y[i] = gemm_epilogue_scalar(e, y[i], 0.f);
-      },
-      16384);
+      count, [&](int64_t s, int64_t end) { gemm_epilogue(e, y + s, end - s); }, 16384);
 }
 
 }  // namespace dlakit::ref
