@@ -1,7 +1,8 @@
 // How the reference engine runs a graph when no one watches single nodes (no observer, no node runner):
 // steps that cover one node or several, with results bit-identical to running the nodes one by one.
-//  - Conv -> [Add of a same-shape tensor] -> [Relu | Clip | LeakyRelu]: the Add and the activation run in
-//    the convolution's store epilogue (a copy of the Conv node with dlakit_residual / dlakit_activation).
+//  - Conv -> [Add of a same-shape tensor] -> [Relu | Clip | LeakyRelu | HardSigmoid and a Mul of it with its
+//    input (hard swish)]: the Add and the activation run in the convolution's store epilogue (a copy of the
+//    Conv node with dlakit_residual / dlakit_activation).
 //  - Runs of element-wise nodes (Add Sub Mul Div Relu Clip LeakyRelu HardSigmoid HardSwish) on one shape,
 //    whose other operands are constants (scalar or per channel): one pass over memory, block by block.
 #pragma once

@@ -109,7 +109,7 @@ DLAKIT_VNNI inline __m512 requantize16(const Requant16& q, __m512i sum) {
     case GemmEpilogue::Act::kLeakyRelu:
       return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(r, zero, _CMP_GE_OQ),
                                   _mm512_mul_ps(r, _mm512_set1_ps(q.act->alpha)), r);
-    case GemmEpilogue::Act::kHardSigmoidMul:  // the FP32 engine's only: a validated program has none
+    case GemmEpilogue::Act::kHardSigmoidMul:  // refused by conv_int8_exact
     case GemmEpilogue::Act::kNone:
       break;
   }
@@ -221,7 +221,7 @@ DLAKIT_AVX2 inline __m256 requantize8(const Requant8& q, __m256i sum) {
     case GemmEpilogue::Act::kLeakyRelu:
       return _mm256_blendv_ps(_mm256_mul_ps(r, _mm256_set1_ps(q.act->alpha)), r,
                               _mm256_cmp_ps(r, zero, _CMP_GE_OQ));
-    case GemmEpilogue::Act::kHardSigmoidMul:  // the FP32 engine's only: a validated program has none
+    case GemmEpilogue::Act::kHardSigmoidMul:  // refused by conv_int8_exact
     case GemmEpilogue::Act::kNone:
       break;
   }
@@ -689,6 +689,9 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
                      const Int8Requant& rq, const Int8Output& out) {
   if (g.M != p.M || g.C != p.Cg * p.groups || g.groups != p.groups || g.KH != p.KH || g.KW != p.KW)
     fail(Status::kInternal, "conv_int8_exact: the geometry does not match the packed weights");
+  if (rq.act.act == GemmEpilogue::Act::kHardSigmoidMul)  // its vector epilogues know the DLA's activations
+    fail(Status::kUnsupported,
+         "conv_int8_exact: HardSigmoidMul is the FP32 engine's fusion, not a DLA activation");
   if (out.atoms && g.M % 32)  // the last atom's padding channels, as a surface write zeroes them
     for (int64_t n = 0; n < N; ++n)
       for (int64_t oh = 0; oh < g.OH; ++oh)

@@ -63,6 +63,7 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       {1, 12, 15, 15, 12, 3, 1, 1, 1, 12},             // depthwise
       {1, 12, 16, 16, 12, 5, 2, 2, 1, 12},             // depthwise 5x5 stride 2
       {1, 6, 14, 14, 12, 3, 1, 2, 2, 6},               // depthwise with multiplier 2, dilation 2
+      {1, 5, 9, 37, 15, 3, 1, 1, 1, 5},                // multiplier 3: threads start inside a channel's group
       {1, 4, 9, 9, 6, 3, 1, 3, 3, 1},                  // dilation 3
       {1, 96, 40, 160, 24, 3, 1, 1, 1, 1},             // direct, tiles along long rows
       {1, 67, 7, 7, 37, 3, 1, 1, 1, 1, "Relu"},        // direct flat over short padded rows, M % 8 != 0

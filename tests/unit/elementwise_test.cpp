@@ -83,13 +83,17 @@ TEST(Elementwise, BroadcastPathsMatchAPlainLoopBitForBit) {
   std::mt19937 rng(7);
   // Pairs of shapes; each is also run the other way round.
   const std::vector<std::pair<Shape, Shape>> pairs = {
-      {{2, 5, 7, 9}, {2, 5, 7, 9}},  // same shape
-      {{2, 5, 7, 9}, {1}},           // scalar
-      {{2, 5, 7, 9}, {1, 5, 1, 1}},  // per channel
-      {{2, 5, 7, 9}, {9}},           // a row
-      {{2, 5, 7, 9}, {2, 1, 7, 1}},  // mixed
-      {{3, 1, 9}, {5, 1}},           // both broadcast
-      {{33}, {33}},                  // 1-D
+      {{2, 5, 7, 9}, {2, 5, 7, 9}},      // same shape
+      {{2, 5, 7, 9}, {1}},               // scalar
+      {{2, 5, 7, 9}, {1, 5, 1, 1}},      // per channel
+      {{2, 5, 7, 9}, {9}},               // a row
+      {{2, 5, 7, 9}, {2, 1, 7, 1}},      // mixed
+      {{3, 1, 9}, {5, 1}},               // both broadcast
+      {{33}, {33}},                      // 1-D
+      {{2, 40, 33, 31}, {1, 40, 1, 1}},  // big enough for the threads' chunks to start mid-tensor
+      {{64, 300, 3}, {300, 1}},          // one value per short block, chunks starting mid-tensor
+      {{0, 3}, {3}},                     // empty
+      {{2, 0, 4}, {1, 4}},               // empty in the middle
   };
   for (OpKind op : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Max, OpKind::Min})
     for (const auto& [a, b] : pairs) {

@@ -96,11 +96,12 @@ TEST(Fusion, SyntheticChainsAreBitIdentical) {
 
 // The convolution epilogues beyond Relu/Clip: a depthwise convolution's residual and Relu, and the hard
 // swish (HardSigmoid, then Mul back onto its input, in either operand order, after a residual Add too) on a
-// direct and a pointwise convolution. The plan must fuse all three; odd sizes.
+// direct, a pointwise and a depthwise convolution. The plan must fuse all four; rows of 71 outputs take
+// the depthwise store's whole vectors and its short runs.
 TEST(Fusion, HardSwishAndDepthwiseEpiloguesAreBitIdentical) {
   Graph g;
-  const int x = g.add_value("x", {DType::kF32, {1, 6, 11, 13}});
-  const int r = g.add_value("r", {DType::kF32, {1, 6, 11, 13}});
+  const int x = g.add_value("x", {DType::kF32, {1, 6, 11, 71}});
+  const int r = g.add_value("r", {DType::kF32, {1, 6, 11, 71}});
   g.inputs = {x, r};
   std::mt19937 gen(5);
   std::normal_distribution<float> d(0.f, 1.f);
@@ -130,10 +131,12 @@ TEST(Fusion, HardSwishAndDepthwiseEpiloguesAreBitIdentical) {
   const int h2 = add_node(g, OpKind::HardSigmoid, {sum}, "hsig2");
   g.nodes.back().attrs["alpha"] = 0.25f;
   g.nodes.back().attrs["beta"] = 0.4f;
-  const int y = add_node(g, OpKind::Mul, {sum, h2}, "mul2");
+  const int y2 = add_node(g, OpKind::Mul, {sum, h2}, "mul2");
+  const int c4 = conv(y2, 6, 3, "dw2");
+  const int y = add_node(g, OpKind::Mul, {c4, add_node(g, OpKind::HardSigmoid, {c4}, "hsig3")}, "mul3");
   g.outputs = {y};
   g.relink();
-  EXPECT_EQ(fused_nodes(g), 10u);  // dw+add+relu, direct+hsig+mul, pointwise+add+hsig+mul
+  EXPECT_EQ(fused_nodes(g), 13u);  // dw+add+relu, direct+hsig+mul, pointwise+add+hsig+mul, dw+hsig+mul
   auto [fused, single] = run_both(g, test_data::random_inputs(g));
   expect_bit_identical(fused, single);
 }

@@ -26,6 +26,7 @@ std::vector<int64_t> row_strides(const Shape& s);
 template <typename F>
 void walk_broadcast(const Shape& out, const std::vector<std::vector<int64_t>>& strides, int64_t begin,
                     int64_t end, F&& f) {
+  if (begin >= end) return;  // also: an empty shape has a zero extent to divide by below
   const size_t rank = out.size(), k = strides.size();
   std::vector<int64_t> idx(rank, 0), off(k, 0);
   for (int64_t rest = begin, d = int64_t(rank) - 1; d >= 0; --d) {
