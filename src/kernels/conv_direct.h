@@ -33,11 +33,6 @@ int64_t conv_direct_buffer_size(int64_t C, int64_t Hp, int64_t S, int64_t Wq);
 // slack past the last row zeroed too.
 void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt, int64_t pl,
                            int64_t Hp, int64_t S, int64_t Wq, float* xp);
-// The same for one channel [H][W] -> [Hp][S][Wq] on the calling thread (the slack is left as it is).
-void conv_direct_pad_plane(const float* x, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t Hp,
-                           int64_t S, int64_t Wq, float* xp);
-// Zeros the slack after C padded channels.
-void conv_direct_zero_slack(float* xp, int64_t C, int64_t Hp, int64_t S, int64_t Wq);
 // Weights [M x K] (row-major) packed for conv_direct on this CPU.
 std::shared_ptr<const PackedA> conv_direct_pack_weights(int64_t M, int64_t K, const float* w);
 // Output columns one tile covers; the direct path pays off when OW is not much smaller.
@@ -45,9 +40,9 @@ int64_t conv_direct_tile_cols();
 
 void conv_direct(const ConvDirectArgs& a);
 
-// Depthwise (one filter per output channel over input channel m / mult): each thread pads one channel at
-// a time into the layout above ([Hp][S][Wq], in its own buffer, which stays in cache: the whole image is
-// not copied), then computes outputs a vector at a time with all taps in registers.
+// Depthwise (one filter per output channel over input channel m / mult): each thread places one channel
+// at a time into the layout above ([Hp][S][Wq], in its own buffer, which stays in cache: the whole image
+// is not copied), then computes outputs a vector at a time with all taps in registers.
 struct DepthwiseArgs {
   const float* x;  // [C][H][W], not padded
   int64_t C, M, H, W, pt, pl;

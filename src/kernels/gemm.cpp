@@ -81,8 +81,9 @@ int64_t conv_direct_buffer_size(int64_t C, int64_t Hp, int64_t S, int64_t Wq) {
   return C * Hp * S * Wq + conv_direct_slack(S, Wq);
 }
 
-void conv_direct_pad_plane(const float* x, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t Hp,
-                           int64_t S, int64_t Wq, float* xp) {
+// One channel [H][W] -> [Hp][S][Wq], zeros included.
+static void pad_plane(const float* x, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t Hp, int64_t S,
+                      int64_t Wq, float* xp) {
   for (int64_t r = 0; r < Hp; ++r) {
     float* dst = xp + r * S * Wq;
     const int64_t ih = r - pt;
@@ -110,20 +111,16 @@ void conv_direct_pad_plane(const float* x, int64_t H, int64_t W, int64_t pt, int
   }
 }
 
-void conv_direct_zero_slack(float* xp, int64_t C, int64_t Hp, int64_t S, int64_t Wq) {
-  std::memset(xp + C * Hp * S * Wq, 0, sizeof(float) * size_t(conv_direct_slack(S, Wq)));
-}
-
 void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt, int64_t pl,
                            int64_t Hp, int64_t S, int64_t Wq, float* xp) {
   parallel_for(
       C,
       [&](int64_t s, int64_t e) {
         for (int64_t c = s; c < e; ++c)
-          conv_direct_pad_plane(x + c * H * W, H, W, pt, pl, Hp, S, Wq, xp + c * Hp * S * Wq);
+          pad_plane(x + c * H * W, H, W, pt, pl, Hp, S, Wq, xp + c * Hp * S * Wq);
       },
       4);
-  conv_direct_zero_slack(xp, C, Hp, S, Wq);
+  std::memset(xp + C * Hp * S * Wq, 0, sizeof(float) * size_t(conv_direct_slack(S, Wq)));
 }
 
 float gemm_epilogue_scalar(const GemmEpilogue& e, float v, float residual) {
