@@ -1,9 +1,12 @@
 #define GEMM_VL 16
 #define GEMM_MR 8
+#define GEMM_NV 2
 #define GEMM_NAME sgemm_avx512
 #define GEMM_PACK_NAME pack_a_avx512
 #define GEMM_EPILOGUE_NAME epilogue_avx512
 #include "kernels/gemm_kernel.inc"
+#define CONV_DIRECT_MR 8
+#define CONV_DIRECT_NV 2
 #define CONV_DIRECT_NAME conv_direct_avx512
 #define CONV_PACK_NAME conv_pack_avx512
 #define DEPTHWISE_NAME depthwise_avx512

@@ -1,9 +1,12 @@
 #define GEMM_VL 4
 #define GEMM_MR 6
+#define GEMM_NV 2
 #define GEMM_NAME sgemm_generic
 #define GEMM_PACK_NAME pack_a_generic
 #define GEMM_EPILOGUE_NAME epilogue_generic
 #include "kernels/gemm_kernel.inc"
+#define CONV_DIRECT_MR 6
+#define CONV_DIRECT_NV 2
 #define CONV_DIRECT_NAME conv_direct_generic
 #define CONV_PACK_NAME conv_pack_generic
 #define DEPTHWISE_NAME depthwise_generic
