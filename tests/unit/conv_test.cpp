@@ -126,3 +126,68 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
           << "case C=" << c.C << " M=" << c.M << " K=" << c.K << " group=" << c.group << " at " << i;
   }
 }
+
+// ConvTranspose (2-D) against its definition: y[n, m, o] = b[m] + the sum of x[n, c, i] * w[c, m, k] over
+// every input i and tap k that land on o = i * s - p + k * d. Strides at least the kernel's reach take the
+// path that writes each output once (nothing overlaps; gaps get the bias alone); the others accumulate.
+TEST(ConvTranspose, BothPathsMatchTheDefinition) {
+  struct Case {
+    int64_t N, C, H, W, M, K, stride, pad, dil, group, out_pad;
+    bool bias;
+  };
+  const Case cases[] = {
+      {1, 24, 9, 11, 24, 2, 2, 0, 1, 1, 0, true},  // PP-OCRv4 det's upsampling: disjoint
+      {1, 5, 6, 7, 1, 2, 2, 0, 1, 1, 0, false},    // one output channel, no bias: disjoint
+      {2, 4, 5, 6, 6, 2, 3, 0, 1, 2, 1, true},     // gaps between taps, groups, batch 2, output padding
+      {1, 3, 7, 5, 4, 3, 3, 1, 1, 1, 0, true},     // pads crop the disjoint taps
+      {1, 3, 5, 6, 2, 2, 3, 0, 2, 1, 0, true},     // dilation 2 < stride 3: still disjoint
+      {1, 4, 6, 6, 5, 3, 2, 1, 1, 1, 0, true},     // overlapping taps: the accumulating path
+  };
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    Graph g;
+    const int x = g.add_value("x", {DType::kF32, {c.N, c.C, c.H, c.W}});
+    g.inputs.push_back(x);
+    const int64_t Mg = c.M / c.group;
+    const Tensor w = random_tensor({c.C, Mg, c.K, c.K}, seed++), b = random_tensor({c.M}, seed++);
+    Node n;
+    n.op = OpKind::ConvTranspose;
+    n.name = "deconv";
+    n.opset = 13;
+    n.inputs = {x, g.add_constant("w", w)};
+    if (c.bias) n.inputs.push_back(g.add_constant("b", b));
+    n.attrs["strides"] = std::vector<int64_t>{c.stride, c.stride};
+    n.attrs["pads"] = std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad};
+    n.attrs["dilations"] = std::vector<int64_t>{c.dil, c.dil};
+    n.attrs["group"] = c.group;
+    n.attrs["output_padding"] = std::vector<int64_t>{c.out_pad, c.out_pad};
+    n.outputs = {g.add_value("y", op_impl(OpKind::ConvTranspose).infer(InferContext(g, n))[0])};
+    g.nodes.push_back(n);
+    g.outputs.push_back(n.outputs[0]);
+    g.relink();
+    const Tensor xin = random_tensor({c.N, c.C, c.H, c.W}, seed++);
+    const Tensor got = ReferenceEngine(g).run({{"x", xin}}).at("y");
+    const int64_t OH = got.dim(2), OW = got.dim(3), Cg = c.C / c.group;
+    std::vector<double> want(size_t(got.numel()), 0.0);
+    for (int64_t n0 = 0; n0 < c.N; ++n0)
+      for (int64_t m = 0; m < c.M; ++m) {
+        double* ym = want.data() + (n0 * c.M + m) * OH * OW;
+        for (int64_t i = 0; i < OH * OW; ++i) ym[i] = c.bias ? b.data<float>()[m] : 0.0;
+        for (int64_t ci = 0; ci < Cg; ++ci)
+          for (int64_t ih = 0; ih < c.H; ++ih)
+            for (int64_t iw = 0; iw < c.W; ++iw)
+              for (int64_t kh = 0; kh < c.K; ++kh)
+                for (int64_t kw = 0; kw < c.K; ++kw) {
+                  const int64_t oh = ih * c.stride - c.pad + kh * c.dil,
+                                ow = iw * c.stride - c.pad + kw * c.dil;
+                  if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                  const int64_t cin = (m / Mg) * Cg + ci;
+                  ym[oh * OW + ow] += double(xin.data<float>()[((n0 * c.C + cin) * c.H + ih) * c.W + iw]) *
+                                      w.data<float>()[((cin * Mg + m % Mg) * c.K + kh) * c.K + kw];
+                }
+      }
+    for (int64_t i = 0; i < got.numel(); ++i)
+      ASSERT_NEAR(got.data<float>()[i], want[size_t(i)], 1e-4 * std::sqrt(double(c.C * c.K * c.K)))
+          << "case C=" << c.C << " K=" << c.K << " stride=" << c.stride << " at " << i;
+  }
+}

@@ -361,6 +361,57 @@ std::vector<TensorType> infer_conv_transpose(const InferContext& c) {
   return {{DType::kF32, t.g.out_shape(t.M)}};
 }
 
+// Where the taps of a ConvTranspose never overlap ((k - 1) * d < s on every axis: upsampling by stride k,
+// as detectors' heads do) each output takes at most one (input, tap) product: which one, per axis.
+struct AxisTaps {
+  std::vector<int64_t> in, tap;  // per output index; -1: nothing lands there
+};
+AxisTaps axis_taps(const WindowGeom& g, size_t j) {
+  AxisTaps a{std::vector<int64_t>(size_t(g.out[j]), -1), std::vector<int64_t>(size_t(g.out[j]), -1)};
+  for (int64_t i = 0; i < g.in[j]; ++i)
+    for (int64_t kk = 0; kk < g.k[j]; ++kk) {
+      const int64_t o = i * g.s[j] - g.pb[j] + kk * g.d[j];
+      if (o >= 0 && o < g.out[j]) {
+        a.in[size_t(o)] = i;
+        a.tap[size_t(o)] = kk;
+      }
+    }
+  return a;
+}
+
+bool taps_disjoint(const WindowGeom& g) {
+  for (size_t j = 0; j < 3; ++j)
+    if ((g.k[j] - 1) * g.d[j] >= g.s[j]) return false;
+  return true;
+}
+
+// y = 0 + col (+ bias), each output written once: the values the accumulating col2im below gives when
+// nothing overlaps (0 + v, then + b, in that order), without clearing y first or a second pass for b.
+void place_disjoint(const WindowGeom& g, int64_t Mg, const float* col, const float* bias, float* yg) {
+  const AxisTaps td = axis_taps(g, 0), th = axis_taps(g, 1), tw = axis_taps(g, 2);
+  const int64_t kvol = g.k_vol(), ivol = g.in_vol(), rows = g.out[0] * g.out[1];
+  std::vector<int64_t> woff(size_t(g.out[2]), -1);  // tap and input column of each output column
+  for (int64_t ow = 0; ow < g.out[2]; ++ow)
+    if (tw.in[size_t(ow)] >= 0) woff[size_t(ow)] = tw.tap[size_t(ow)] * ivol + tw.in[size_t(ow)];
+  parallel_for(Mg * rows, [&](int64_t s, int64_t e) {
+    for (int64_t mr = s; mr < e; ++mr) {
+      const int64_t m = mr / rows, od = (mr % rows) / g.out[1], oh = mr % g.out[1];
+      float* yrow = yg + m * g.out_vol() + (od * g.out[1] + oh) * g.out[2];
+      const bool row_hit = td.in[size_t(od)] >= 0 && th.in[size_t(oh)] >= 0;
+      const float* src =
+          row_hit ? col + (m * kvol + (td.tap[size_t(od)] * g.k[1] + th.tap[size_t(oh)]) * g.k[2]) * ivol +
+                        (td.in[size_t(od)] * g.in[1] + th.in[size_t(oh)]) * g.in[2]
+                  : nullptr;
+      for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+        const int64_t at = woff[size_t(ow)];
+        float v = 0.f + (src && at >= 0 ? src[at] : 0.f);
+        if (bias) v = v + bias[m];
+        yrow[ow] = v;
+      }
+    }
+  });
+}
+
 void run_conv_transpose(const KernelContext& c) {
   const Tensor &X = c.in(0), &W = c.in(1);
   const TransGeom t = trans_geom(c.node(), X.shape(), W.shape());
@@ -368,8 +419,10 @@ void run_conv_transpose(const KernelContext& c) {
   const int64_t Cg = g.C / t.G, Mg = t.M / t.G, kvol = g.k_vol(), ivol = g.in_vol(), ovol = g.out_vol();
   const float* x = X.data<float>();
   const float* w = W.data<float>();
+  const float* b = c.has(2) ? c.in(2).data<float>() : nullptr;
   float* y = c.out(0).data<float>();
-  std::memset(y, 0, c.out(0).nbytes());  // col2im accumulates into y
+  const bool disjoint = taps_disjoint(g);
+  if (!disjoint) std::memset(y, 0, c.out(0).nbytes());  // col2im accumulates into y
   std::vector<float> col(size_t(Mg * kvol * ivol));
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < t.G; ++gi) {
@@ -378,6 +431,10 @@ void run_conv_transpose(const KernelContext& c) {
       sgemm({Mg * kvol, ivol, Cg, wg, 1, Mg * kvol, x + (n * g.C + gi * Cg) * ivol, ivol, 1, col.data(), ivol,
              false});
       float* yg = y + (n * t.M + gi * Mg) * ovol;
+      if (disjoint) {
+        place_disjoint(g, Mg, col.data(), b ? b + gi * Mg : nullptr, yg);
+        continue;
+      }
       parallel_for(Mg, [&](int64_t s, int64_t e) {
         for (int64_t m = s; m < e; ++m)
           for (int64_t k = 0; k < kvol; ++k) {
@@ -400,7 +457,7 @@ void run_conv_transpose(const KernelContext& c) {
           }
       });
     }
-  add_bias(y, c.has(2) ? c.in(2).data<float>() : nullptr, g.N, t.M, ovol);
+  if (!disjoint) add_bias(y, b, g.N, t.M, ovol);
 }
 
 }  // namespace
