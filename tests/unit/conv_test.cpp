@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -127,67 +129,99 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
   }
 }
 
-// ConvTranspose (2-D) against its definition: y[n, m, o] = b[m] + the sum of x[n, c, i] * w[c, m, k] over
-// every input i and tap k that land on o = i * s - p + k * d. Strides at least the kernel's reach take the
-// path that writes each output once (nothing overlaps; gaps get the bias alone); the others accumulate.
-TEST(ConvTranspose, BothPathsMatchTheDefinition) {
+// ConvTranspose against its definition: y[n, m, o] = b[m] + the sum of x[n, c, i] * w[c, m, k] over every
+// input i and tap k that land on o = i * s - p + k * d. Strides beyond the kernel's reach take the path that
+// writes each output once (nothing overlaps; gaps get the bias alone); the others accumulate. The data are
+// small integers, so every sum is exact in float in any order and both paths must give the definition's
+// bits (signed zeros included); 1-D, 2-D and 3-D.
+TEST(ConvTranspose, BothPathsGiveTheDefinitionsBits) {
   struct Case {
-    int64_t N, C, H, W, M, K, stride, pad, dil, group, out_pad;
+    Shape spatial;  // input size per spatial axis
+    int64_t N, C, M, K, stride, pad, dil, group, out_pad;
     bool bias;
   };
   const Case cases[] = {
-      {1, 24, 9, 11, 24, 2, 2, 0, 1, 1, 0, true},  // PP-OCRv4 det's upsampling: disjoint
-      {1, 5, 6, 7, 1, 2, 2, 0, 1, 1, 0, false},    // one output channel, no bias: disjoint
-      {2, 4, 5, 6, 6, 2, 3, 0, 1, 2, 1, true},     // gaps between taps, groups, batch 2, output padding
-      {1, 3, 7, 5, 4, 3, 3, 1, 1, 1, 0, true},     // pads crop the disjoint taps
-      {1, 3, 5, 6, 2, 2, 3, 0, 2, 1, 0, true},     // dilation 2 < stride 3: still disjoint
-      {1, 4, 6, 6, 5, 3, 2, 1, 1, 1, 0, true},     // overlapping taps: the accumulating path
+      {{9, 11}, 1, 24, 24, 2, 2, 0, 1, 1, 0, true},  // PP-OCRv4 det's upsampling: disjoint
+      {{6, 7}, 1, 5, 1, 2, 2, 0, 1, 1, 0, false},    // one output channel, no bias: disjoint
+      {{5, 6}, 2, 4, 6, 2, 3, 0, 1, 2, 1, true},     // gaps between taps, groups, batch 2, output padding
+      {{7, 5}, 1, 3, 4, 3, 3, 1, 1, 1, 0, true},     // pads crop the disjoint taps
+      {{5, 6}, 1, 3, 2, 2, 3, 0, 2, 1, 0, true},     // dilation 2 < stride 3: still disjoint
+      {{6, 6}, 1, 4, 5, 3, 2, 1, 1, 1, 0, true},     // overlapping taps: the accumulating path
+      {{13}, 1, 3, 4, 2, 2, 0, 1, 1, 0, true},       // 1-D, disjoint
+      {{3, 4, 5}, 1, 2, 3, 2, 2, 0, 1, 1, 0, true},  // 3-D, disjoint
+      {{3, 4, 5}, 1, 2, 3, 3, 2, 0, 1, 1, 0, true},  // 3-D, overlapping
   };
-  uint32_t seed = 40;
+  std::mt19937 gen(40);
+  std::uniform_int_distribution<int> small(-4, 4);
+  auto integers = [&](const Shape& shape) {
+    Tensor t(DType::kF32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = float(small(gen));
+    return t;
+  };
   for (const Case& c : cases) {
+    const size_t ns = c.spatial.size();
+    Shape xs{c.N, c.C}, ws{c.C, c.M / c.group};
+    for (int64_t v : c.spatial) xs.push_back(v);
+    for (size_t a = 0; a < ns; ++a) ws.push_back(c.K);
     Graph g;
-    const int x = g.add_value("x", {DType::kF32, {c.N, c.C, c.H, c.W}});
+    const int x = g.add_value("x", {DType::kF32, xs});
     g.inputs.push_back(x);
-    const int64_t Mg = c.M / c.group;
-    const Tensor w = random_tensor({c.C, Mg, c.K, c.K}, seed++), b = random_tensor({c.M}, seed++);
+    const Tensor w = integers(ws), b = integers({c.M}), xin = integers(xs);
     Node n;
     n.op = OpKind::ConvTranspose;
     n.name = "deconv";
     n.opset = 13;
     n.inputs = {x, g.add_constant("w", w)};
     if (c.bias) n.inputs.push_back(g.add_constant("b", b));
-    n.attrs["strides"] = std::vector<int64_t>{c.stride, c.stride};
-    n.attrs["pads"] = std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad};
-    n.attrs["dilations"] = std::vector<int64_t>{c.dil, c.dil};
+    n.attrs["strides"] = std::vector<int64_t>(ns, c.stride);
+    n.attrs["pads"] = std::vector<int64_t>(2 * ns, c.pad);
+    n.attrs["dilations"] = std::vector<int64_t>(ns, c.dil);
     n.attrs["group"] = c.group;
-    n.attrs["output_padding"] = std::vector<int64_t>{c.out_pad, c.out_pad};
+    n.attrs["output_padding"] = std::vector<int64_t>(ns, c.out_pad);
     n.outputs = {g.add_value("y", op_impl(OpKind::ConvTranspose).infer(InferContext(g, n))[0])};
     g.nodes.push_back(n);
     g.outputs.push_back(n.outputs[0]);
     g.relink();
-    const Tensor xin = random_tensor({c.N, c.C, c.H, c.W}, seed++);
     const Tensor got = ReferenceEngine(g).run({{"x", xin}}).at("y");
-    const int64_t OH = got.dim(2), OW = got.dim(3), Cg = c.C / c.group;
-    std::vector<double> want(size_t(got.numel()), 0.0);
+    // The definition, the spatial axes padded to three (leading ones of size 1).
+    std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1};
+    for (size_t a = 0; a < ns; ++a) {
+      in[3 - ns + a] = c.spatial[a];
+      out[3 - ns + a] = got.dim(int(2 + a));
+      k[3 - ns + a] = c.K;
+    }
+    const int64_t Mg = c.M / c.group, Cg = c.C / c.group, ivol = in[0] * in[1] * in[2],
+                  ovol = out[0] * out[1] * out[2], kvol = k[0] * k[1] * k[2];
+    std::vector<double> want(size_t(got.numel()));
     for (int64_t n0 = 0; n0 < c.N; ++n0)
       for (int64_t m = 0; m < c.M; ++m) {
-        double* ym = want.data() + (n0 * c.M + m) * OH * OW;
-        for (int64_t i = 0; i < OH * OW; ++i) ym[i] = c.bias ? b.data<float>()[m] : 0.0;
+        double* ym = want.data() + (n0 * c.M + m) * ovol;
+        for (int64_t i = 0; i < ovol; ++i) ym[i] = 0.0 + (c.bias ? b.data<float>()[m] : 0.0);
         for (int64_t ci = 0; ci < Cg; ++ci)
-          for (int64_t ih = 0; ih < c.H; ++ih)
-            for (int64_t iw = 0; iw < c.W; ++iw)
-              for (int64_t kh = 0; kh < c.K; ++kh)
-                for (int64_t kw = 0; kw < c.K; ++kw) {
-                  const int64_t oh = ih * c.stride - c.pad + kh * c.dil,
-                                ow = iw * c.stride - c.pad + kw * c.dil;
-                  if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
-                  const int64_t cin = (m / Mg) * Cg + ci;
-                  ym[oh * OW + ow] += double(xin.data<float>()[((n0 * c.C + cin) * c.H + ih) * c.W + iw]) *
-                                      w.data<float>()[((cin * Mg + m % Mg) * c.K + kh) * c.K + kw];
-                }
+          for (int64_t i = 0; i < ivol; ++i)
+            for (int64_t t = 0; t < kvol; ++t) {
+              const int64_t id[3] = {i / (in[1] * in[2]), (i / in[2]) % in[1], i % in[2]};
+              const int64_t kk[3] = {t / (k[1] * k[2]), (t / k[2]) % k[1], t % k[2]};
+              int64_t o = 0;
+              bool inside = true;
+              for (int a = 0; a < 3; ++a) {
+                const int64_t pad = a < int(3 - ns) ? 0 : c.pad, s = a < int(3 - ns) ? 1 : c.stride,
+                              d = a < int(3 - ns) ? 1 : c.dil;
+                const int64_t oa = id[a] * s - pad + kk[a] * d;
+                inside = inside && oa >= 0 && oa < out[size_t(a)];
+                o = o * out[size_t(a)] + oa;
+              }
+              if (!inside) continue;
+              const int64_t cin = (m / Mg) * Cg + ci;
+              ym[o] += double(xin.data<float>()[(n0 * c.C + cin) * ivol + i]) *
+                       w.data<float>()[(cin * Mg + m % Mg) * kvol + t];
+            }
       }
-    for (int64_t i = 0; i < got.numel(); ++i)
-      ASSERT_NEAR(got.data<float>()[i], want[size_t(i)], 1e-4 * std::sqrt(double(c.C * c.K * c.K)))
-          << "case C=" << c.C << " K=" << c.K << " stride=" << c.stride << " at " << i;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      const float expect = float(want[size_t(i)]);
+      ASSERT_EQ(std::memcmp(&got.data<float>()[i], &expect, sizeof(float)), 0)
+          << "case " << shape_str(c.spatial) << " K=" << c.K << " stride=" << c.stride << " at " << i << ": "
+          << got.data<float>()[i] << ", want " << expect;
+    }
   }
 }

@@ -332,6 +332,9 @@ TransGeom trans_geom(const Node& n, const Shape& x, const Shape& w) {
     g.k[j] = kernel[i];
     g.s[j] = strides[i];
     g.d[j] = dil[i];
+    if (g.k[j] < 1 || g.s[j] < 1 || g.d[j] < 1)  // as window_geom: the tap arithmetic below assumes them
+      fail(Status::kParseError, n.label(), ": kernel ", g.k[j], ", stride ", g.s[j], ", dilation ", g.d[j],
+           " in spatial dim ", i, " must all be >= 1");
     const int64_t dk = (g.k[j] - 1) * g.d[j] + 1;
     const int64_t full = g.s[j] * (g.in[j] - 1) + outpad[i] + dk;
     if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
