@@ -53,6 +53,12 @@ int add_node(Graph& g, OpKind op, std::vector<int> inputs, const char* name, int
   return n.outputs[0];
 }
 
+Tensor random_f32(const Shape& shape, std::mt19937& gen) {
+  Tensor t(DType::kF32, shape);
+  test_data::fill_random(t, gen);
+  return t;
+}
+
 }  // namespace
 
 // Conv -> Add(residual first) -> Clip, then a chain with per-channel constants first in Sub and Div,
@@ -63,12 +69,7 @@ TEST(Fusion, SyntheticChainsAreBitIdentical) {
   const int r = g.add_value("r", {DType::kF32, {2, 7, 9, 13}});
   g.inputs = {x, r};
   std::mt19937 gen(3);
-  std::normal_distribution<float> d(0.f, 1.f);
-  auto random = [&](const Shape& s) {
-    Tensor t(DType::kF32, s);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(gen);
-    return t;
-  };
+  auto random = [&](const Shape& s) { return random_f32(s, gen); };
   const int w = g.add_constant("w", random({7, 5, 3, 3})), b = g.add_constant("b", random({7}));
   Node conv;
   conv.op = OpKind::Conv;
@@ -104,12 +105,7 @@ TEST(Fusion, HardSwishAndDepthwiseEpiloguesAreBitIdentical) {
   const int r = g.add_value("r", {DType::kF32, {1, 6, 11, 71}});
   g.inputs = {x, r};
   std::mt19937 gen(5);
-  std::normal_distribution<float> d(0.f, 1.f);
-  auto random = [&](const Shape& s) {
-    Tensor t(DType::kF32, s);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(gen);
-    return t;
-  };
+  auto random = [&](const Shape& s) { return random_f32(s, gen); };
   auto conv = [&](int in, int64_t group, int64_t k, const char* name) {
     Node n;
     n.op = OpKind::Conv;
