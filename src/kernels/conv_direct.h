@@ -3,6 +3,7 @@
 // run of consecutive outputs reads consecutive floats; a micro-kernel then keeps a tile of output
 // channels x output columns in registers over all input channels and taps. Vectorised per CPU like sgemm.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -27,6 +28,15 @@ struct ConvDirectArgs {
 
 // Floats per phase row for a padded width Wp (the columns a convolution reads) and horizontal stride S.
 int64_t conv_direct_layout(int64_t Wp, int64_t S);
+// In a padded row of stride S, phase `phase` holds input column q * S + phase - pl at slot q: the slots
+// [lo, hi) whose column lies inside the input's W (the others are padding).
+struct PhaseSpan {
+  int64_t lo, hi;
+};
+inline PhaseSpan conv_direct_phase_span(int64_t W, int64_t pl, int64_t S, int64_t Wq, int64_t phase) {
+  const int64_t lo = std::clamp<int64_t>((pl - phase + S - 1) / S, 0, Wq);
+  return {lo, std::clamp<int64_t>((W + pl - phase + S - 1) / S, lo, Wq)};
+}
 // Size in floats of the padded buffer, with slack so a tile's vector loads past the last row stay inside.
 int64_t conv_direct_buffer_size(int64_t C, int64_t Hp, int64_t S, int64_t Wq);
 // x [C][H][W] -> xp: pt rows and pl columns of zeros first, zeros past the input, Hp padded rows; the

@@ -99,10 +99,9 @@ static void pad_plane(const float* x, int64_t H, int64_t W, int64_t pt, int64_t 
       std::memset(dst + lead + len, 0, sizeof(float) * size_t(Wq - lead - len));
       continue;
     }
-    for (int64_t phase = 0; phase < S; ++phase) {  // q: input column q * S + phase - pl, valid in [lo, hi)
+    for (int64_t phase = 0; phase < S; ++phase) {
       float* out = dst + phase * Wq;
-      const int64_t lo = std::clamp<int64_t>((pl - phase + S - 1) / S, 0, Wq),
-                    hi = std::clamp<int64_t>((W + pl - phase + S - 1) / S, lo, Wq);
+      const auto [lo, hi] = conv_direct_phase_span(W, pl, S, Wq, phase);
       const float* in = src + phase - pl;
       for (int64_t q = 0; q < lo; ++q) out[q] = 0.f;
       for (int64_t q = lo; q < hi; ++q) out[q] = in[q * S];

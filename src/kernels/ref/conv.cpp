@@ -390,8 +390,12 @@ bool taps_disjoint(const WindowGeom& g) {
 
 // y = 0 + col (+ bias), each output written once: the values the accumulating col2im below gives when
 // nothing overlaps (0 + v, then + b, in that order), without clearing y first or a second pass for b.
-void place_disjoint(const WindowGeom& g, int64_t Mg, const float* col, const float* bias, float* yg) {
-  const AxisTaps td = axis_taps(g, 0), th = axis_taps(g, 1), tw = axis_taps(g, 2);
+struct DisjointTaps {
+  AxisTaps d, h, w;
+};
+void place_disjoint(const WindowGeom& g, const DisjointTaps& taps, int64_t Mg, const float* col,
+                    const float* bias, float* yg) {
+  const AxisTaps &td = taps.d, &th = taps.h, &tw = taps.w;
   const int64_t kvol = g.k_vol(), ivol = g.in_vol(), rows = g.out[0] * g.out[1];
   std::vector<int64_t> woff(size_t(g.out[2]), -1);  // tap and input column of each output column
   for (int64_t ow = 0; ow < g.out[2]; ++ow)
@@ -426,6 +430,8 @@ void run_conv_transpose(const KernelContext& c) {
   float* y = c.out(0).data<float>();
   const bool disjoint = taps_disjoint(g);
   if (!disjoint) std::memset(y, 0, c.out(0).nbytes());  // col2im accumulates into y
+  const DisjointTaps taps =
+      disjoint ? DisjointTaps{axis_taps(g, 0), axis_taps(g, 1), axis_taps(g, 2)} : DisjointTaps{};
   std::vector<float> col(size_t(Mg * kvol * ivol));
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < t.G; ++gi) {
@@ -435,7 +441,7 @@ void run_conv_transpose(const KernelContext& c) {
              false});
       float* yg = y + (n * t.M + gi * Mg) * ovol;
       if (disjoint) {
-        place_disjoint(g, Mg, col.data(), b ? b + gi * Mg : nullptr, yg);
+        place_disjoint(g, taps, Mg, col.data(), b ? b + gi * Mg : nullptr, yg);
         continue;
       }
       parallel_for(Mg, [&](int64_t s, int64_t e) {
