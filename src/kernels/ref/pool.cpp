@@ -30,6 +30,25 @@ std::vector<TensorType> infer_pool(const InferContext& c) {
   return out;
 }
 
+// One output row of a max pool: each window position (input row ih, column tap kw), in the scalar loop's
+// order, taken for every output whose window holds it inside the input, so the inner loop runs along the
+// row (vectorised; S: the column stride, 0 for one known only at run time). std::max(r, v) in the same
+// order per output gives the same result, signed zeros and NaN included.
+template <int S>
+void max_row(const float* xc, int64_t W, int64_t hs, int64_t he, int64_t kernel_w, int64_t stride_w,
+             int64_t pad_w, int64_t OW, float* yr) {
+  const int64_t sw = S ? S : stride_w;
+  std::fill(yr, yr + OW, -std::numeric_limits<float>::infinity());
+  for (int64_t ih = hs; ih < he; ++ih)
+    for (int64_t kw = 0; kw < kernel_w; ++kw) {
+      // outputs ow with 0 <= ow * sw - pad_w + kw < W
+      const int64_t first = std::max<int64_t>(0, (pad_w - kw + sw - 1) / sw);
+      const int64_t end = std::min(OW, W - 1 + pad_w - kw < 0 ? 0 : (W - 1 + pad_w - kw) / sw + 1);
+      const float* xr = xc + ih * W - pad_w + kw;
+      for (int64_t ow = first; ow < end; ++ow) yr[ow] = std::max(yr[ow], xr[ow * sw]);
+    }
+}
+
 // 2-D, dilation 1, no Indices: the window is clipped to the input once per output, so the inner loops
 // carry no bounds checks. Same results as the general loop below (tested by the conformance suite).
 void pool2d_fast(const WindowGeom& g, bool is_max, bool include_pad, const float* x, float* y) {
@@ -42,23 +61,20 @@ void pool2d_fast(const WindowGeom& g, bool is_max, bool include_pad, const float
         const int64_t h0 = oh * g.s[1] - g.pb[1];
         const int64_t hs = std::max<int64_t>(h0, 0), he = std::min(h0 + g.k[1], H);
         const int64_t hp = std::min(h0 + g.k[1], H + g.pe[1]) - h0;  // rows inside the padded input
+        if (is_max) {
+          auto row = g.s[2] == 1 ? &max_row<1> : g.s[2] == 2 ? &max_row<2> : &max_row<0>;
+          row(xc, W, hs, he, g.k[2], g.s[2], g.pb[2], OW, yc + oh * OW);
+          continue;
+        }
         for (int64_t ow = 0; ow < OW; ++ow) {
           const int64_t w0 = ow * g.s[2] - g.pb[2];
           const int64_t ws = std::max<int64_t>(w0, 0), we = std::min(w0 + g.k[2], W);
-          float r;
-          if (is_max) {
-            r = -std::numeric_limits<float>::infinity();
-            for (int64_t ih = hs; ih < he; ++ih)
-              for (int64_t iw = ws; iw < we; ++iw) r = std::max(r, xc[ih * W + iw]);
-          } else {
-            double sum = 0;
-            for (int64_t ih = hs; ih < he; ++ih)
-              for (int64_t iw = ws; iw < we; ++iw) sum += xc[ih * W + iw];
-            const int64_t wp = std::min(w0 + g.k[2], W + g.pe[2]) - w0;
-            const int64_t count = include_pad ? hp * wp : (he - hs) * (we - ws);
-            r = count > 0 ? float(sum / double(count)) : 0.f;
-          }
-          yc[oh * OW + ow] = r;
+          double sum = 0;
+          for (int64_t ih = hs; ih < he; ++ih)
+            for (int64_t iw = ws; iw < we; ++iw) sum += xc[ih * W + iw];
+          const int64_t wp = std::min(w0 + g.k[2], W + g.pe[2]) - w0;
+          const int64_t count = include_pad ? hp * wp : (he - hs) * (we - ws);
+          yc[oh * OW + ow] = count > 0 ? float(sum / double(count)) : 0.f;
         }
       }
     }
