@@ -2,7 +2,7 @@
 # The reference engine against ONNX Runtime (CPU EP), 2 threads each, on the same seeded inputs. The two
 # run interleaved (dlakit, ORT, next model, ...) for BENCH_ROUNDS rounds; each run reports the median of
 # BENCH_ITERATIONS timed runs after warm-up, wall clock and process CPU time. The table takes the median
-# over rounds. Writes bench/results/<date>-reference-fp32.json (every round) and the generated part of
+# over rounds. Writes bench/results/<date>-reference-fp32-<isa>.json (every round) and the generated part of
 # docs/benchmarks.md (everything after the "end of generated part" line is kept as it is).
 source "$(dirname "$0")/common.sh"
 ITER="${BENCH_ITERATIONS:-20}"
@@ -10,7 +10,11 @@ ROUNDS="${BENCH_ROUNDS:-3}"
 THREADS=2
 out="$ROOT/docs/benchmarks.md"
 mkdir -p "$ROOT/bench/results"
-json="$ROOT/bench/results/$(date -u +%Y-%m-%d)-reference-fp32.json"
+# The FP32 kernels differ by ISA (sgemm's tiles, the direct kernel), so the ISA names the file; a second
+# run of the day keeps the first.
+isa=$(grep -q -w avx512f /proc/cpuinfo && echo avx512 || echo avx2)
+json="$ROOT/bench/results/$(date -u +%Y-%m-%d)-reference-fp32-$isa.json"
+[ -e "$json" ] && json="${json%.json}-$(date -u +%H%M).json"
 MODELS=("resnet18:input:1x3x224x224" "resnet50:input:1x3x224x224" "mobilenet_v2:input:1x3x224x224"
         "ppocr_det:x:1x3x640x640" "ppocr_rec:x:1x3x48x320")
 for spec in "${MODELS[@]}"; do
@@ -38,7 +42,7 @@ PYEOF
     tail -1 "$TMP/runs.jsonl" | $PY -c "import json,sys; r=json.load(sys.stdin); print('round %d %-13s dlakit %8.2f ms (cpu %8.2f)  ORT %8.2f ms (cpu %8.2f)  load %.1f' % (r['round'], r['model'], r['dlakit']['latency_ms'], r['dlakit']['cpu_ms'], r['ort']['latency_ms'], r['ort']['cpu_ms'], r['loadavg_1min']))"
   done
 done
-cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) ($(nproc) cores)"
+cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) ($(nproc) cores, $isa)"
 $PY - "$TMP/runs.jsonl" "$json" "$out" "$cpu" "$ITER" "$ROUNDS" <<'PYEOF'
 import datetime, json, statistics, sys
 runs_file, json_out, md_out, cpu, iters, rounds = sys.argv[1:]
