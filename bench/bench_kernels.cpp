@@ -73,13 +73,16 @@ static void BM_Conv(benchmark::State& st) {
   st.counters["GFLOP/s"] = benchmark::Counter(2.0 * cs.macs(), benchmark::Counter::kIsIterationInvariantRate,
                                               benchmark::Counter::kIs1000);
 }
-// resnet18 7x7 stem, 3x3 64@56, 128@28 (stride 2 into it), 256@14, 512@7; resnet50 1x1 256->64@56;
+// resnet18 7x7 stem, 3x3 64@56, stride 2 into 128@28, 256@14 and 512@7, 256@14, 512@7; resnet50 1x1
+// 256->64@56;
 // mobilenet_v2 1x1 96->24@56 and 16->96@112, depthwise 144@56, 96@112 stride 2 and 576@14; ppocr_det 3x3
 // 96->24@160.
 BENCHMARK(BM_Conv)
     ->Args({3, 224, 64, 7, 2, 1})
     ->Args({64, 56, 64, 3, 1, 1})
     ->Args({64, 56, 128, 3, 2, 1})
+    ->Args({128, 28, 256, 3, 2, 1})
+    ->Args({256, 14, 512, 3, 2, 1})
     ->Args({256, 14, 256, 3, 1, 1})
     ->Args({512, 7, 512, 3, 1, 1})
     ->Args({256, 56, 64, 1, 1, 1})
