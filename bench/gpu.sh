@@ -26,8 +26,8 @@ for spec in specs:
     batch = int(spec.split(":")[1])
     ours, compute = d["latency_ms"]["median"], d["split_ms_mean"]["compute"]
     theirs = peer["models"][spec]["median_ms"]
-    # dlakit's latency includes the bench's host-side packing of the input and its copy (split_ms_mean);
-    # PyTorch's input stays on the GPU: compute alone is recorded too.
+    # dlakit's latency includes the copy of the (once packed) input from pinned memory and of the output
+    # back (split_ms_mean); PyTorch's input stays on the GPU: compute alone is recorded too.
     rows.append({"model": spec.split(":")[0], "batch": batch, "dlakit_dla_int8_cuda_median_ms": ours,
                  "dlakit_compute_mean_ms": compute, "pytorch_fp16_cuda_graph_median_ms": theirs,
                  "ratio": ours / theirs, "ratio_compute": compute / theirs,
