@@ -4,6 +4,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "base/error.h"
@@ -109,27 +111,68 @@ __global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* leve
   }
 }
 
-// The output surface's bytes from sums[p][m], 4 channels a thread: int8_conv_output, the store rule, then
-// pack_surface's quantization to the surface's scale; padding channels of the last atom zero.
+// The output surface's bytes from sums[p][m]: int8_conv_output, the store rule, then pack_surface's
+// quantization to the surface's scale; padding channels of the last atom zero. A block writes one atom
+// (32 channels) of 32 pixels at a time, a thread 4 channels of one pixel from one 16-byte load, so that a
+// warp reads 4 pixels' 128-byte rows of sums and writes 128 contiguous bytes of the surface. direct: the
+// store rule quantizes to the surface's own scale, so its level is the byte (host: quantize_once).
+// add: a residual Add fused after it (AtomAdd): the byte is added to the other surface's as the atom Add
+// computes it, and only the sum is written.
+template <bool kAdd>
 __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t* sums, const float* mult,
                                      const double* bq, const float* bias, ActParams act, k::StoreRule store,
-                                     Int8Atoms out, unsigned words, unsigned total) {
+                                     bool direct, Int8Atoms out, AtomAdd add, unsigned pixel_tiles) {
+  const int quad = threadIdx.x & 7, lane_pixel = threadIdx.x >> 3;
+  const int64_t m0 = int64_t(blockIdx.y) * 32 + quad * 4;
+  float mult_m[4], bias_m[4];
+  double bq_m[4];
+  for (int b = 0; b < 4; ++b) {
+    const int64_t m = m0 + b < g.M ? m0 + b : 0;
+    mult_m[b] = mult[m], bq_m[b] = bq[m], bias_m[b] = bias ? bias[m] : 0.f;
+  }
+  const unsigned pixels = unsigned(g.N * g.OH * g.OW);  // below 2^31 (plan)
   const int OW = int(g.OW), OH = int(g.OH);
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const unsigned word = i % words, p = i / words;
+  for (unsigned tile = blockIdx.x; tile < pixel_tiles; tile += gridDim.x) {
+    const unsigned p = tile * 32 + unsigned(lane_pixel);
+    if (p >= pixels) continue;
     int n, oh, ow;
     k::split_pixel(p, OW, OH, n, oh, ow);
-    const int64_t m0 = int64_t(word) * 4;
-    uint32_t packed = 0;
+    union {
+      int4 word;
+      int32_t lane[4];
+    } acc;
+    acc.word = make_int4(0, 0, 0, 0);
+    if (m0 < m_padded) acc.word = *reinterpret_cast<const int4*>(sums + int64_t(p) * m_padded + m0);
+    union {
+      uint32_t word;
+      int8_t bytes[4];
+    } q;
+    q.word = 0;
     for (int b = 0; b < 4; ++b) {
-      const int64_t m = m0 + b;
-      if (m >= g.M || !(out.scale > 0)) continue;
-      const float v =
-          k::stored(store, k::int8_conv_output(sums[int64_t(p) * m_padded + m], m, mult, bq, bias, act));
-      packed |= uint32_t(uint8_t(int8_t(k::level(v, out.scale, 0)))) << (8 * b);
+      if (m0 + b >= g.M || !(out.scale > 0)) continue;
+      const float v = k::int8_conv_value(acc.lane[b], mult_m[b], bq_m[b], bias_m[b], act);
+      q.bytes[b] =
+          int8_t(direct ? k::level(store.half_first ? k::half_rounded(v) : v, store.scale, store.rounding)
+                        : k::level(k::stored(store, v), out.scale, 0));
     }
-    *reinterpret_cast<uint32_t*>(out.data + n * out.batch + (m0 / 32) * out.group + oh * out.line +
-                                 int64_t(ow) * 32 + m0 % 32) = packed;
+    // The 4 bytes' place in a surface: image n, this block's atom, row oh, column ow.
+    auto word_at = [&](const Int8Atoms& sf) {
+      return reinterpret_cast<uint32_t*>(sf.data + int64_t(n) * sf.batch + int64_t(blockIdx.y) * sf.group +
+                                         int64_t(oh) * sf.line + int64_t(ow) * 32 + quad * 4);
+    };
+    if (kAdd) {
+      union {
+        uint32_t word;
+        int8_t bytes[4];
+      } other, sum;
+      other.word = *word_at(add.other);
+      for (int b = 0; b < 4; ++b)
+        sum.bytes[b] = k::atom_add_byte(q.bytes[b], other.bytes[b], out.scale, add.other.scale, add.y.scale,
+                                        add.relu, m0 + b >= g.M);
+      *word_at(add.y) = sum.word;
+    } else {
+      *word_at(out) = q.word;
+    }
   }
 }
 
@@ -240,15 +283,16 @@ std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_
   return c;
 }
 
+bool ConvInt8Gemm::atoms_aligned(const Int8Atoms& a) {
+  return reinterpret_cast<uintptr_t>(a.data) % 16 == 0 && a.batch % 16 == 0 && a.group % 16 == 0 &&
+         a.line % 16 == 0;
+}
+
 bool ConvInt8Gemm::atoms_fit(const ConvGeom& g, const Int8Atoms& in, const Int8Atoms& out) {
-  auto aligned = [](const Int8Atoms& a) {
-    return reinterpret_cast<uintptr_t>(a.data) % 16 == 0 && a.batch % 16 == 0 && a.group % 16 == 0 &&
-           a.line % 16 == 0;
-  };
-  const int64_t pixels = g.N * g.OH * g.OW, atoms_in = (g.C + 31) / 32, atoms_out = (g.M + 31) / 32;
+  const int64_t pixels = g.N * g.OH * g.OW, atoms_in = (g.C + 31) / 32;
   // Whole atoms make K up to 32 / C times longer than run()'s: not where that would more than double it.
-  return aligned(in) && aligned(out) && atom_depth(g) <= 2 * depth(g) && g.KH * g.KW <= 65535 &&
-         pixels * atoms_in * 2 < INT32_MAX && pixels * atoms_out * 8 < INT32_MAX;
+  return atoms_aligned(in) && atoms_aligned(out) && atom_depth(g) <= 2 * depth(g) && g.KH * g.KW <= 65535 &&
+         pixels * atoms_in * 2 < INT32_MAX;
 }
 
 int64_t ConvInt8Gemm::depth(const ConvGeom& g) {
@@ -274,17 +318,54 @@ std::vector<int8_t> ConvInt8Gemm::atom_weights(const ConvGeom& g, const int8_t* 
   return w;
 }
 
+bool ConvInt8Gemm::quantize_once(const k::StoreRule& store, float surface_scale) {
+  return store.kind == k::StoreRule::Kind::kInt8 && store.scale == surface_scale &&
+         std::isnormal(store.scale) && store.scale > 0 &&
+         store.scale < std::numeric_limits<float>::max() / 128;
+}
+
 void ConvInt8Gemm::run_on_atoms(const Int8Atoms& in, const int8_t* levels, bool identity, const int8_t* w,
                                 const float* mult, const double* bq, const float* bias, ActParams act,
-                                const k::StoreRule& store, const Int8Atoms& out, void* cols, void* sums,
-                                void* workspace, cudaStream_t s) const {
-  const unsigned chunks = unsigned((g_.C + 31) / 32 * 2), words = unsigned((g_.M + 31) / 32 * 8);
-  const unsigned cols_total = unsigned(pixels_) * chunks, out_total = unsigned(pixels_) * words;
+                                const k::StoreRule& store, const Int8Atoms& out, const AtomAdd* add,
+                                void* cols, void* sums, void* workspace, cudaStream_t s) const {
+  const unsigned chunks = unsigned((g_.C + 31) / 32 * 2), cols_total = unsigned(pixels_) * chunks;
   im2col_atoms_kernel<<<dim3(k::blocks_for(cols_total), unsigned(g_.KH * g_.KW)), k::kThreads, 0, s>>>(
       g_, in, levels, identity, chunks, cols_total, k_padded_, static_cast<int8_t*>(cols));
   matmul(w, cols, sums, workspace, s);
-  sums_to_atoms_kernel<<<k::blocks_for(out_total), k::kThreads, 0, s>>>(
-      g_, m_padded_, static_cast<const int32_t*>(sums), mult, bq, bias, act, store, out, words, out_total);
+  write_atoms(sums, mult, bq, bias, act, store, out, add, s);
+}
+
+void ConvInt8Gemm::run_to_atoms(const float* x, float s_in, int rounding, const int8_t* w, const float* mult,
+                                const double* bq, const float* bias, ActParams act, const k::StoreRule& store,
+                                const Int8Atoms& out, void* cols, void* sums, void* workspace,
+                                cudaStream_t s) const {
+  im2col_levels(x, s_in, rounding, cols, s);
+  matmul(w, cols, sums, workspace, s);
+  write_atoms(sums, mult, bq, bias, act, store, out, nullptr, s);
+}
+
+void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double* bq, const float* bias,
+                               ActParams act, const k::StoreRule& store, const Int8Atoms& out,
+                               const AtomAdd* add, cudaStream_t s) const {
+  // 32 pixels a block and pass; enough blocks to fill the GPU several times over, the rest by the loop
+  // (each block loads its filters' numbers once).
+  const unsigned pixel_tiles = unsigned((pixels_ + 31) / 32);
+  const dim3 grid(std::min(pixel_tiles, 2048u), unsigned((g_.M + 31) / 32));
+  const bool direct = quantize_once(store, out.scale);
+  const auto* sums_i = static_cast<const int32_t*>(sums);
+  if (add)
+    sums_to_atoms_kernel<true><<<grid, k::kThreads, 0, s>>>(g_, m_padded_, sums_i, mult, bq, bias, act, store,
+                                                            direct, out, *add, pixel_tiles);
+  else
+    sums_to_atoms_kernel<false><<<grid, k::kThreads, 0, s>>>(g_, m_padded_, sums_i, mult, bq, bias, act,
+                                                             store, direct, out, AtomAdd{}, pixel_tiles);
+}
+
+void ConvInt8Gemm::im2col_levels(const float* x, float s_in, int rounding, void* cols, cudaStream_t s) const {
+  const dim3 threads(kTile, kRowsPerPass);
+  const unsigned pixel_tiles = unsigned((pixels_ + kTile - 1) / kTile);
+  im2col_levels_kernel<<<dim3(pixel_tiles, unsigned(k_padded_ / kTile)), threads, 0, s>>>(
+      g_, k_padded_, x, s_in, rounding, static_cast<int8_t*>(cols));
 }
 
 void ConvInt8Gemm::matmul(const int8_t* w, const void* cols, void* sums, void* workspace,
@@ -299,11 +380,10 @@ void ConvInt8Gemm::matmul(const int8_t* w, const void* cols, void* sums, void* w
 void ConvInt8Gemm::run(const float* x, float s_in, int rounding, const int8_t* w, const float* mult,
                        const double* bq, const float* bias, ActParams act, const k::StoreRule& store,
                        float* y, void* cols, void* sums, void* workspace, cudaStream_t s) const {
+  im2col_levels(x, s_in, rounding, cols, s);
+  matmul(w, cols, sums, workspace, s);
   const dim3 threads(kTile, kRowsPerPass);
   const unsigned pixel_tiles = unsigned((pixels_ + kTile - 1) / kTile);
-  im2col_levels_kernel<<<dim3(pixel_tiles, unsigned(k_padded_ / kTile)), threads, 0, s>>>(
-      g_, k_padded_, x, s_in, rounding, static_cast<int8_t*>(cols));
-  matmul(w, cols, sums, workspace, s);
   sums_to_output_kernel<<<dim3(pixel_tiles, unsigned((g_.M + kTile - 1) / kTile)), threads, 0, s>>>(
       g_, m_padded_, static_cast<const int32_t*>(sums), mult, bq, bias, act, store, y);
 }

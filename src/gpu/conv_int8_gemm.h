@@ -17,6 +17,13 @@
 
 namespace dlakit::gpu {
 
+// A residual Add after an INT8 convolution between int8 chw32 surfaces: y = the atom Add of the
+// convolution's output and `other` (+ ReLU).
+struct AtomAdd {
+  Int8Atoms other, y;
+  bool relu = false;
+};
+
 class ConvInt8Gemm {
  public:
   // Null when cuBLASLt cannot take g (see above). k_padded: the GEMM's depth, depth(g) for run(),
@@ -52,16 +59,33 @@ class ConvInt8Gemm {
   // Whether the surfaces suit the kernels (16-byte aligned atoms and strides, 32-bit counts) and whole atoms
   // do not more than double K (inputs of few channels).
   static bool atoms_fit(const k::ConvGeom& g, const Int8Atoms& in, const Int8Atoms& out);
+  // Whether a surface's atoms and strides are 16-byte aligned (what the kernels' vector accesses need).
+  static bool atoms_aligned(const Int8Atoms& s);
   // [filters_padded][atom_depth] from wq [M][C][KH][KW].
   std::vector<int8_t> atom_weights(const k::ConvGeom& g, const int8_t* wq) const;
+  // add: null, or a residual Add (runtime/atom_ops.h) that reads this output and `add->other` and writes
+  // `add->y`; it is computed in the same pass, and `out` is not written (out.scale still names the output's
+  // levels, which the Add reads).
   void run_on_atoms(const Int8Atoms& in, const int8_t* levels, bool identity, const int8_t* w,
                     const float* mult, const double* bq, const float* bias, k::ActParams act,
-                    const k::StoreRule& store, const Int8Atoms& out, void* cols, void* sums, void* workspace,
-                    cudaStream_t s) const;
+                    const k::StoreRule& store, const Int8Atoms& out, const AtomAdd* add, void* cols,
+                    void* sums, void* workspace, cudaStream_t s) const;
+  // run()'s convolution (its weights(), its float input), with the output written as an int8 chw32 surface
+  // (16-byte aligned: atoms_aligned) as run_on_atoms writes it: no float output and pack after it.
+  void run_to_atoms(const float* x, float s_in, int rounding, const int8_t* w, const float* mult,
+                    const double* bq, const float* bias, k::ActParams act, const k::StoreRule& store,
+                    const Int8Atoms& out, void* cols, void* sums, void* workspace, cudaStream_t s) const;
+  // Whether the store rule's level is already the byte of a surface at surface_scale: it quantizes to that
+  // scale, which is normal and small enough that level * scale / scale rounds back to the level.
+  static bool quantize_once(const k::StoreRule& store, float surface_scale);
 
  private:
   struct Descriptors;  // cuBLASLt's, kept out of this header
   void matmul(const int8_t* w, const void* cols, void* sums, void* workspace, cudaStream_t s) const;
+  void im2col_levels(const float* x, float s_in, int rounding, void* cols, cudaStream_t s) const;
+  // The epilogue from the int32 sums to an int8 chw32 surface (or through a fused Add to its result).
+  void write_atoms(const void* sums, const float* mult, const double* bq, const float* bias, k::ActParams act,
+                   const k::StoreRule& store, const Int8Atoms& out, const AtomAdd* add, cudaStream_t s) const;
   ConvInt8Gemm(const k::ConvGeom& g, int64_t k_padded);
   k::ConvGeom g_;
   int64_t k_padded_ = 0, m_padded_ = 0, pixels_ = 0;

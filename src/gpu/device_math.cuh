@@ -71,10 +71,26 @@ __device__ inline float activate(ActParams a, float v) {
 
 // An INT8 convolution's output from its exact integer sum (numerics::Int8Conv): the level sum plus the
 // bias in levels, in double, rounded to float once and scaled; a channel without a scale gives its bias.
+// int8_conv_value takes filter m's three numbers themselves (bias_m: its bias, 0 without one).
+__device__ inline float int8_conv_value(long long acc, float mult_m, double bq_m, float bias_m,
+                                        ActParams act) {
+  const float r = mult_m > 0 ? float(double(acc) + bq_m) * mult_m : bias_m;
+  return activate(act, r);
+}
 __device__ inline float int8_conv_output(long long acc, int64_t m, const float* mult, const double* bq,
                                          const float* bias, ActParams act) {
-  const float r = mult[m] > 0 ? float(double(acc) + bq[m]) * mult[m] : (bias ? bias[m] : 0.f);
-  return activate(act, r);
+  return int8_conv_value(acc, mult[m], bq[m], bias ? bias[m] : 0.f, act);
+}
+
+// One byte of the int8 surface Add (kernels/int8_atoms.cpp's arithmetic in its order): padding channels
+// zero.
+__device__ inline int8_t atom_add_byte(int8_t qa, int8_t qb, float sa, float sb, float sy, bool relu,
+                                       bool padding) {
+  if (padding) return 0;
+  const float fa = float(qa) * sa, fb = float(qb) * sb;
+  float v = fa + fb;
+  if (relu) v = v > 0.f ? v : 0.f;
+  return int8_t(level(v, sy, 0));
 }
 
 }  // namespace dlakit::gpu::k

@@ -46,6 +46,7 @@ const std::vector<ProgramEngine::StepInfo>& ProgramEngine::steps() const {
   return none;
 }
 int ProgramEngine::gpu_steps() const { return 0; }
+int ProgramEngine::fused_adds() const { return 0; }
 std::vector<double> ProgramEngine::profile(const std::vector<const void*>&, const std::vector<void*>&) {
   fail(Status::kUnsupported, kNoCudaBuild);
 }

@@ -16,16 +16,6 @@ __device__ inline int64_t line_offset(const Int8Atoms& s, int64_t n, int64_t g, 
   return n * s.batch + g * s.group + h * s.line;
 }
 
-// One byte of the Add: the CPU kernel's arithmetic (int8_atoms.cpp), padding channels zero.
-__device__ inline int8_t add_byte(int8_t qa, int8_t qb, float sa, float sb, float sy, bool relu,
-                                  bool padding) {
-  if (padding) return 0;
-  const float fa = float(qa) * sa, fb = float(qb) * sb;
-  float v = fa + fb;
-  if (relu) v = v > 0.f ? v : 0.f;
-  return int8_t(level(v, sy, 0));
-}
-
 // Words: 4 bytes a thread, where every line of a, b and y starts 4-byte aligned (add_int8_atoms checks).
 template <bool Words>
 __global__ void add_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups, Int8Atoms a, Int8Atoms b,
@@ -46,8 +36,8 @@ __global__ void add_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups
       qa.word = *reinterpret_cast<const Word*>(pa + e);
       qb.word = *reinterpret_cast<const Word*>(pb + e);
       for (int i = 0; i < kBytes; ++i)
-        q.bytes[i] =
-            add_byte(qa.bytes[i], qb.bytes[i], a.scale, b.scale, y.scale, relu, g * 32 + ((e + i) & 31) >= C);
+        q.bytes[i] = atom_add_byte(qa.bytes[i], qb.bytes[i], a.scale, b.scale, y.scale, relu,
+                                   g * 32 + ((e + i) & 31) >= C);
       *reinterpret_cast<Word*>(out + e) = q.word;
     }
   }

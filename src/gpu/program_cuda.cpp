@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "gpu/conv_int8_gemm.h"
 #include "gpu/gpu_check.h"
@@ -24,6 +25,13 @@ using prog::Ref;
 
 namespace {
 cudaStream_t cs(void* s) { return static_cast<cudaStream_t>(s); }
+
+// An int8 chw32 surface of the program's own memory (not a task buffer, whose address varies per run).
+bool own_int8_atoms(const prog::Surface& sf) {
+  return (sf.pool == Pool::kSram || sf.pool == Pool::kLocalDram) && sf.desc.dtype == DType::kI8 &&
+         sf.desc.format == rt::IoFormat::kChw32 && sf.desc.stride[0] == 1 &&
+         sf.desc.network_shape.size() == 4;
+}
 }  // namespace
 
 k::SurfaceGeom surface_geom(const rt::TensorDesc& d) {
@@ -47,7 +55,26 @@ struct ProgramEngine::Impl {
   DeviceBuffer sram, local_dram;
   std::vector<const void*> in_bind;  // the task's buffers of the run being queued
   std::vector<void*> out_bind;
-  std::vector<std::vector<Launch>> ops;  // per operation
+  std::vector<std::vector<Launch>> ops;  // per operation, as the program has them (run_prefix)
+  // What whole runs launch: `ops`, except that a residual Add which follows its convolution is computed in
+  // that convolution's epilogue (fuse_residual_adds): its launches are there, and its own list is empty.
+  std::vector<std::vector<Launch>> whole;
+  // An operation that is one INT8 convolution between int8 surfaces (atom_conv), as fuse_residual_adds
+  // needs it again.
+  struct AtomConv {
+    std::shared_ptr<const ConvInt8Gemm> gemm;
+    Int8Atoms in, out;
+    const int8_t* lut = nullptr;
+    bool identity = false;
+    const int8_t* w = nullptr;
+    DeviceRequant rq;
+    k::ActParams act;
+    k::StoreRule store;
+    void *cols = nullptr, *sums = nullptr, *work = nullptr;
+    uint32_t out_surface = 0;
+    Launch launch(const AtomAdd* add) const;
+  };
+  std::map<size_t, AtomConv> atom_convs;  // by operation
   std::vector<StepInfo> info;
   std::vector<PinnedBuffer> pinned;                 // host steps' staging
   std::map<const Tensor*, const float*> const_dev;  // prepared constants, uploaded once
@@ -121,8 +148,10 @@ struct ProgramEngine::Impl {
   Staged stage(const std::vector<const void*>& in, const std::vector<void*>& out) const;
   void unstage(const Staged& st, const std::vector<void*>& out) const;
   void build_op(size_t oi);
-  bool atom_conv(size_t oi, size_t k, const std::map<uint32_t, const float*>& loaded,
-                 std::vector<Launch>& launches);
+  std::optional<AtomConv> atom_conv(size_t oi, size_t k, const std::map<uint32_t, const float*>& loaded);
+  std::optional<Launch> conv_to_atoms(size_t oi, size_t k, const float* x, const Shape& xs);
+  void fuse_residual_adds();
+  bool read_elsewhere(uint32_t surface, size_t except_op) const;
   Launch atom_launch(const rt::AtomOp& a);
   void enqueue(const std::vector<const void*>& in, const std::vector<void*>& out, void* stream,
                size_t op_count);
@@ -147,39 +176,34 @@ Launch ProgramEngine::Impl::atom_launch(const rt::AtomOp& a) {
 // with no float tensor between them (ConvInt8Gemm::run_on_atoms): the DLA's own dataflow, and a third of
 // the memory traffic of unpack, convolution and pack. False where it does not apply (the caller then
 // takes the general path: I/O buffers, other formats, groups, shapes cuBLASLt has no algorithm for).
-bool ProgramEngine::Impl::atom_conv(size_t oi, size_t k, const std::map<uint32_t, const float*>& loaded,
-                                    std::vector<Launch>& launches) {
+std::optional<ProgramEngine::Impl::AtomConv> ProgramEngine::Impl::atom_conv(
+    size_t oi, size_t k, const std::map<uint32_t, const float*>& loaded) {
   const prog::Op& op = p.ops[oi];
   const prog::Step& s = op.steps[k];
   const rt::PreparedStep& ps = pp.step(oi, k);
   if (!s.rules.exact_int8_conv || !ps.conv || ps.node.op != OpKind::Conv || s.inputs.empty() ||
       s.outputs.size() != 1 || s.inputs[0].kind != Ref::Kind::kSurface ||
       s.outputs[0].kind != Ref::Kind::kSurface || s.rules.inputs.empty() || s.rules.outputs.empty())
-    return false;
+    return std::nullopt;
   // As the CPU executor reads a surface in place: not once this operation has read it (its steps see that
   // first read) and not when one of its steps writes it.
   const uint32_t in_index = s.inputs[0].index;
-  if (loaded.count(in_index)) return false;
+  if (loaded.count(in_index)) return std::nullopt;
   for (const prog::Step& other : op.steps)
     for (const Ref& r : other.outputs)
-      if (r.kind == Ref::Kind::kSurface && r.index == in_index) return false;
+      if (r.kind == Ref::Kind::kSurface && r.index == in_index) return std::nullopt;
   const prog::Surface& in = p.surfaces[in_index];
   const prog::Surface& out = p.surfaces[s.outputs[0].index];
-  auto own_int8_atoms = [](const prog::Surface& sf) {
-    return (sf.pool == Pool::kSram || sf.pool == Pool::kLocalDram) && sf.desc.dtype == DType::kI8 &&
-           sf.desc.format == rt::IoFormat::kChw32 && sf.desc.stride[0] == 1 &&
-           sf.desc.network_shape.size() == 4;
-  };
   const numerics::Int8Conv& cv = *ps.conv;
   const Shape ws = cv.w_levels.shape();
   if (!own_int8_atoms(in) || !own_int8_atoms(out) || ws.size() != 4 ||
       out.desc.network_shape != s.out_types[0].shape)
-    return false;
+    return std::nullopt;
   const k::ConvGeom g = conv_geom(ps.node, in.desc.network_shape, ws, out.desc.network_shape);
   const Int8Atoms in_atoms = rt::atoms_of(in, base(in)), out_atoms = rt::atoms_of(out, base(out));
-  if (g.G != 1 || !ConvInt8Gemm::atoms_fit(g, in_atoms, out_atoms)) return false;
+  if (g.G != 1 || !ConvInt8Gemm::atoms_fit(g, in_atoms, out_atoms)) return std::nullopt;
   const std::shared_ptr<const ConvInt8Gemm> gemm = ConvInt8Gemm::plan(g, ConvInt8Gemm::atom_depth(g));
-  if (!gemm) return false;
+  if (!gemm) return std::nullopt;
   // The input's levels at the layer's input scale, as unpack then quantize_i8 would make them.
   const float s_in = s.rules.inputs[0].quantize_scale;
   std::vector<int8_t> levels(256);
@@ -189,20 +213,107 @@ bool ProgramEngine::Impl::atom_conv(size_t oi, size_t k, const std::map<uint32_t
         s_in > 0 ? quant::quantize(float(q) * in.desc.scale, s_in, s.rules.rounding) : 0;
     identity = identity && levels[size_t(q + 128)] == q;
   }
+  AtomConv c;
+  c.gemm = gemm, c.in = in_atoms, c.out = out_atoms, c.identity = identity;
   const std::vector<int8_t> w = gemm->atom_weights(g, weight_levels(cv).data());
+  c.w = static_cast<const int8_t*>(arena.upload(w.data(), w.size()));
+  c.lut = static_cast<const int8_t*>(arena.upload(levels.data(), levels.size()));
+  c.rq = upload_requant(cv, arena);
+  c.cols = arena.scratch(0, gemm->cols_bytes());
+  c.sums = arena.scratch(1, gemm->sums_bytes());
+  c.work = arena.scratch(2, gemm->workspace_bytes());
+  c.act = fused_act(ps.node);
+  c.store = store_rule(s.rules);
+  c.out_surface = s.outputs[0].index;
+  return c;
+}
+
+Launch ProgramEngine::Impl::AtomConv::launch(const AtomAdd* add) const {
+  const AtomConv c = *this;
+  const std::optional<AtomAdd> fused = add ? std::optional<AtomAdd>(*add) : std::nullopt;
+  return [c, fused](cudaStream_t st) {
+    c.gemm->run_on_atoms(c.in, c.lut, c.identity, c.w, c.rq.mult, c.rq.bias_q, c.rq.bias, c.act, c.store,
+                         c.out, fused ? &*fused : nullptr, c.cols, c.sums, c.work, st);
+  };
+}
+
+// Whether an operation other than `except_op` reads `surface`, a view of it, or the surface it views.
+bool ProgramEngine::Impl::read_elsewhere(uint32_t surface, size_t except_op) const {
+  const prog::Surface& sf = p.surfaces[surface];
+  for (size_t oi = 0; oi < p.ops.size(); ++oi) {
+    if (oi == except_op) continue;
+    for (const prog::Step& st : p.ops[oi].steps)
+      for (const Ref& r : st.inputs)
+        if (r.kind == Ref::Kind::kSurface &&
+            (r.index == surface || p.surfaces[r.index].parent == int32_t(surface) ||
+             (sf.parent >= 0 && r.index == uint32_t(sf.parent))))
+          return true;
+  }
+  return false;
+}
+
+// A residual Add (an atom Add operation) right after the INT8 convolution that writes one of its operands,
+// where nothing else reads that output: the convolution's epilogue adds the other operand and writes the
+// Add's result (as the DLA's SDP adds its second input before the write), and the convolution's own output
+// surface is never written. One pass over the sums instead of a write, two reads and a write more. The
+// bytes of the Add's result are the same (run_on_atoms); whole runs only: run_prefix keeps each operation's
+// own writes, which first_difference-style comparisons of the arenas read.
+void ProgramEngine::Impl::fuse_residual_adds() {
+  whole = ops;
+  for (const auto& [oi, conv] : atom_convs) {
+    if (oi + 1 >= p.ops.size()) continue;
+    const std::optional<rt::AtomOp>& next = pp.atom_op(oi + 1);
+    if (!next || next->kind != rt::AtomOp::Kind::kAdd) continue;
+    const prog::Surface& x = p.surfaces[conv.out_surface];
+    const bool conv_is_x = next->x == &x, conv_is_b = next->b == &x;
+    if (conv_is_x == conv_is_b || x.parent >= 0 || read_elsewhere(conv.out_surface, oi + 1)) continue;
+    const prog::Surface& other = conv_is_x ? *next->b : *next->x;
+    if (other.desc.network_shape != x.desc.network_shape || rt::overlap(other, x) || rt::overlap(*next->y, x))
+      continue;
+    AtomAdd add;
+    add.other = rt::atoms_of(other, base(other)), add.y = rt::atoms_of(*next->y, base(*next->y));
+    add.relu = next->relu;
+    if (!ConvInt8Gemm::atoms_aligned(add.other) || !ConvInt8Gemm::atoms_aligned(add.y)) continue;
+    whole[oi] = {conv.launch(&add)};
+    whole[oi + 1].clear();
+  }
+}
+
+// An exact INT8 convolution from a float value (an unpacked task input, say: the network's first layer) to
+// an int8 chw32 surface of the program's own (ConvInt8Gemm::run_to_atoms): its epilogue writes the
+// surface's bytes, with no float output and pack. Nullopt where it does not apply.
+std::optional<Launch> ProgramEngine::Impl::conv_to_atoms(size_t oi, size_t k, const float* x,
+                                                         const Shape& xs) {
+  const prog::Step& s = p.ops[oi].steps[k];
+  const rt::PreparedStep& ps = pp.step(oi, k);
+  if (!s.rules.exact_int8_conv || !ps.conv || ps.node.op != OpKind::Conv || !x || xs.size() != 4 ||
+      s.outputs.size() != 1 || s.outputs[0].kind != Ref::Kind::kSurface || s.rules.inputs.empty() ||
+      s.rules.outputs.empty())
+    return std::nullopt;
+  const prog::Surface& out = p.surfaces[s.outputs[0].index];
+  const numerics::Int8Conv& cv = *ps.conv;
+  const Shape ws = cv.w_levels.shape();
+  if (!own_int8_atoms(out) || ws.size() != 4 || out.desc.network_shape != s.out_types[0].shape)
+    return std::nullopt;
+  const k::ConvGeom g = conv_geom(ps.node, xs, ws, out.desc.network_shape);
+  const Int8Atoms out_atoms = rt::atoms_of(out, base(out));
+  if (g.G != 1 || !ConvInt8Gemm::atoms_aligned(out_atoms)) return std::nullopt;
+  const std::shared_ptr<const ConvInt8Gemm> gemm = ConvInt8Gemm::plan(g, ConvInt8Gemm::depth(g));
+  if (!gemm) return std::nullopt;
+  const std::vector<int8_t> w = gemm->weights(g, weight_levels(cv).data());
   const auto* wd = static_cast<const int8_t*>(arena.upload(w.data(), w.size()));
-  const auto* lut = static_cast<const int8_t*>(arena.upload(levels.data(), levels.size()));
   const DeviceRequant rq = upload_requant(cv, arena);
   void* cols = arena.scratch(0, gemm->cols_bytes());
   void* sums = arena.scratch(1, gemm->sums_bytes());
   void* work = arena.scratch(2, gemm->workspace_bytes());
   const k::ActParams act = fused_act(ps.node);
   const k::StoreRule store = store_rule(s.rules);
-  launches.push_back([=](cudaStream_t st) {
-    gemm->run_on_atoms(in_atoms, lut, identity, wd, rq.mult, rq.bias_q, rq.bias, act, store, out_atoms, cols,
-                       sums, work, st);
-  });
-  return true;
+  const float s_in = s.rules.inputs[0].quantize_scale;
+  const int rounding = s.rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
+  return [=](cudaStream_t st) {
+    gemm->run_to_atoms(x, s_in, rounding, wd, rq.mult, rq.bias_q, rq.bias, act, store, out_atoms, cols, sums,
+                       work, st);
+  };
 }
 
 // A step on the host in stream order: its device inputs copied to pinned memory, numerics::run_step, its
@@ -265,12 +376,14 @@ void ProgramEngine::Impl::build_op(size_t oi) {
   std::vector<float*> temps;
   for (size_t k = 0; k < op.steps.size(); ++k) {
     const prog::Step& s = op.steps[k];
-    bool on_atoms = false;
+    std::optional<AtomConv> on_atoms;
     try {
-      on_atoms = atom_conv(oi, k, loaded, launches);
+      on_atoms = atom_conv(oi, k, loaded);
     } catch (const Error&) {  // out of device memory, say: the general path below decides
     }
     if (on_atoms) {
+      launches.push_back(on_atoms->launch(nullptr));
+      if (op.steps.size() == 1) atom_convs.emplace(oi, std::move(*on_atoms));
       info.push_back({s.layer, true, ""});
       continue;
     }
@@ -300,6 +413,17 @@ void ProgramEngine::Impl::build_op(size_t oi) {
             if (op.steps[j].outputs[o].kind == Ref::Kind::kTemp && op.steps[j].outputs[o].index == r.index)
               shapes[i] = op.steps[j].out_types[o].shape;
       }
+    }
+    std::optional<Launch> to_atoms;
+    try {
+      to_atoms = conv_to_atoms(oi, k, raw.empty() ? nullptr : raw[0], shapes.empty() ? Shape{} : shapes[0]);
+    } catch (const Error&) {  // as for atom_conv
+    }
+    if (to_atoms) {
+      launches.push_back(std::move(*to_atoms));
+      si.on_gpu = true;
+      info.push_back(si);
+      continue;
     }
     std::vector<float*> outs(s.outputs.size(), nullptr);
     for (size_t o = 0; o < s.outputs.size(); ++o)
@@ -357,6 +481,7 @@ ProgramEngine::ProgramEngine(const rt::PreparedProgram& prepared) : impl_(std::m
   if (m.p.local_dram.used) m.local_dram = DeviceBuffer(m.p.local_dram.used);
   m.ops.resize(m.p.ops.size());
   for (size_t oi = 0; oi < m.p.ops.size(); ++oi) m.build_op(oi);
+  m.fuse_residual_adds();
 }
 
 ProgramEngine::~ProgramEngine() = default;
@@ -374,12 +499,14 @@ void ProgramEngine::Impl::enqueue(const std::vector<const void*>& in, const std:
   m.out_bind = out;
   m.queue.begin(stream);
   const cudaStream_t s = cs(m.queue.stream());
-  const Queue::Captured* graph = op_count >= m.ops.size() ? m.graph_for(s) : nullptr;
+  const bool whole_run = op_count >= m.ops.size();
+  const Queue::Captured* graph = whole_run ? m.graph_for(s) : nullptr;
   if (graph) {
     m.queue.replay(*graph);
   } else {
-    for (size_t oi = 0; oi < m.ops.size() && oi < op_count; ++oi)
-      for (auto& l : m.ops[oi]) l(s);
+    const std::vector<std::vector<Launch>>& launches = whole_run ? m.whole : m.ops;
+    for (size_t oi = 0; oi < launches.size() && oi < op_count; ++oi)
+      for (auto& l : launches[oi]) l(s);
   }
   DLAKIT_CUDA(cudaGetLastError());  // a failed kernel launch
   m.queue.end(stream);
@@ -393,7 +520,7 @@ const Queue::Captured* ProgramEngine::Impl::graph_for(cudaStream_t s) {
   if (recorded.size() == kMaxRecorded) return nullptr;
   queue.begin_capture();
   try {
-    for (auto& op : ops)
+    for (auto& op : whole)
       for (auto& l : op) l(s);
   } catch (...) {
     try {
@@ -471,7 +598,7 @@ std::vector<double> ProgramEngine::profile(const std::vector<const void*>& in,
     std::lock_guard<std::mutex> lk(m.run_mu);
     m.in_bind = st.in;
     m.out_bind = st.out;
-    ms = time_launch_groups(m.ops, cs(m.queue.stream()));
+    ms = time_launch_groups(m.whole, cs(m.queue.stream()));
   }
   m.queue.synchronize();  // rethrows a host step's failure
   m.unstage(st, out);
@@ -479,6 +606,12 @@ std::vector<double> ProgramEngine::profile(const std::vector<const void*>& in,
 }
 
 const std::vector<ProgramEngine::StepInfo>& ProgramEngine::steps() const { return impl_->info; }
+
+int ProgramEngine::fused_adds() const {
+  int c = 0;
+  for (size_t oi = 0; oi < impl_->ops.size(); ++oi) c += impl_->whole[oi].empty() && !impl_->ops[oi].empty();
+  return c;
+}
 
 int ProgramEngine::gpu_steps() const {
   int c = 0;

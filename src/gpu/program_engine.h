@@ -43,6 +43,8 @@ class ProgramEngine {
   };
   const std::vector<StepInfo>& steps() const;
   int gpu_steps() const;
+  // Residual Adds computed in their convolution's epilogue in whole runs (see program_cuda.cpp).
+  int fused_adds() const;
   // Milliseconds per operation of one synchronous run on host buffers.
   std::vector<double> profile(const std::vector<const void*>& in, const std::vector<void*>& out);
 

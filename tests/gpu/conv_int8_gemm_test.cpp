@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "../common/require_gpu.h"
 
@@ -22,6 +23,7 @@
 #include "gpu/gpu.h"
 #include "gpu/kernels.h"
 #include "gpu/program_engine.h"
+#include "kernels/int8_atoms.h"
 #include "numerics/quantize.h"
 #include "runtime/io_format.h"
 
@@ -175,7 +177,10 @@ TEST(ConvInt8GemmSums, StayExactPast2To24) {
 }
 
 // Between int8 chw32 surfaces (run_on_atoms): the same bytes as unpack, run() and pack, with an input
-// scale unlike the surface's (levels through the table), channels and filters not multiples of 32.
+// scale unlike the surface's (levels through the table), channels and filters not multiples of 32, both
+// store roundings with and without fp16 first, an output surface at the store rule's scale (quantized
+// once) and at another. The same bytes from the float input (run_to_atoms). And with a residual Add fused
+// (AtomAdd): the bytes of the CPU's atom Add of that output and another surface, with and without ReLU.
 TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
   REQUIRE_GPU();
   const ConvGeom g = geom(2, 45, 9, 70, 3, 2, 1, 1);
@@ -199,6 +204,10 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
   gpu::k::StoreRule store;
   store.kind = gpu::k::StoreRule::Kind::kInt8, store.scale = s_out;
   const gpu::k::ActParams act{gpu::k::Act::kRelu, 0, 0};
+  // The residual Add's other operand (random levels in every byte) and its result surface.
+  std::vector<int8_t> other_bytes(out_desc.size);
+  for (auto& v : other_bytes) v = int8_t(level(gen));
+  const float s_other = 0.061f, s_sum = 0.09f;
 
   const std::shared_ptr<const ConvInt8Gemm> plain = ConvInt8Gemm::plan(g, ConvInt8Gemm::depth(g));
   const std::shared_ptr<const ConvInt8Gemm> atoms = ConvInt8Gemm::plan(g, ConvInt8Gemm::atom_depth(g));
@@ -216,6 +225,8 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
   auto* y = static_cast<float*>(scratch(size_t(g.N * g.M * g.OH * g.OW) * 4, keep));
   auto* want_d = static_cast<uint8_t*>(scratch(out_desc.size, keep));
   auto* got_d = static_cast<uint8_t*>(scratch(out_desc.size, keep));
+  auto* other_d = to_device(other_bytes, keep);
+  auto* sum_d = static_cast<uint8_t*>(scratch(out_desc.size, keep));
   auto [cols, sums, work] = sized(*plain);
   auto [cols2, sums2, work2] = sized(*atoms);
   const int8_t* plain_w = to_device(plain->weights(g, w.data()), keep);
@@ -224,7 +235,9 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
                            int64_t(in_desc.stride[1]), s_surface};
   // An input scale unlike the surface's (levels through the table), then the surface's own (the table is
   // the identity: the bytes are copied).
-  for (float s_in : {0.05f, s_surface}) {
+  for (const auto& [s_in, rounding, half_first] :
+       {std::tuple{0.05f, 0, false}, std::tuple{s_surface, 0, false}, std::tuple{0.05f, 1, true}}) {
+    store.rounding = rounding, store.half_first = half_first;
     // Expected: unpack, run(), pack.
     gpu::k::unpack_surface(in_geom, reinterpret_cast<const uint8_t*>(in_d), x, nullptr);
     plain->run(x, s_in, 0, plain_w, md, bqd, bd, act, store, y, cols, sums, work, nullptr);
@@ -242,7 +255,8 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
     // outputs start as garbage: every byte, padding channels too, must be written.
     for (float s_pack : {s_out, 0.07f}) {
       SCOPED_TRACE("input scale " + std::to_string(s_in) + ", output surface scale " +
-                   std::to_string(s_pack));
+                   std::to_string(s_pack) + ", store rounding " + std::to_string(rounding) +
+                   (half_first ? ", fp16 first" : ""));
       out_geom.scale = s_pack;
       ASSERT_EQ(cudaMemset(want_d, 0x5a, out_desc.size), cudaSuccess);
       ASSERT_EQ(cudaMemset(got_d, 0x5a, out_desc.size), cudaSuccess);
@@ -250,8 +264,9 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
       const Int8Atoms out_atoms{reinterpret_cast<int8_t*>(got_d), int64_t(out_desc.stride[3]),
                                 int64_t(out_desc.stride[2]), int64_t(out_desc.stride[1]), s_pack};
       ASSERT_TRUE(ConvInt8Gemm::atoms_fit(g, in_atoms, out_atoms));
-      atoms->run_on_atoms(in_atoms, levels_d, identity, atom_w, md, bqd, bd, act, store, out_atoms, cols2,
-                          sums2, work2, nullptr);
+      EXPECT_EQ(ConvInt8Gemm::quantize_once(store, s_pack), s_pack == s_out);
+      atoms->run_on_atoms(in_atoms, levels_d, identity, atom_w, md, bqd, bd, act, store, out_atoms, nullptr,
+                          cols2, sums2, work2, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       std::vector<uint8_t> want(out_desc.size), got(out_desc.size);
       ASSERT_EQ(cudaMemcpy(want.data(), want_d, want.size(), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -260,6 +275,39 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
       for (size_t i = 0; i < want.size(); ++i) differ += want[i] != got[i], nonzero += want[i] != 0;
       EXPECT_GT(nonzero, want.size() / 4) << "mostly zero outputs would show little";
       EXPECT_EQ(differ, 0u) << "of " << want.size() << " bytes";
+
+      // From the float input to the surface (run_to_atoms, the path of a first layer): the same bytes.
+      ASSERT_EQ(cudaMemset(got_d, 0x5a, out_desc.size), cudaSuccess);
+      plain->run_to_atoms(x, s_in, 0, plain_w, md, bqd, bd, act, store, out_atoms, cols, sums, work, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(got.data(), got_d, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+      size_t from_float_differ = 0;
+      for (size_t i = 0; i < want.size(); ++i) from_float_differ += want[i] != got[i];
+      EXPECT_EQ(from_float_differ, 0u) << "run_to_atoms, of " << want.size() << " bytes";
+
+      // The fused Add against the CPU's atom Add of the output just checked and the other surface.
+      for (bool relu : {false, true}) {
+        SCOPED_TRACE(relu ? "fused Add + ReLU" : "fused Add");
+        auto host_atoms = [&](void* bytes, float scale) {
+          return Int8Atoms{static_cast<int8_t*>(bytes), int64_t(out_desc.stride[3]),
+                           int64_t(out_desc.stride[2]), int64_t(out_desc.stride[1]), scale};
+        };
+        std::vector<uint8_t> want_sum(out_desc.size, 0x5a), got_sum(out_desc.size);
+        add_int8_atoms(g.N, g.M, g.OH, g.OW, host_atoms(want.data(), s_pack),
+                       host_atoms(other_bytes.data(), s_other), relu, host_atoms(want_sum.data(), s_sum));
+        ASSERT_EQ(cudaMemset(sum_d, 0x5a, out_desc.size), cudaSuccess);
+        gpu::AtomAdd add;
+        add.other = host_atoms(other_d, s_other), add.y = host_atoms(sum_d, s_sum), add.relu = relu;
+        atoms->run_on_atoms(in_atoms, levels_d, identity, atom_w, md, bqd, bd, act, store, out_atoms, &add,
+                            cols2, sums2, work2, nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(got_sum.data(), sum_d, got_sum.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        size_t sum_differ = 0, sum_nonzero = 0;
+        for (size_t i = 0; i < want_sum.size(); ++i)
+          sum_differ += want_sum[i] != got_sum[i], sum_nonzero += want_sum[i] != 0;
+        EXPECT_GT(sum_nonzero, want_sum.size() / 4);
+        EXPECT_EQ(sum_differ, 0u) << "of " << want_sum.size() << " bytes";
+      }
     }
   }
 }
