@@ -8,8 +8,12 @@
 # `dlakit build --int8` builds NAME_bBATCH.int8.dla from each export with that cache (the exports name
 # their tensors alike whatever the batch).
 set -euo pipefail
+[ $# -ge 4 ] || { echo "usage: $0 DLAKIT IMAGE_DIR OUT_DIR NAME:BATCH ..." >&2; exit 2; }
 D="$1" IMG="$2" OUT="$3"
 shift 3
+for spec in "$@"; do
+  [[ "$spec" =~ ^[a-z0-9_]+:[0-9]+$ ]] || { echo "$0: '$spec' is not NAME:BATCH" >&2; exit 2; }
+done
 mkdir -p "$OUT"
 declare -A batches
 for spec in "$@"; do batches[${spec%%:*}]+=" ${spec##*:}"; done

@@ -118,6 +118,8 @@ __global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* leve
 // store rule quantizes to the surface's own scale, so its level is the byte (host: quantize_once).
 // add: a residual Add fused after it (AtomAdd): the byte is added to the other surface's as the atom Add
 // computes it, and only the sum is written.
+constexpr int kAtomThreads = 256;  // 32 pixels x 8 threads of 4 channels
+static_assert(kAtomThreads == k::kThreads, "sums_to_atoms_kernel is launched with kThreads threads");
 template <bool kAdd>
 __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t* sums, const float* mult,
                                      const double* bq, const float* bias, ActParams act, k::StoreRule store,

@@ -237,17 +237,16 @@ Launch ProgramEngine::Impl::AtomConv::launch(const AtomAdd* add) const {
   };
 }
 
-// Whether an operation other than `except_op` reads `surface`, a view of it, or the surface it views.
+// Whether an operation other than `except_op` reads `surface` or a view of it (views of views included).
 bool ProgramEngine::Impl::read_elsewhere(uint32_t surface, size_t except_op) const {
-  const prog::Surface& sf = p.surfaces[surface];
   for (size_t oi = 0; oi < p.ops.size(); ++oi) {
     if (oi == except_op) continue;
     for (const prog::Step& st : p.ops[oi].steps)
-      for (const Ref& r : st.inputs)
-        if (r.kind == Ref::Kind::kSurface &&
-            (r.index == surface || p.surfaces[r.index].parent == int32_t(surface) ||
-             (sf.parent >= 0 && r.index == uint32_t(sf.parent))))
-          return true;
+      for (const Ref& r : st.inputs) {
+        if (r.kind != Ref::Kind::kSurface) continue;
+        for (int64_t s = r.index; s >= 0; s = p.surfaces[size_t(s)].parent)
+          if (s == int64_t(surface)) return true;
+      }
   }
   return false;
 }
@@ -268,7 +267,10 @@ void ProgramEngine::Impl::fuse_residual_adds() {
     const bool conv_is_x = next->x == &x, conv_is_b = next->b == &x;
     if (conv_is_x == conv_is_b || x.parent >= 0 || read_elsewhere(conv.out_surface, oi + 1)) continue;
     const prog::Surface& other = conv_is_x ? *next->b : *next->x;
-    if (other.desc.network_shape != x.desc.network_shape || rt::overlap(other, x) || rt::overlap(*next->y, x))
+    // The other operand and the result in the program's own memory: their addresses are fixed now (a task
+    // buffer's is known only when a run is queued).
+    if (!own_int8_atoms(other) || !own_int8_atoms(*next->y) ||
+        other.desc.network_shape != x.desc.network_shape || rt::overlap(other, x) || rt::overlap(*next->y, x))
       continue;
     AtomAdd add;
     add.other = rt::atoms_of(other, base(other)), add.y = rt::atoms_of(*next->y, base(*next->y));

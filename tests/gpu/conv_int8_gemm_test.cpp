@@ -6,6 +6,7 @@
 // them). Skips without a GPU; fails with DLAKIT_REQUIRE_GPU=1, also when cuBLASLt cannot take these shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -179,11 +180,14 @@ TEST(ConvInt8GemmSums, StayExactPast2To24) {
 // Between int8 chw32 surfaces (run_on_atoms): the same bytes as unpack, run() and pack, with an input
 // scale unlike the surface's (levels through the table), channels and filters not multiples of 32, both
 // store roundings with and without fp16 first, an output surface at the store rule's scale (quantized
-// once) and at another. The same bytes from the float input (run_to_atoms). And with a residual Add fused
-// (AtomAdd): the bytes of the CPU's atom Add of that output and another surface, with and without ReLU.
+// once) and at another, with ReLU and without (negative levels, saturation at -128). The same bytes from
+// the float input (run_to_atoms). And with a residual Add fused (AtomAdd): the bytes of the CPU's atom Add
+// of that output and another surface, with and without ReLU, the three surfaces in three layouts, the
+// convolution's own surface left as it was. Each filter has its own numbers, one none (its bias alone);
+// 5 output columns leave line tails that no one writes.
 TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
   REQUIRE_GPU();
-  const ConvGeom g = geom(2, 45, 9, 70, 3, 2, 1, 1);
+  const ConvGeom g = geom(2, 45, 7, 70, 3, 2, 1, 1);
   const float s_surface = 0.043f, s_out = 0.05f;
   const rt::TensorDesc in_desc =
       rt::make_desc("x", {g.N, g.C, g.H, g.W}, {DType::kI8, rt::IoFormat::kChw32}, 64);
@@ -199,13 +203,26 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
   std::vector<int8_t> w(size_t(g.M * g.C * 9));
   for (auto& v : w) v = int8_t(level(gen));
   const double spread = std::sqrt(double(g.C * 9)) * 74.0 * 74.0;
-  std::vector<float> mult(size_t(g.M), float(1.5 / spread)), bias(size_t(g.M), 0.25f);
-  std::vector<double> bq(size_t(g.M), 3.0);
+  std::vector<float> mult(size_t(g.M)), bias(size_t(g.M));
+  std::vector<double> bq(size_t(g.M));
+  for (int64_t m = 0; m < g.M; ++m) {
+    mult[size_t(m)] = m == 37 ? 0.f : float((0.5 + 0.03 * double(m)) / spread);
+    bias[size_t(m)] = 0.25f - 0.01f * float(m);
+    bq[size_t(m)] = 3.0 - 0.5 * double(m % 13);
+  }
   gpu::k::StoreRule store;
   store.kind = gpu::k::StoreRule::Kind::kInt8, store.scale = s_out;
-  const gpu::k::ActParams act{gpu::k::Act::kRelu, 0, 0};
-  // The residual Add's other operand (random levels in every byte) and its result surface.
-  std::vector<int8_t> other_bytes(out_desc.size);
+  // The residual Add's other operand (random levels in every byte) and its result, each in a layout of its
+  // own: line tails of one and two atoms, gaps between atom groups and images (strides in bytes).
+  const int64_t groups = (g.M + 31) / 32;
+  auto layout = [&](int64_t tail, int64_t gap) {
+    Int8Atoms a;
+    a.line = g.OW * 32 + tail, a.group = a.line * g.OH + gap, a.batch = a.group * groups + 2 * gap;
+    return a;
+  };
+  const Int8Atoms other_layout = layout(32, 0), sum_layout = layout(64, 48);
+  const size_t other_bytes_n = size_t(other_layout.batch * g.N), sum_bytes_n = size_t(sum_layout.batch * g.N);
+  std::vector<int8_t> other_bytes(other_bytes_n);
   for (auto& v : other_bytes) v = int8_t(level(gen));
   const float s_other = 0.061f, s_sum = 0.09f;
 
@@ -226,7 +243,7 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
   auto* want_d = static_cast<uint8_t*>(scratch(out_desc.size, keep));
   auto* got_d = static_cast<uint8_t*>(scratch(out_desc.size, keep));
   auto* other_d = to_device(other_bytes, keep);
-  auto* sum_d = static_cast<uint8_t*>(scratch(out_desc.size, keep));
+  auto* sum_d = static_cast<uint8_t*>(scratch(sum_bytes_n, keep));
   auto [cols, sums, work] = sized(*plain);
   auto [cols2, sums2, work2] = sized(*atoms);
   const int8_t* plain_w = to_device(plain->weights(g, w.data()), keep);
@@ -235,9 +252,12 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
                            int64_t(in_desc.stride[1]), s_surface};
   // An input scale unlike the surface's (levels through the table), then the surface's own (the table is
   // the identity: the bytes are copied).
-  for (const auto& [s_in, rounding, half_first] :
-       {std::tuple{0.05f, 0, false}, std::tuple{s_surface, 0, false}, std::tuple{0.05f, 1, true}}) {
+  using gpu::k::Act;
+  for (const auto& [s_in, rounding, half_first, act_kind] :
+       {std::tuple{0.05f, 0, false, Act::kRelu}, std::tuple{s_surface, 0, false, Act::kRelu},
+        std::tuple{0.05f, 1, true, Act::kRelu}, std::tuple{0.05f, 0, false, Act::kNone}}) {
     store.rounding = rounding, store.half_first = half_first;
+    const gpu::k::ActParams act{act_kind, 0, 0};
     // Expected: unpack, run(), pack.
     gpu::k::unpack_surface(in_geom, reinterpret_cast<const uint8_t*>(in_d), x, nullptr);
     plain->run(x, s_in, 0, plain_w, md, bqd, bd, act, store, y, cols, sums, work, nullptr);
@@ -256,7 +276,7 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
     for (float s_pack : {s_out, 0.07f}) {
       SCOPED_TRACE("input scale " + std::to_string(s_in) + ", output surface scale " +
                    std::to_string(s_pack) + ", store rounding " + std::to_string(rounding) +
-                   (half_first ? ", fp16 first" : ""));
+                   (half_first ? ", fp16 first" : "") + (act_kind == Act::kNone ? ", no activation" : ""));
       out_geom.scale = s_pack;
       ASSERT_EQ(cudaMemset(want_d, 0x5a, out_desc.size), cudaSuccess);
       ASSERT_EQ(cudaMemset(got_d, 0x5a, out_desc.size), cudaSuccess);
@@ -271,9 +291,11 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
       std::vector<uint8_t> want(out_desc.size), got(out_desc.size);
       ASSERT_EQ(cudaMemcpy(want.data(), want_d, want.size(), cudaMemcpyDeviceToHost), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(got.data(), got_d, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-      size_t differ = 0, nonzero = 0;
-      for (size_t i = 0; i < want.size(); ++i) differ += want[i] != got[i], nonzero += want[i] != 0;
+      size_t differ = 0, nonzero = 0, negative = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        differ += want[i] != got[i], nonzero += want[i] != 0, negative += int8_t(want[i]) < 0;
       EXPECT_GT(nonzero, want.size() / 4) << "mostly zero outputs would show little";
+      if (act_kind == Act::kNone) EXPECT_GT(negative, want.size() / 8);
       EXPECT_EQ(differ, 0u) << "of " << want.size() << " bytes";
 
       // From the float input to the surface (run_to_atoms, the path of a first layer): the same bytes.
@@ -288,20 +310,28 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
       // The fused Add against the CPU's atom Add of the output just checked and the other surface.
       for (bool relu : {false, true}) {
         SCOPED_TRACE(relu ? "fused Add + ReLU" : "fused Add");
-        auto host_atoms = [&](void* bytes, float scale) {
-          return Int8Atoms{static_cast<int8_t*>(bytes), int64_t(out_desc.stride[3]),
-                           int64_t(out_desc.stride[2]), int64_t(out_desc.stride[1]), scale};
+        auto at = [](Int8Atoms layout, void* bytes, float scale) {
+          layout.data = static_cast<int8_t*>(bytes), layout.scale = scale;
+          return layout;
         };
-        std::vector<uint8_t> want_sum(out_desc.size, 0x5a), got_sum(out_desc.size);
-        add_int8_atoms(g.N, g.M, g.OH, g.OW, host_atoms(want.data(), s_pack),
-                       host_atoms(other_bytes.data(), s_other), relu, host_atoms(want_sum.data(), s_sum));
-        ASSERT_EQ(cudaMemset(sum_d, 0x5a, out_desc.size), cudaSuccess);
+        const Int8Atoms out_layout{nullptr, int64_t(out_desc.stride[3]), int64_t(out_desc.stride[2]),
+                                   int64_t(out_desc.stride[1]), 0};
+        std::vector<uint8_t> want_sum(sum_bytes_n, 0x5a), got_sum(sum_bytes_n), own(out_desc.size);
+        add_int8_atoms(g.N, g.M, g.OH, g.OW, at(out_layout, want.data(), s_pack),
+                       at(other_layout, other_bytes.data(), s_other), relu,
+                       at(sum_layout, want_sum.data(), s_sum));
+        ASSERT_EQ(cudaMemset(sum_d, 0x5a, sum_bytes_n), cudaSuccess);
+        ASSERT_EQ(cudaMemset(got_d, 0x33, out_desc.size), cudaSuccess);
         gpu::AtomAdd add;
-        add.other = host_atoms(other_d, s_other), add.y = host_atoms(sum_d, s_sum), add.relu = relu;
+        add.other = at(other_layout, other_d, s_other), add.y = at(sum_layout, sum_d, s_sum);
+        add.relu = relu;
         atoms->run_on_atoms(in_atoms, levels_d, identity, atom_w, md, bqd, bd, act, store, out_atoms, &add,
                             cols2, sums2, work2, nullptr);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         ASSERT_EQ(cudaMemcpy(got_sum.data(), sum_d, got_sum.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(own.data(), got_d, own.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(std::count(own.begin(), own.end(), uint8_t(0x33)), std::ptrdiff_t(own.size()))
+            << "the convolution's own surface is written although the Add is fused";
         size_t sum_differ = 0, sum_nonzero = 0;
         for (size_t i = 0; i < want_sum.size(); ++i)
           sum_differ += want_sum[i] != got_sum[i], sum_nonzero += want_sum[i] != 0;
