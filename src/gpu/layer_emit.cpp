@@ -13,9 +13,9 @@
 
 namespace dlakit::gpu {
 
-namespace {
-
 int rounding_code(quant::Rounding r) { return r == quant::Rounding::kHalfAwayFromZero ? 0 : 1; }
+
+namespace {
 
 // The INT8-exact unary ops (kernels.h); the transcendental ones may differ from glibc by an ulp.
 bool exact(k::Unary u) { return int(u) <= int(k::Unary::kCeil); }

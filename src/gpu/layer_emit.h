@@ -74,6 +74,8 @@ k::ConvGeom conv_geom(const Node& node, const Shape& xs, const Shape& ws, const 
 // How a layer with these rules stores its first result (LayerCall::store), as numerics::run_step does:
 // compute_fp16's rounding first, except after the exact INT8 convolution (run_step's exact path takes none).
 k::StoreRule store_rule(const numerics::StepRules& rules);
+// A rounding as the kernels take it: 0 half away from zero (the DLA), 1 half to even (the GPU).
+int rounding_code(quant::Rounding r);
 
 // An exact INT8 convolution's operands as the kernels take them: its weight levels (int8, KCRS) and its
 // requantization uploaded to the device.

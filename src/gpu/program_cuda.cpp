@@ -311,7 +311,7 @@ std::optional<Launch> ProgramEngine::Impl::conv_to_atoms(size_t oi, size_t k, co
   const k::ActParams act = fused_act(ps.node);
   const k::StoreRule store = store_rule(s.rules);
   const float s_in = s.rules.inputs[0].quantize_scale;
-  const int rounding = s.rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
+  const int rounding = rounding_code(s.rules.rounding);
   return [=](cudaStream_t st) {
     gemm->run_to_atoms(x, s_in, rounding, wd, rq.mult, rq.bias_q, rq.bias, act, store, out_atoms, cols, sums,
                        work, st);
@@ -439,7 +439,7 @@ void ProgramEngine::Impl::build_op(size_t oi) {
       c.int8 = s.rules.precision == numerics::Precision::kInt8;
       c.conv = ps.conv.get();
       c.s_in = s.rules.exact_int8_conv ? s.rules.inputs[0].quantize_scale : 0;
-      c.rounding = s.rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
+      c.rounding = rounding_code(s.rules.rounding);
       c.out = outs[0];
       c.out_shape = s.out_types[0].shape;
       c.store = store_rule(s.rules);

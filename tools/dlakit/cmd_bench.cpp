@@ -78,29 +78,24 @@ void print_prediction(const nlohmann::json& p) {
               p["throughput_qps_one_core"].get<double>(), p["throughput_qps_all_cores"].get<double>());
 }
 
-// One in-flight task's buffers: 64-byte aligned host buffers (in, out), registered; with the CUDA backend
-// the registered buffers are CUDA device memory (dev_in, dev_out) and a queue stands for the app's stream.
-// One device handle's task buffers. On CUDA the task reads device buffers, and the host side is pinned
-// memory, so that the H2D and D2H steps time the copies as an application with pinned buffers sees them.
+// One in-flight task's buffers, registered: on the CPU backend 64-byte aligned host buffers; on CUDA the
+// task reads device buffers (dev_in, dev_out), the host side is pinned memory (so that H2D and D2H time the
+// copies as an application with pinned buffers sees them) and a queue stands for the app's stream.
 struct Buffers {
-  std::vector<void*> in, out;  // host side
+  std::vector<void*> in, out;  // host side, owned by `aligned` or `pinned`
+  std::vector<std::unique_ptr<void, decltype(&std::free)>> aligned;
   std::vector<gpu::PinnedBuffer> pinned;
   std::vector<gpu::DeviceBuffer> dev_in, dev_out;
   std::unique_ptr<gpu::Queue> stream;
   rt::Task task;
-  ~Buffers() {
-    if (stream) return;  // pinned: freed with `pinned`
-    for (void* p : in) std::free(p);
-    for (void* p : out) std::free(p);
-  }
 };
 
 std::unique_ptr<Buffers> make_buffers(rt::Device& d, const rt::Module& m, bool cuda) {
   auto b = std::make_unique<Buffers>();
   if (cuda) b->stream = std::make_unique<gpu::Queue>();
   auto host = [&](size_t bytes) {
-    if (!cuda) return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    return b->pinned.emplace_back(bytes).data();
+    if (cuda) return b->pinned.emplace_back(bytes).data();
+    return b->aligned.emplace_back(std::aligned_alloc(64, (bytes + 63) / 64 * 64), &std::free).get();
   };
   for (const auto& desc : m.inputs()) {
     b->in.push_back(host(desc.size));

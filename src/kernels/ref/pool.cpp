@@ -50,7 +50,8 @@ void max_row(const float* xc, int64_t W, int64_t hs, int64_t he, int64_t kernel_
 }
 
 // 2-D, dilation 1, no Indices: the window is clipped to the input once per output, so the inner loops
-// carry no bounds checks. Same results as the general loop below (tested by the conformance suite).
+// carry no bounds checks. Same results as the general loop below (the conformance suite; MaxPool against its
+// definition in tests/unit/pool_test.cpp).
 void pool2d_fast(const WindowGeom& g, bool is_max, bool include_pad, const float* x, float* y) {
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   parallel_for(g.N * g.C, [&](int64_t s, int64_t e) {
