@@ -35,8 +35,12 @@ struct GpuEngine::Impl {
   std::vector<NodeInfo> info;
   std::vector<std::vector<PinnedBuffer>> pinned;  // host steps' staging
   std::mutex run_mu;
+  // The whole run as one CUDA graph, recorded on the first enqueue: the launches read and write this
+  // engine's own buffers only, so one graph launch replaces them all on every later run.
+  std::shared_ptr<Queue::Captured> graph;
 
   Impl(const Graph& graph, quant::NumericsPlan plan) : g(graph), runner(graph, std::move(plan)) {}
+  ~Impl() { cudaStreamSynchronize(cs(queue.stream())); }  // no replay still running when the graph goes
   const quant::NumericsPlan& plan() const { return runner.plan(); }
 
   float* dev(int v) { return static_cast<float*>(val[size_t(v)].data()); }
@@ -59,7 +63,24 @@ struct GpuEngine::Impl {
   // GPU kernels for node n (layer_emit), or false with the reason (the node then runs on the host).
   bool emit_gpu(size_t n, std::string& why);
   void emit_host(size_t n);
+  void record();
 };
+
+void GpuEngine::Impl::record() {
+  const cudaStream_t s = cs(queue.stream());
+  queue.begin_capture();
+  try {
+    for (auto& node_steps : steps)
+      for (auto& step : node_steps) step(s);
+  } catch (...) {
+    try {
+      queue.end_capture();
+    } catch (const Error&) {
+    }
+    throw;
+  }
+  graph = queue.end_capture();
+}
 
 bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
   const Node& node = g.nodes[n];
@@ -95,6 +116,7 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
     c.in.push_back(o);
   }
   if (c.conv) c.s_in = rules.inputs[0].quantize_scale;
+  c.in0_half = !rules.inputs.empty() && rules.inputs[0].round_fp16;
   if (!fp32) c.store = store_rule(rules);
   const size_t mark = steps[n].size();
   if (!emit_layer(c, arena, steps[n], why)) {
@@ -197,9 +219,8 @@ void GpuEngine::enqueue(void* stream) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lk(m.run_mu);
   m.queue.begin(stream);
-  const cudaStream_t s = cs(m.queue.stream());
-  for (auto& node_steps : m.steps)
-    for (auto& step : node_steps) step(s);
+  if (!m.graph) m.record();
+  m.queue.replay(*m.graph);
   DLAKIT_CUDA(cudaGetLastError());  // a failed kernel launch
   m.queue.end(stream);
 }

@@ -1,12 +1,8 @@
-// ConvInt8Gemm (conv_int8_gemm.h): the im2col and epilogue kernels, and cuBLASLt opened at run time.
+// ConvInt8Gemm (conv_int8_gemm.h): the im2col and epilogue kernels around cuBLASLt's product (LtMatmul).
 // Compiled with -fmad=false like the other exact kernels.
-#include <cublasLt.h>
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 
 #include "base/error.h"
 #include "gpu/conv_int8_gemm.h"
@@ -178,66 +174,7 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
   }
 }
 
-// cuBLASLt's functions, from the library opened once per process; null where it is missing. The handle
-// is never destroyed: at exit the CUDA runtime may be gone before static destructors run.
-struct Lt {
-  decltype(&cublasLtCreate) create = nullptr;
-  decltype(&cublasLtMatmulDescCreate) desc_create = nullptr;
-  decltype(&cublasLtMatmulDescDestroy) desc_destroy = nullptr;
-  decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
-  decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
-  decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
-  decltype(&cublasLtMatmulPreferenceCreate) pref_create = nullptr;
-  decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy = nullptr;
-  decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
-  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
-  decltype(&cublasLtMatmul) matmul = nullptr;
-  cublasLtHandle_t handle = nullptr;
-};
-
-const Lt* lt() {
-  static const Lt* const opened = []() -> const Lt* {
-    static Lt api;
-    void* lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return nullptr;
-    bool all = true;
-    auto bind = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      all = all && fn;
-    };
-    bind(api.create, "cublasLtCreate");
-    bind(api.desc_create, "cublasLtMatmulDescCreate");
-    bind(api.desc_destroy, "cublasLtMatmulDescDestroy");
-    bind(api.desc_set, "cublasLtMatmulDescSetAttribute");
-    bind(api.layout_create, "cublasLtMatrixLayoutCreate");
-    bind(api.layout_destroy, "cublasLtMatrixLayoutDestroy");
-    bind(api.pref_create, "cublasLtMatmulPreferenceCreate");
-    bind(api.pref_destroy, "cublasLtMatmulPreferenceDestroy");
-    bind(api.pref_set, "cublasLtMatmulPreferenceSetAttribute");
-    bind(api.heuristic, "cublasLtMatmulAlgoGetHeuristic");
-    bind(api.matmul, "cublasLtMatmul");
-    if (!all || api.create(&api.handle) != CUBLAS_STATUS_SUCCESS) return nullptr;
-    return &api;
-  }();
-  return opened;
-}
-
-// The most workspace an algorithm may ask for (the engines share one per slot: conv_int8_gemm.h's caller).
-constexpr size_t kMaxWorkspace = size_t(32) << 20;
-
 }  // namespace
-
-struct ConvInt8Gemm::Descriptors {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t w = nullptr, cols = nullptr, sums = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  ~Descriptors() {
-    const Lt* api = lt();
-    if (op) api->desc_destroy(op);
-    for (cublasLtMatrixLayout_t l : {w, cols, sums})
-      if (l) api->layout_destroy(l);
-  }
-};
 
 ConvInt8Gemm::ConvInt8Gemm(const ConvGeom& g, int64_t k_padded)
     : g_(g), k_padded_(k_padded), m_padded_((g.M + 3) / 4 * 4), pixels_(g.N * g.OH * g.OW) {}
@@ -251,37 +188,12 @@ std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_
   if (g.G != 1 || !k::conv_int8_mma_fits(g) || pixels < 1 || pixels > INT32_MAX - kTile ||
       (g.M + kTile - 1) / kTile > 65535)
     return nullptr;
-  const Lt* api = lt();
-  if (!api) return nullptr;
   std::shared_ptr<ConvInt8Gemm> c(new ConvInt8Gemm(g, k_padded));
-  c->lt_ = std::make_unique<Descriptors>();
-  Descriptors& d = *c->lt_;
   // Column-major, as cuBLASLt counts: sums (M_padded x pixels) = weights^T (M_padded x K) * cols (K x
   // pixels), both operands with K contiguous: the "TN" form its int8 kernels take.
-  const cublasOperation_t transpose = CUBLAS_OP_T;
-  if (api->desc_create(&d.op, CUBLAS_COMPUTE_32I, CUDA_R_32I) != CUBLAS_STATUS_SUCCESS ||
-      api->desc_set(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)) !=
-          CUBLAS_STATUS_SUCCESS ||
-      api->layout_create(&d.w, CUDA_R_8I, uint64_t(k_padded), uint64_t(c->m_padded_), k_padded) !=
-          CUBLAS_STATUS_SUCCESS ||
-      api->layout_create(&d.cols, CUDA_R_8I, uint64_t(k_padded), uint64_t(pixels), k_padded) !=
-          CUBLAS_STATUS_SUCCESS ||
-      api->layout_create(&d.sums, CUDA_R_32I, uint64_t(c->m_padded_), uint64_t(pixels), c->m_padded_) !=
-          CUBLAS_STATUS_SUCCESS)
-    return nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  if (api->pref_create(&pref) != CUBLAS_STATUS_SUCCESS) return nullptr;
-  cublasLtMatmulHeuristicResult_t found{};
-  int count = 0;
-  const bool ok = api->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kMaxWorkspace,
-                                sizeof(kMaxWorkspace)) == CUBLAS_STATUS_SUCCESS &&
-                  api->heuristic(api->handle, d.op, d.w, d.cols, d.sums, d.sums, pref, 1, &found, &count) ==
-                      CUBLAS_STATUS_SUCCESS &&
-                  count > 0;
-  api->pref_destroy(pref);
-  if (!ok) return nullptr;
-  d.algo = found.algo;
-  c->workspace_ = found.workspaceSize;
+  c->lt_ = LtMatmul::plan(LtMatmul::Kind::kInt8, {k_padded, c->m_padded_, k_padded},
+                          {k_padded, pixels, k_padded}, {c->m_padded_, pixels, c->m_padded_});
+  if (!c->lt_) return nullptr;
   return c;
 }
 
@@ -372,11 +284,7 @@ void ConvInt8Gemm::im2col_levels(const float* x, float s_in, int rounding, void*
 
 void ConvInt8Gemm::matmul(const int8_t* w, const void* cols, void* sums, void* workspace,
                           cudaStream_t s) const {
-  const int32_t one = 1, zero = 0;
-  const Lt* api = lt();
-  if (api->matmul(api->handle, lt_->op, &one, w, lt_->w, cols, lt_->cols, &zero, sums, lt_->sums, sums,
-                  lt_->sums, &lt_->algo, workspace, workspace_, s) != CUBLAS_STATUS_SUCCESS)
-    fail(Status::kInternal, "cuBLASLt's int8 matrix product failed");
+  lt_->run(w, cols, sums, workspace, s);
 }
 
 void ConvInt8Gemm::run(const float* x, float s_in, int rounding, const int8_t* w, const float* mult,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpu/kernels.h"
+#include "gpu/lt_matmul.h"
 
 namespace dlakit::gpu {
 
@@ -40,7 +41,7 @@ class ConvInt8Gemm {
   // Scratch the runs need: the im2col matrix, the int32 sums and cuBLASLt's workspace.
   size_t cols_bytes() const { return size_t(pixels_ * k_padded_); }
   size_t sums_bytes() const { return size_t(pixels_ * m_padded_) * 4; }
-  size_t workspace_bytes() const { return workspace_; }
+  size_t workspace_bytes() const { return lt_->workspace_bytes(); }
 
   // run()'s weight matrix, [filters_padded][depth] from wq [M][C][KH][KW], zeros past M and K.
   std::vector<int8_t> weights(const k::ConvGeom& g, const int8_t* wq) const;
@@ -80,7 +81,6 @@ class ConvInt8Gemm {
   static bool quantize_once(const k::StoreRule& store, float surface_scale);
 
  private:
-  struct Descriptors;  // cuBLASLt's, kept out of this header
   void matmul(const int8_t* w, const void* cols, void* sums, void* workspace, cudaStream_t s) const;
   void im2col_levels(const float* x, float s_in, int rounding, void* cols, cudaStream_t s) const;
   // The epilogue from the int32 sums to an int8 chw32 surface (or through a fused Add to its result).
@@ -89,8 +89,7 @@ class ConvInt8Gemm {
   ConvInt8Gemm(const k::ConvGeom& g, int64_t k_padded);
   k::ConvGeom g_;
   int64_t k_padded_ = 0, m_padded_ = 0, pixels_ = 0;
-  size_t workspace_ = 0;
-  std::unique_ptr<Descriptors> lt_;
+  std::unique_ptr<LtMatmul> lt_;
 };
 
 }  // namespace dlakit::gpu

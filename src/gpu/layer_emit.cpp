@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "gpu/conv_f16_gemm.h"
 #include "gpu/conv_int8_gemm.h"
 #include "gpu/gpu_check.h"
 #include "gpu/kernels.h"
@@ -275,6 +276,30 @@ bool emit_int8_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& aren
   return false;
 }
 
+// A float convolution of fp16 inputs and weights (an FP16 layer) on cuBLASLt's fp16 tensor cores, its
+// store rule in the epilogue; false (nothing appended) where ConvF16Gemm does not apply.
+bool emit_half_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& arena,
+                    std::vector<Launch>& launches) {
+  const Tensor* w_host = c.in.at(1).constant;
+  if (!c.in0_half || !w_host || w_host->dtype() != DType::kF32 ||
+      !ConvF16Gemm::half_values(w_host->data<float>(), size_t(w_host->numel())))
+    return false;
+  const std::shared_ptr<const ConvF16Gemm> gemm = ConvF16Gemm::plan(cg);
+  if (!gemm) return false;
+  const std::vector<uint16_t> w = gemm->weights(w_host->data<float>());
+  const auto* wd = static_cast<const uint16_t*>(arena.upload(w.data(), w.size() * 2));
+  const float* x = c.in[0].dev;
+  const float* bias = c.in.size() > 2 ? c.in[2].dev : nullptr;
+  void* cols = arena.scratch(0, gemm->cols_bytes());
+  void* sums = arena.scratch(1, gemm->sums_bytes());
+  void* work = arena.scratch(2, gemm->workspace_bytes());
+  const k::ActParams act = fused_act(*c.node);
+  const k::StoreRule store = c.store;
+  float* y = c.out;
+  launches.push_back([=](cudaStream_t s) { gemm->run(x, wd, bias, act, store, y, cols, sums, work, s); });
+  return true;
+}
+
 }  // namespace
 
 bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why) {
@@ -347,6 +372,7 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
       if (!c.conv) return give_up("INT8 without the integer convolution path");
       if (emit_int8_conv(c, cg, arena, launches)) return true;  // the store rule applied in the epilogue
     } else {
+      if (emit_half_conv(c, cg, arena, launches)) return true;  // the store rule applied in the epilogue
       const float* x = input(0);
       const float* w = input(1);
       const float* bias = has_bias ? input(2) : nullptr;

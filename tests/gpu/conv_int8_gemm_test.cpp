@@ -295,7 +295,9 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
       for (size_t i = 0; i < want.size(); ++i)
         differ += want[i] != got[i], nonzero += want[i] != 0, negative += int8_t(want[i]) < 0;
       EXPECT_GT(nonzero, want.size() / 4) << "mostly zero outputs would show little";
-      if (act_kind == Act::kNone) EXPECT_GT(negative, want.size() / 8);
+      if (act_kind == Act::kNone) {
+        EXPECT_GT(negative, want.size() / 8);
+      }
       EXPECT_EQ(differ, 0u) << "of " << want.size() << " bytes";
 
       // From the float input to the surface (run_to_atoms, the path of a first layer): the same bytes.

@@ -1,0 +1,99 @@
+// ConvF16Gemm (conv_f16_gemm.h): the im2col and epilogue kernels around cuBLASLt's fp16 product.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "base/fp16.h"
+#include "gpu/conv_f16_gemm.h"
+#include "gpu/device_math.cuh"
+
+namespace dlakit::gpu {
+namespace {
+
+using k::ConvGeom;
+
+// cols[k][p] = input tap k of output pixel p rounded to fp16, zero outside the image and past K or the
+// pixels. grid.y: k, so the tap's channel and offsets are the block's; threads run along the pixels.
+__global__ void im2col_half_kernel(ConvGeom g, const float* x, int pixels, int pixels_padded, __half* cols) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= pixels_padded) return;
+  const int kk = blockIdx.y, window = int(g.KH * g.KW), c = kk / window, kh = (kk % window) / int(g.KW),
+            kw = kk % int(g.KW);
+  float v = 0.f;
+  if (p < pixels && c < g.C) {
+    int n, oh, ow;
+    k::split_pixel(unsigned(p), int(g.OW), int(g.OH), n, oh, ow);
+    const int64_t ih = oh * g.SH - g.PT + kh * g.DH, iw = ow * g.SW - g.PL + kw * g.DW;
+    if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) v = x[((int64_t(n) * g.C + c) * g.H + ih) * g.W + iw];
+  }
+  cols[int64_t(kk) * pixels_padded + p] = __float2half_rn(v);
+}
+
+// y (NCHW) = the store rule of the activation of sums[m][p] + bias[m] (conv_f32_kernel, then apply_store).
+// grid.y: the filter; threads run along the pixels on both sides.
+__global__ void sums_to_output_half_kernel(ConvGeom g, int pixels, int pixels_padded, const float* sums,
+                                           const float* bias, k::ActParams act, k::StoreRule store,
+                                           float* y) {
+  const int p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= pixels) return;
+  const int m = blockIdx.y, plane = int(g.OH * g.OW), n = p / plane, at = p % plane;
+  float v = sums[int64_t(m) * pixels_padded + p];
+  if (bias) v += bias[m];
+  y[(int64_t(n) * g.M + m) * plane + at] = k::stored(store, k::activate(act, v));
+}
+
+int64_t round_up_8(int64_t v) { return (v + 7) / 8 * 8; }
+
+}  // namespace
+
+ConvF16Gemm::ConvF16Gemm(const ConvGeom& g)
+    : g_(g),
+      k_padded_(round_up_8(g.C * g.KH * g.KW)),
+      pixels_(g.N * g.OH * g.OW),
+      pixels_padded_(round_up_8(g.N * g.OH * g.OW)) {}
+
+ConvF16Gemm::~ConvF16Gemm() = default;
+
+std::shared_ptr<const ConvF16Gemm> ConvF16Gemm::plan(const ConvGeom& g) {
+  // grid.y runs over K (im2col) and over the filters (epilogue); pixels and their offsets in 32 bits.
+  const int64_t k_padded = round_up_8(g.C * g.KH * g.KW), pixels_padded = round_up_8(g.N * g.OH * g.OW);
+  if (g.G != 1 || pixels_padded < 8 || pixels_padded > INT32_MAX || k_padded > 65535 || g.M > 65535 ||
+      g.N * g.C * g.H * g.W > INT32_MAX)
+    return nullptr;
+  std::shared_ptr<ConvF16Gemm> c(new ConvF16Gemm(g));
+  // Column-major, as cuBLASLt counts: sums (pixels x M) = cols (pixels x K) * weights (K x M), with the
+  // pixels contiguous in cols and sums and K contiguous in the weights ("NN").
+  c->lt_ = LtMatmul::plan(LtMatmul::Kind::kHalf, {pixels_padded, k_padded, pixels_padded},
+                          {k_padded, g.M, k_padded}, {pixels_padded, g.M, pixels_padded});
+  if (!c->lt_) return nullptr;
+  return c;
+}
+
+bool ConvF16Gemm::half_values(const float* w, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!(round_to_half(w[i]) == w[i])) return false;  // NaN included: no exact product claim
+  return true;
+}
+
+std::vector<uint16_t> ConvF16Gemm::weights(const float* w) const {
+  const int64_t k = g_.C * g_.KH * g_.KW;
+  std::vector<uint16_t> out(size_t(g_.M * k_padded_), 0);
+  for (int64_t m = 0; m < g_.M; ++m)
+    for (int64_t i = 0; i < k; ++i) out[size_t(m * k_padded_ + i)] = float_to_half(w[m * k + i]);
+  return out;
+}
+
+void ConvF16Gemm::run(const float* x, const uint16_t* w, const float* bias, k::ActParams act,
+                      const k::StoreRule& store, float* y, void* cols, void* sums, void* workspace,
+                      cudaStream_t s) const {
+  const int pixels = int(pixels_), padded = int(pixels_padded_);
+  auto* cols_h = static_cast<__half*>(cols);
+  im2col_half_kernel<<<dim3(unsigned((padded + k::kThreads - 1) / k::kThreads), unsigned(k_padded_)),
+                       k::kThreads, 0, s>>>(g_, x, pixels, padded, cols_h);
+  lt_->run(cols, w, sums, workspace, s);
+  sums_to_output_half_kernel<<<dim3(unsigned((pixels + k::kThreads - 1) / k::kThreads), unsigned(g_.M)),
+                               k::kThreads, 0, s>>>(g_, pixels, padded, static_cast<const float*>(sums), bias,
+                                                    act, store, y);
+}
+
+}  // namespace dlakit::gpu

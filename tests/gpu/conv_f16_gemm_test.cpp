@@ -1,0 +1,135 @@
+// The FP16 convolution on cuBLASLt (ConvF16Gemm) against the plain CUDA path (round_to_half of the input,
+// conv_f32: one thread per output, then apply_store) on odd geometries: filters not a multiple of 8, pixels
+// not a multiple of 8, stride 2, padding, dilation, batch 3, 1x1 and 7x7 windows. The products are exact
+// in both, so only the order of the fp32 sums differs: with fp16 storage the results are equal or one fp16
+// step apart, and with fp32 storage within float rounding of the sums. Skips without a GPU; fails with
+// DLAKIT_REQUIRE_GPU=1, also when cuBLASLt cannot take these shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "../common/require_gpu.h"
+#include "base/fp16.h"
+
+#if DLAKIT_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "conv_test_data.h"
+#include "gpu/conv_f16_gemm.h"
+#include "gpu/gpu.h"
+#include "gpu/kernels.h"
+
+using namespace dlakit;
+using gpu::ConvF16Gemm;
+using gpu::k::ConvGeom;
+
+namespace {
+
+ConvGeom geom(int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k, int64_t stride, int64_t pad,
+              int64_t dil) {
+  ConvGeom g;
+  g.N = n, g.C = c, g.H = hw, g.W = hw + 3, g.M = m, g.KH = k, g.KW = k, g.SH = g.SW = stride;
+  g.DH = g.DW = dil, g.PT = g.PL = pad;
+  const int64_t span = (k - 1) * dil + 1;
+  g.OH = (g.H + 2 * pad - span) / stride + 1;
+  g.OW = (g.W + 2 * pad - span) / stride + 1;
+  return g;
+}
+
+struct Case {
+  const char* name;
+  ConvGeom g;
+  bool fp16_store;  // the DLA's FP16 layer (fp16 storage) or a fused fp32 result
+};
+
+class ConvF16GemmTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
+  REQUIRE_GPU();
+  const ConvGeom g = GetParam().g;
+  const std::shared_ptr<const ConvF16Gemm> gemm = ConvF16Gemm::plan(g);
+  ASSERT_TRUE(gemm) << "cuBLASLt took no fp16 algorithm for this shape (or libcublasLt.so.13 is missing)";
+  std::mt19937 gen(5);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  // The input is not on the fp16 grid: run() must round it as it reads it, as the input rule would.
+  std::vector<float> x(size_t(g.N * g.C * g.H * g.W)), w(size_t(g.M * g.C * g.KH * g.KW)), bias(size_t(g.M));
+  for (float& v : x) v = normal(gen) * 3.f;
+  const float w_spread = 1.f / std::sqrt(float(g.C * g.KH * g.KW));
+  for (float& v : w) v = round_to_half(normal(gen) * w_spread);
+  for (float& v : bias) v = normal(gen);
+  ASSERT_TRUE(ConvF16Gemm::half_values(w.data(), w.size()));
+  gpu::k::StoreRule store;
+  store.kind = GetParam().fp16_store ? gpu::k::StoreRule::Kind::kFp16 : gpu::k::StoreRule::Kind::kKeep;
+  const gpu::k::ActParams act{g.M % 2 ? gpu::k::Act::kRelu : gpu::k::Act::kNone, 0, 0};
+
+  std::vector<gpu::DeviceBuffer> keep;
+  const float* xd = to_device(x, keep);
+  const float* wd = to_device(w, keep);
+  const float* bd = to_device(bias, keep);
+  const std::vector<uint16_t> wh = gemm->weights(w.data());
+  const uint16_t* whd = to_device(wh, keep);
+  const int64_t count = g.N * g.M * g.OH * g.OW;
+  std::vector<float> y_init(static_cast<size_t>(count), 1e30f);
+  float* want_d = to_device(y_init, keep);
+  float* got_d = to_device(y_init, keep);
+  float* x_half = to_device(x, keep);
+  void* cols = to_device(std::vector<uint8_t>(gemm->cols_bytes(), 0x7f), keep);  // stale values, not zeros
+  void* sums = to_device(std::vector<uint8_t>(gemm->sums_bytes(), 0x7f), keep);
+  void* work = to_device(std::vector<uint8_t>(std::max<size_t>(gemm->workspace_bytes(), 4), 0), keep);
+
+  gpu::k::round_to_half(xd, x_half, int64_t(x.size()), nullptr);
+  gpu::k::conv_f32(g, x_half, wd, bd, act, want_d, nullptr);
+  gpu::k::apply_store(store, want_d, count, nullptr);
+  gemm->run(xd, whd, bd, act, store, got_d, cols, sums, work, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const size_t n_out = static_cast<size_t>(count);
+  std::vector<float> want(n_out), got(n_out);
+  ASSERT_EQ(cudaMemcpy(want.data(), want_d, want.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got.data(), got_d, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+
+  size_t equal = 0, nonzero = 0;
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    equal += want[i] == got[i], nonzero += want[i] != 0;
+    // one fp16 step at the value (2^-10 relative, 2^-24 below the normal range), or float rounding of a
+    // sum of about K terms of size ~1 (fp32 storage)
+    const double step = GetParam().fp16_store ? std::max(std::fabs(double(want[i])) * 0x1p-10, 0x1p-24)
+                                              : 1e-5 * std::max(1.0, std::fabs(double(want[i])));
+    worst = std::max(worst, std::fabs(double(want[i]) - double(got[i])) / step);
+  }
+  EXPECT_GT(nonzero, want.size() / 3) << "mostly zero outputs would show little";
+  EXPECT_LE(worst, 1.0) << "a result further than one step from the plain kernel's";
+  if (GetParam().fp16_store) {
+    EXPECT_GE(equal, want.size() * 99 / 100) << "of " << want.size();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ConvF16GemmTest,
+    ::testing::Values(Case{"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1), true},
+                      Case{"c45_m17_1x1", geom(1, 45, 13, 17, 1, 1, 0, 1), true},
+                      Case{"c17_m96_3x3_p1_n3", geom(3, 17, 11, 96, 3, 1, 1, 1), true},
+                      Case{"c256_m130_3x3_s2_p1", geom(1, 256, 15, 130, 3, 2, 1, 1), true},
+                      Case{"c40_m64_3x3_d2_p2_fp32", geom(1, 40, 17, 64, 3, 1, 2, 2), false},
+                      Case{"c64_m1000_1x1_fp32", geom(1, 64, 1, 1000, 1, 1, 0, 1), false}),
+    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+TEST(ConvF16Gemm, TakesOnlyWeightsOnTheFp16Grid) {
+  const std::vector<float> on = {1.f, -0.5f, 65504.f, 0x1p-24f, 0.f};
+  EXPECT_TRUE(ConvF16Gemm::half_values(on.data(), on.size()));
+  for (float off : {1.f + 0x1p-12f, 1e-9f, 70000.f, NAN}) {
+    std::vector<float> w = on;
+    w.push_back(off);
+    EXPECT_FALSE(ConvF16Gemm::half_values(w.data(), w.size())) << off;
+  }
+}
+
+TEST(ConvF16Gemm, LeavesGroupedConvolutionsToThePlainKernel) {
+  ConvGeom g = geom(1, 32, 9, 32, 3, 1, 1, 1);
+  g.G = 32;
+  EXPECT_EQ(ConvF16Gemm::plan(g), nullptr);
+}
+
+}  // namespace
+#endif
