@@ -189,7 +189,9 @@ TEST_P(CudaExecutor, MatchesTheCpuExecutorOnEveryDlaSegment) {
   EXPECT_GT(segments, 0) << m.name << " has no DLA segment";
   // MobileNetV2's inverted residual blocks end in a projection convolution and an Add: in INT8 those are
   // fused, so the comparison above covers the fused epilogue on a real model.
-  if (m.name == "mobilenet_v2" && int8) EXPECT_GT(fused_adds, 0);
+  if (m.name == "mobilenet_v2" && int8) {
+    EXPECT_GT(fused_adds, 0);
+  }
 }
 
 std::string label(const ::testing::TestParamInfo<std::tuple<ModelSpec, bool>>& info) {
