@@ -6,7 +6,8 @@
 # python3 (torch) exports it to ONNX at batch 1 and at every BATCH asked for,
 # `dlakit calibrate` calibrates the batch-1 export on two photos of IMAGE_DIR (enough for timing), and
 # `dlakit build --int8` builds NAME_bBATCH.int8.dla from each export with that cache (the exports name
-# their tensors alike whatever the batch).
+# their tensors alike whatever the batch). The exports NAME_bBATCH.onnx stay: bench/gpu.sh times them in the
+# gpu-fp16 configuration.
 set -euo pipefail
 [ $# -ge 4 ] || { echo "usage: $0 DLAKIT IMAGE_DIR OUT_DIR NAME:BATCH ..." >&2; exit 2; }
 D="$1" IMG="$2" OUT="$3"
@@ -39,6 +40,5 @@ PY
     "$D" build --onnx="$OUT/${m}_b$b.onnx" --int8 --calib="$OUT/$m.cache" --saveEngine="$OUT/${m}_b$b.int8.dla" \
       > /dev/null
   done
-  rm -f "$OUT/${m}"_b*.onnx
 done
 ls -la "$OUT"

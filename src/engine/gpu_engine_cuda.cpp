@@ -97,6 +97,9 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
   c.int8 = plan().nodes[n].mode == Mode::kINT8;
   c.conv = runner.conv_int8(n);
   c.rounding = rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
+  c.in0_half = !rules.inputs.empty() && rules.inputs[0].round_fp16;
+  c.in0_unrounded =
+      node.op == OpKind::Conv && !c.int8 && !fp32 && c.in0_half && half_conv_input(rules.inputs[0]);
   c.out = dev(out);
   c.out_shape = g.value(out).type.shape;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
@@ -107,7 +110,7 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
       if (g.value(v).constant) {
         o.constant = &host_constant(n, int(k));
         if (o.constant->dtype() == DType::kF32) o.dev = constant(n, int(k));
-      } else if (fp32 || (k == 0 && c.conv)) {  // the exact INT8 conv quantizes its raw input itself
+      } else if (fp32 || (k == 0 && (c.conv || c.in0_unrounded))) {  // the layer applies the rule itself
         o.dev = dev(v);
       } else {
         o.dev = apply_input_rule(dev(v), numel(o.shape), rules.inputs[k], rules.rounding, arena, steps[n]);
@@ -116,7 +119,6 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
     c.in.push_back(o);
   }
   if (c.conv) c.s_in = rules.inputs[0].quantize_scale;
-  c.in0_half = !rules.inputs.empty() && rules.inputs[0].round_fp16;
   if (!fp32) c.store = store_rule(rules);
   const size_t mark = steps[n].size();
   if (!emit_layer(c, arena, steps[n], why)) {

@@ -23,22 +23,34 @@ constexpr int kTile = 32, kRowsPerPass = 8;
 __global__ void im2col_levels_kernel(ConvGeom g, int64_t k_padded, const float* x, float s_in, int rounding,
                                      int8_t* cols) {
   __shared__ int8_t tile[kTile][kTile + 4];  // [pixel][k]
-  // Pixel and K coordinates in 32 bits (ConvInt8Gemm::plan keeps pixels below 2^31, K below 2^17):
-  // divisions of 64-bit integers cost several times more, and these run per element.
+  // The block's 32 taps: offset in the image (c * H * W + kh * DH * W + kw * DW) and row and column
+  // shifts, once per block: divisions per element would bound the kernel. Pixel and K coordinates in 32
+  // bits (ConvInt8Gemm::plan keeps pixels and an image's size below 2^31, K below 2^17).
+  __shared__ int tap_offset[kTile], tap_dh[kTile], tap_dw[kTile];
   const int pixels = int(g.N * g.OH * g.OW), window = int(g.KH * g.KW), k_real = int(g.C) * window;
-  const int OW = int(g.OW), OH = int(g.OH), KW = int(g.KW);
+  const int OW = int(g.OW), OH = int(g.OH), KW = int(g.KW), H = int(g.H), W = int(g.W);
   const int p0 = blockIdx.x * kTile, k0 = blockIdx.y * kTile;
   const int tx = threadIdx.x, ty = threadIdx.y;
+  if (ty == 0) {
+    const int kk = k0 + tx, c = kk / window, kh = (kk % window) / KW, kw = kk % KW;
+    const bool real = kk < k_real;
+    tap_dh[tx] = real ? kh * int(g.DH) : -(1 << 30);  // past K: outside every image
+    tap_dw[tx] = kw * int(g.DW);
+    tap_offset[tx] = real ? c * H * W + tap_dh[tx] * W + tap_dw[tx] : 0;
+  }
+  __syncthreads();
+  const float inv_in = numerics::usable_inverse(s_in);
   {
     const int p = p0 + tx;
     int n, oh, ow;
     k::split_pixel(unsigned(p), OW, OH, n, oh, ow);
+    const int ih0 = oh * int(g.SH) - int(g.PT), iw0 = ow * int(g.SW) - int(g.PL);
+    const float* image = x + int64_t(n) * g.C * H * W + int64_t(ih0) * W + iw0;
     for (int j = ty; j < kTile; j += kRowsPerPass) {
-      const int kk = k0 + j, c = kk / window, kh = (kk % window) / KW, kw = kk % KW;
-      const int64_t ih = oh * g.SH - g.PT + kh * g.DH, iw = ow * g.SW - g.PL + kw * g.DW;
+      const int ih = ih0 + tap_dh[j], iw = iw0 + tap_dw[j];
       int8_t v = 0;
-      if (p < pixels && kk < k_real && s_in > 0 && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W)
-        v = int8_t(k::level(x[((int64_t(n) * g.C + c) * g.H + ih) * g.W + iw], s_in, rounding));
+      if (p < pixels && s_in > 0 && ih >= 0 && ih < H && iw >= 0 && iw < W)
+        v = numerics::level_byte(numerics::fast_level(image[tap_offset[j]], s_in, inv_in, rounding));
       tile[tx][j] = v;
     }
   }
@@ -130,6 +142,9 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
   }
   const unsigned pixels = unsigned(g.N * g.OH * g.OW);  // below 2^31 (plan)
   const int OW = int(g.OW), OH = int(g.OH);
+  const float inv_store = numerics::usable_inverse(store.scale),
+              inv_out = numerics::usable_inverse(out.scale),
+              inv_y = kAdd ? numerics::usable_inverse(add.y.scale) : 0.f;
   for (unsigned tile = blockIdx.x; tile < pixel_tiles; tile += gridDim.x) {
     const unsigned p = tile * 32 + unsigned(lane_pixel);
     if (p >= pixels) continue;
@@ -150,8 +165,9 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
       if (m0 + b >= g.M || !(out.scale > 0)) continue;
       const float v = k::int8_conv_value(acc.lane[b], mult_m[b], bq_m[b], bias_m[b], act);
       q.bytes[b] =
-          int8_t(direct ? k::level(store.half_first ? k::half_rounded(v) : v, store.scale, store.rounding)
-                        : k::level(k::stored(store, v), out.scale, 0));
+          numerics::level_byte(direct ? numerics::fast_level(store.half_first ? k::half_rounded(v) : v,
+                                                             store.scale, inv_store, store.rounding)
+                                      : numerics::fast_level(k::stored(store, v), out.scale, inv_out, 0));
     }
     // The 4 bytes' place in a surface: image n, this block's atom, row oh, column ow.
     auto word_at = [&](const Int8Atoms& sf) {
@@ -166,7 +182,7 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
       other.word = *word_at(add.other);
       for (int b = 0; b < 4; ++b)
         sum.bytes[b] = k::atom_add_byte(q.bytes[b], other.bytes[b], out.scale, add.other.scale, add.y.scale,
-                                        add.relu, m0 + b >= g.M);
+                                        inv_y, add.relu, m0 + b >= g.M);
       *word_at(add.y) = sum.word;
     } else {
       *word_at(out) = q.word;
@@ -183,10 +199,10 @@ ConvInt8Gemm::~ConvInt8Gemm() = default;
 
 std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_t k_padded) {
   const int64_t pixels = g.N * g.OH * g.OW;
-  // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel and K coordinates.
+  // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel, K and in-image coordinates.
   // (M + 31) / 32: the epilogue's grid.y.
   if (g.G != 1 || !k::conv_int8_mma_fits(g) || pixels < 1 || pixels > INT32_MAX - kTile ||
-      (g.M + kTile - 1) / kTile > 65535)
+      (g.M + kTile - 1) / kTile > 65535 || g.C * g.H * g.W > INT32_MAX / 2)
     return nullptr;
   std::shared_ptr<ConvInt8Gemm> c(new ConvInt8Gemm(g, k_padded));
   // Column-major, as cuBLASLt counts: sums (M_padded x pixels) = weights^T (M_padded x K) * cols (K x

@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include "gpu/kernels.h"
+#include "numerics/fast_level.h"
 
 namespace dlakit::gpu::k {
 
@@ -77,20 +78,26 @@ __device__ inline float int8_conv_value(long long acc, float mult_m, double bq_m
   const float r = mult_m > 0 ? float(double(acc) + bq_m) * mult_m : bias_m;
   return activate(act, r);
 }
+// The same from an int32 sum (the GEMM paths), whose double comes from its bits (numerics::int_value):
+// a conversion instruction per value would bound the epilogues.
+__device__ inline float int8_conv_value(int32_t acc, float mult_m, double bq_m, float bias_m, ActParams act) {
+  const float r = mult_m > 0 ? float(numerics::int_value(acc) + bq_m) * mult_m : bias_m;
+  return activate(act, r);
+}
 __device__ inline float int8_conv_output(long long acc, int64_t m, const float* mult, const double* bq,
                                          const float* bias, ActParams act) {
   return int8_conv_value(acc, mult[m], bq[m], bias ? bias[m] : 0.f, act);
 }
 
 // One byte of the int8 surface Add (kernels/int8_atoms.cpp's arithmetic in its order): padding channels
-// zero.
-__device__ inline int8_t atom_add_byte(int8_t qa, int8_t qb, float sa, float sb, float sy, bool relu,
-                                       bool padding) {
+// zero. inv_sy: numerics::usable_inverse(sy).
+__device__ inline int8_t atom_add_byte(int8_t qa, int8_t qb, float sa, float sb, float sy, float inv_sy,
+                                       bool relu, bool padding) {
   if (padding) return 0;
-  const float fa = float(qa) * sa, fb = float(qb) * sb;
+  const float fa = numerics::byte_value(qa) * sa, fb = numerics::byte_value(qb) * sb;
   float v = fa + fb;
   if (relu) v = v > 0.f ? v : 0.f;
-  return int8_t(level(v, sy, 0));
+  return numerics::level_byte(numerics::fast_level(v, sy, inv_sy, 0));
 }
 
 }  // namespace dlakit::gpu::k

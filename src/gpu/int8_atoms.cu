@@ -22,6 +22,7 @@ __global__ void add_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups
                                  bool relu, Int8Atoms y, int64_t lines) {
   constexpr int kBytes = Words ? 4 : 1;
   using Word = std::conditional_t<Words, uint32_t, uint8_t>;
+  const float inv_y = numerics::usable_inverse(y.scale);
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
     int64_t n, g, h;
     split_line(line, H, groups, n, g, h);
@@ -36,7 +37,7 @@ __global__ void add_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups
       qa.word = *reinterpret_cast<const Word*>(pa + e);
       qb.word = *reinterpret_cast<const Word*>(pb + e);
       for (int i = 0; i < kBytes; ++i)
-        q.bytes[i] = atom_add_byte(qa.bytes[i], qb.bytes[i], a.scale, b.scale, y.scale, relu,
+        q.bytes[i] = atom_add_byte(qa.bytes[i], qb.bytes[i], a.scale, b.scale, y.scale, inv_y, relu,
                                    g * 32 + ((e + i) & 31) >= C);
       *reinterpret_cast<Word*>(out + e) = q.word;
     }

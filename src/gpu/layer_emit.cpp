@@ -281,7 +281,7 @@ bool emit_int8_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& aren
 bool emit_half_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& arena,
                     std::vector<Launch>& launches) {
   const Tensor* w_host = c.in.at(1).constant;
-  if (!c.in0_half || !w_host || w_host->dtype() != DType::kF32 ||
+  if (!(c.in0_half || c.in0_unrounded) || !w_host || w_host->dtype() != DType::kF32 ||
       !ConvF16Gemm::half_values(w_host->data<float>(), size_t(w_host->numel())))
     return false;
   const std::shared_ptr<const ConvF16Gemm> gemm = ConvF16Gemm::plan(cg);
@@ -374,6 +374,13 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     } else {
       if (emit_half_conv(c, cg, arena, launches)) return true;  // the store rule applied in the epilogue
       const float* x = input(0);
+      if (c.in0_unrounded) {
+        float* rounded = static_cast<float*>(arena.alloc(size_t(numel(xs)) * 4));
+        const float* raw = x;
+        const int64_t n = numel(xs);
+        launches.push_back([=](cudaStream_t s) { k::round_to_half(raw, rounded, n, s); });
+        x = rounded;
+      }
       const float* w = input(1);
       const float* bias = has_bias ? input(2) : nullptr;
       launches.push_back([=](cudaStream_t s) { k::conv_f32(cg, x, w, bias, act, y, s); });

@@ -440,6 +440,8 @@ void ProgramEngine::Impl::build_op(size_t oi) {
       c.conv = ps.conv.get();
       c.s_in = s.rules.exact_int8_conv ? s.rules.inputs[0].quantize_scale : 0;
       c.in0_half = !s.rules.inputs.empty() && s.rules.inputs[0].round_fp16;
+      c.in0_unrounded =
+          ps.node.op == OpKind::Conv && !c.int8 && c.in0_half && half_conv_input(s.rules.inputs[0]);
       c.rounding = rounding_code(s.rules.rounding);
       c.out = outs[0];
       c.out_shape = s.out_types[0].shape;
@@ -451,9 +453,10 @@ void ProgramEngine::Impl::build_op(size_t oi) {
           o.constant = ps.constants[i];
           o.dev = raw[i];
         } else if (raw[i]) {
-          o.dev = (i == 0 && c.conv) ? raw[i]
-                                     : apply_input_rule(raw[i], numel(shapes[i]), s.rules.inputs[i],
-                                                        s.rules.rounding, arena, launches);
+          o.dev = (i == 0 && (c.conv || c.in0_unrounded))
+                      ? raw[i]
+                      : apply_input_rule(raw[i], numel(shapes[i]), s.rules.inputs[i], s.rules.rounding, arena,
+                                         launches);
         }
         c.in.push_back(o);
       }

@@ -1,0 +1,80 @@
+// quantize() (quantize.h) without a division or a float-to-integer conversion, for kernels that quantize
+// every value they write: on a GPU those two run on the slow pipes (a reciprocal, a conversion at a
+// sixteenth of the float rate) and bound the INT8 epilogues. Same results bit for bit, because:
+// - x / scale is the correctly rounded quotient from inv = RN(1 / scale) and two FMA corrections (the first
+//   brings the product x * inv within an ulp of the quotient, the second is then exact by Markstein's
+//   theorem: a quotient within an ulp, a reciprocal within half an ulp, an exact FMA residual);
+// - rounding to an integer is the magic-number sum (v + 1.5 * 2^23) - 1.5 * 2^23 (ties to even), exact once
+//   v is clamped to [-129, 128], which saturates as the clamp after rounding would;
+// - the int8 is the low byte of the bits of level + 1.5 * 2^23 (an integer's float is 0x4B400000 + level).
+// Where the scale is not normal or 1 / scale would not be (usable_inverse), callers divide (inv = 0).
+// Plain C++ that CUDA compiles too (every step an explicit operation, so no contraction changes it).
+#pragma once
+#include <math.h>
+#include <cstdint>
+#include <cstring>
+
+#ifdef __CUDACC__
+#define DLAKIT_HOST_DEVICE __host__ __device__
+#else
+#define DLAKIT_HOST_DEVICE
+#endif
+
+namespace dlakit::numerics {
+
+// RN(1 / scale) where the fast path applies, else 0.
+DLAKIT_HOST_DEVICE inline float usable_inverse(float scale) {
+  if (!(scale >= 1.17549435e-38f && scale <= 1.0e36f)) return 0.f;  // normal, with a normal inverse
+  return 1.f / scale;
+}
+
+// x / scale as IEEE division rounds it, for |x / scale| below 2^22 (above it: a value at least as large,
+// with x's sign, which the callers saturate).
+DLAKIT_HOST_DEVICE inline float quotient(float x, float scale, float inv) {
+  float q = x * inv;
+  if (!(fabsf(q) < 4194304.f)) return q;
+  float residual = fmaf(-q, scale, x);
+  q = fmaf(residual, inv, q);
+  residual = fmaf(-q, scale, x);
+  return fmaf(residual, inv, q);
+}
+
+// quantize(x, scale, rounding) as a float level (rounding 0: half away from zero, 1: half to even); inv:
+// usable_inverse(scale), or 0 to divide.
+DLAKIT_HOST_DEVICE inline float fast_level(float x, float scale, float inv, int rounding) {
+  if (x != x) return 0.f;
+  float v = inv != 0.f ? quotient(x, scale, inv) : x / scale;
+  v = v < -129.f ? -129.f : v > 128.f ? 128.f : v;
+  const float magic = 12582912.f;  // 1.5 * 2^23: one unit in the last place is 1
+  const float shifted = v + magic;
+  float t = shifted - magic;
+  if (rounding == 0 && fabsf(v - t) == 0.5f && fabsf(t) < fabsf(v)) t += v < 0.f ? -1.f : 1.f;
+  return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
+}
+
+// fast_level's int8, read from the float's bits instead of converted.
+DLAKIT_HOST_DEVICE inline int8_t level_byte(float level) {
+  const float shifted = level + 12582912.f;
+  uint32_t bits;
+  std::memcpy(&bits, &shifted, 4);
+  return int8_t(uint8_t(bits & 0xffu));
+}
+
+// An int8's float (exact) without a conversion: 0x4B400000 + q is the bits of 1.5 * 2^23 + q.
+DLAKIT_HOST_DEVICE inline float byte_value(int8_t q) {
+  const uint32_t bits = 0x4B400000u + uint32_t(int32_t(q));
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f - 12582912.f;
+}
+
+// double(acc) without a conversion: the double with high word 0x43300000 and low word acc + 2^31 is
+// 2^52 + 2^31 + acc, from which an exact subtraction leaves acc.
+DLAKIT_HOST_DEVICE inline double int_value(int32_t acc) {
+  const uint64_t bits = (uint64_t(0x43300000u) << 32) | uint64_t(uint32_t(acc) ^ 0x80000000u);
+  double d;
+  std::memcpy(&d, &bits, 8);
+  return d - 4503601774854144.0;  // 2^52 + 2^31
+}
+
+}  // namespace dlakit::numerics
