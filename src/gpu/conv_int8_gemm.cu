@@ -91,15 +91,15 @@ __global__ void sums_to_output_kernel(ConvGeom g, int64_t m_padded, const int32_
 
 // cols[p][(kh * KW + kw) * C32 + c] = levels[byte + 128] of the input atom at the tap, 16 bytes a thread,
 // zero outside the image (C32: the input's channels in whole atoms, their padding bytes included: the
-// weights are zero there). grid.y: the tap. identity: levels[q + 128] == q for every q (no lookup).
+// weights are zero there). grid.x: the tap. identity: levels[q + 128] == q for every q (no lookup).
 __global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* levels, bool identity,
                                     unsigned chunks, unsigned total, int64_t depth, int8_t* cols) {
   __shared__ int8_t lut[256];
   for (int i = threadIdx.x; i < 256; i += blockDim.x) lut[i] = levels[i];
   __syncthreads();
-  const int tap = blockIdx.y, kh = tap / int(g.KW), kw = tap % int(g.KW), OW = int(g.OW), OH = int(g.OH);
+  const int tap = blockIdx.x, kh = tap / int(g.KW), kw = tap % int(g.KW), OW = int(g.OW), OH = int(g.OH);
   const int64_t c32 = int64_t(chunks) * 16;
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+  for (unsigned i = blockIdx.y * blockDim.x + threadIdx.x; i < total; i += gridDim.y * blockDim.x) {
     const unsigned chunk = i % chunks, p = i / chunks;
     int n, oh, ow;
     k::split_pixel(p, OW, OH, n, oh, ow);
@@ -133,7 +133,7 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
                                      const double* bq, const float* bias, ActParams act, k::StoreRule store,
                                      bool direct, Int8Atoms out, AtomAdd add, unsigned pixel_tiles) {
   const int quad = threadIdx.x & 7, lane_pixel = threadIdx.x >> 3;
-  const int64_t m0 = int64_t(blockIdx.y) * 32 + quad * 4;
+  const int64_t m0 = int64_t(blockIdx.x) * 32 + quad * 4;
   float mult_m[4], bias_m[4];
   double bq_m[4];
   for (int b = 0; b < 4; ++b) {
@@ -145,7 +145,7 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
   const float inv_store = numerics::usable_inverse(store.scale),
               inv_out = numerics::usable_inverse(out.scale),
               inv_y = kAdd ? numerics::usable_inverse(add.y.scale) : 0.f;
-  for (unsigned tile = blockIdx.x; tile < pixel_tiles; tile += gridDim.x) {
+  for (unsigned tile = blockIdx.y; tile < pixel_tiles; tile += gridDim.y) {
     const unsigned p = tile * 32 + unsigned(lane_pixel);
     if (p >= pixels) continue;
     int n, oh, ow;
@@ -171,7 +171,7 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
     }
     // The 4 bytes' place in a surface: image n, this block's atom, row oh, column ow.
     auto word_at = [&](const Int8Atoms& sf) {
-      return reinterpret_cast<uint32_t*>(sf.data + int64_t(n) * sf.batch + int64_t(blockIdx.y) * sf.group +
+      return reinterpret_cast<uint32_t*>(sf.data + int64_t(n) * sf.batch + int64_t(blockIdx.x) * sf.group +
                                          int64_t(oh) * sf.line + int64_t(ow) * 32 + quad * 4);
     };
     if (kAdd) {
@@ -200,7 +200,7 @@ ConvInt8Gemm::~ConvInt8Gemm() = default;
 std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_t k_padded) {
   const int64_t pixels = g.N * g.OH * g.OW;
   // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel, K and in-image coordinates.
-  // (M + 31) / 32: the epilogue's grid.y.
+  // (M + 31) / 32: the epilogue's grid.x.
   if (g.G != 1 || !k::conv_int8_mma_fits(g) || pixels < 1 || pixels > INT32_MAX - kTile ||
       (g.M + kTile - 1) / kTile > 65535 || g.C * g.H * g.W > INT32_MAX / 2)
     return nullptr;
@@ -259,8 +259,11 @@ void ConvInt8Gemm::run_on_atoms(const Int8Atoms& in, const int8_t* levels, bool 
                                 const k::StoreRule& store, const Int8Atoms& out, const AtomAdd* add,
                                 void* cols, void* sums, void* workspace, cudaStream_t s) const {
   const unsigned chunks = unsigned((g_.C + 31) / 32 * 2), cols_total = unsigned(pixels_) * chunks;
-  im2col_atoms_kernel<<<dim3(k::blocks_for(cols_total), unsigned(g_.KH * g_.KW)), k::kThreads, 0, s>>>(
-      g_, in, levels, identity, chunks, cols_total, k_padded_, static_cast<int8_t*>(cols));
+  // Taps along grid.x: blocks that run together fill whole rows of cols (DRAM writes a row once, not in
+  // as many sector-sized visits as there are taps).
+  im2col_atoms_kernel<<<dim3(unsigned(g_.KH * g_.KW), std::min(k::blocks_for(cols_total), 65535u)),
+                        k::kThreads, 0, s>>>(g_, in, levels, identity, chunks, cols_total, k_padded_,
+                                             static_cast<int8_t*>(cols));
   matmul(w, cols, sums, workspace, s);
   write_atoms(sums, mult, bq, bias, act, store, out, add, s);
 }
@@ -280,7 +283,9 @@ void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double
   // 32 pixels a block and pass; enough blocks to fill the GPU several times over, the rest by the loop
   // (each block loads its filters' numbers once).
   const unsigned pixel_tiles = unsigned((pixels_ + 31) / 32);
-  const dim3 grid(std::min(pixel_tiles, 2048u), unsigned((g_.M + 31) / 32));
+  // Filter tiles along grid.x: blocks that run together read whole rows of sums (a row is one pixel's
+  // filters), where pixel tiles first would read 128 bytes of every row in turn.
+  const dim3 grid(unsigned((g_.M + 31) / 32), std::min(pixel_tiles, 2048u));
   const bool direct = quantize_once(store, out.scale);
   const auto* sums_i = static_cast<const int32_t*>(sums);
   if (add)
