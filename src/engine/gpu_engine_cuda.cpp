@@ -33,6 +33,9 @@ struct GpuEngine::Impl {
   std::map<std::pair<size_t, int>, const void*> const_dev;
   std::vector<std::vector<Launch>> steps;  // per node
   std::vector<NodeInfo> info;
+  // Per runtime value: written by a GPU layer whose store rule leaves fp16 values, so that a later layer's
+  // rounding of it to fp16 would change nothing and is skipped.
+  std::vector<char> half_valued;
   std::vector<std::vector<PinnedBuffer>> pinned;  // host steps' staging
   std::mutex run_mu;
   // The whole run as one CUDA graph, recorded on the first enqueue: the launches read and write this
@@ -99,7 +102,7 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
   c.rounding = rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
   c.in0_half = !rules.inputs.empty() && rules.inputs[0].round_fp16;
   c.in0_unrounded =
-      node.op == OpKind::Conv && !c.int8 && !fp32 && c.in0_half && half_conv_input(rules.inputs[0]);
+      node.op == OpKind::Conv && !c.int8 && !fp32 && c.in0_half && rounds_to_half_only(rules.inputs[0]);
   c.out = dev(out);
   c.out_shape = g.value(out).type.shape;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
@@ -111,6 +114,9 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
         o.constant = &host_constant(n, int(k));
         if (o.constant->dtype() == DType::kF32) o.dev = constant(n, int(k));
       } else if (fp32 || (k == 0 && (c.conv || c.in0_unrounded))) {  // the layer applies the rule itself
+        o.dev = dev(v);
+      } else if (half_valued[size_t(v)] &&
+                 rounds_to_half_only(rules.inputs[k])) {  // already on the fp16 grid
         o.dev = dev(v);
       } else {
         o.dev = apply_input_rule(dev(v), numel(o.shape), rules.inputs[k], rules.rounding, arena, steps[n]);
@@ -125,6 +131,8 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
     steps[n].resize(mark);
     return false;
   }
+  half_valued[size_t(out)] = c.store.kind == k::StoreRule::Kind::kFp16 ||
+                             (c.store.half_first && c.store.kind == k::StoreRule::Kind::kKeep);
   return true;
 }
 
@@ -190,6 +198,7 @@ GpuEngine::GpuEngine(const Graph& g, quant::NumericsPlan plan)
     : impl_(std::make_unique<Impl>(g, std::move(plan))) {
   Impl& m = *impl_;
   m.val.resize(g.values.size());
+  m.half_valued.assign(g.values.size(), 0);
   for (size_t v = 0; v < g.values.size(); ++v)
     if (!g.values[v].constant) m.val[v] = DeviceBuffer(std::max<size_t>(bytes_of(g, int(v)), 4));
   m.steps.resize(g.nodes.size());

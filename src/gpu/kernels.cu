@@ -59,8 +59,8 @@ __device__ inline float unary_op(const UnaryParams& p, float v) {
   return v;
 }
 
-__global__ void unary_kernel(UnaryParams p, const float* x, float* y, int64_t n) {
-  GRID_STRIDE(i, n) y[i] = unary_op(p, x[i]);
+__global__ void unary_kernel(UnaryParams p, StoreRule store, const float* x, float* y, int64_t n) {
+  GRID_STRIDE(i, n) y[i] = stored(store, unary_op(p, x[i]));
 }
 
 // NumPy maximum/minimum: NaN propagates.
@@ -69,45 +69,45 @@ __device__ inline float pick(float a, float b, bool max) {
   return max ? (a > b ? a : b) : (a < b ? a : b);
 }
 
-__global__ void binary_kernel(Binary op, BroadcastShape sh, const float* a, const float* b, float* y,
-                              int64_t n) {
+__device__ inline float binary_op(Binary op, float u, float v) {
+  switch (op) {
+    case Binary::kAdd:
+      return u + v;
+    case Binary::kSub:
+      return u - v;
+    case Binary::kMul:
+      return u * v;
+    case Binary::kDiv:
+      return u / v;
+    case Binary::kMax:
+      return pick(u, v, true);
+    case Binary::kMin:
+      return pick(u, v, false);
+    case Binary::kPow:
+      return powf(u, v);
+    default:
+      return u < 0 ? float(double(u) * double(v)) : u;  // PRelu: the reference's double product
+  }
+}
+
+// kSame: both operands have the output's shape (no broadcast), so an element's index is its offset in all
+// three; otherwise each index is decomposed along the broadcast strides.
+template <bool kSame>
+__global__ void binary_kernel(Binary op, BroadcastShape sh, StoreRule store, const float* a, const float* b,
+                              float* y, int64_t n) {
   GRID_STRIDE(i, n) {
-    int64_t r = i, ia = 0, ib = 0;
-    for (int d = sh.rank - 1; d >= 0; --d) {
-      const int64_t c = r % sh.out[d];
-      r /= sh.out[d];
-      ia += c * sh.a_stride[d];
-      ib += c * sh.b_stride[d];
+    int64_t ia = i, ib = i;
+    if (!kSame) {
+      int64_t r = i;
+      ia = 0, ib = 0;
+      for (int d = sh.rank - 1; d >= 0; --d) {
+        const int64_t c = r % sh.out[d];
+        r /= sh.out[d];
+        ia += c * sh.a_stride[d];
+        ib += c * sh.b_stride[d];
+      }
     }
-    const float u = a[ia], v = b[ib];
-    float o;
-    switch (op) {
-      case Binary::kAdd:
-        o = u + v;
-        break;
-      case Binary::kSub:
-        o = u - v;
-        break;
-      case Binary::kMul:
-        o = u * v;
-        break;
-      case Binary::kDiv:
-        o = u / v;
-        break;
-      case Binary::kMax:
-        o = pick(u, v, true);
-        break;
-      case Binary::kMin:
-        o = pick(u, v, false);
-        break;
-      case Binary::kPow:
-        o = powf(u, v);
-        break;
-      default:
-        o = u < 0 ? float(double(u) * double(v)) : u;
-        break;  // PRelu: the reference's double product
-    }
-    y[i] = o;
+    y[i] = stored(store, binary_op(op, a[ia], b[ib]));
   }
 }
 
@@ -241,13 +241,23 @@ __global__ void gemm_kernel(GemmGeom g, const float* a, const float* b, const fl
 
 }  // namespace
 
-void unary(const UnaryParams& p, const float* x, float* y, int64_t n, cudaStream_t s) {
-  if (n) unary_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, x, y, n);
+void unary(const UnaryParams& p, const StoreRule& store, const float* x, float* y, int64_t n,
+           cudaStream_t s) {
+  if (n) unary_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, store, x, y, n);
 }
-void binary(Binary op, const BroadcastShape& sh, const float* a, const float* b, float* y, cudaStream_t s) {
+void binary(Binary op, const BroadcastShape& sh, const StoreRule& store, const float* a, const float* b,
+            float* y, cudaStream_t s) {
   int64_t n = 1;
-  for (int d = 0; d < sh.rank; ++d) n *= sh.out[d];
-  if (n) binary_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, sh, a, b, y, n);
+  bool same = true;
+  for (int d = sh.rank - 1; d >= 0; --d) {
+    same = same && sh.a_stride[d] == n && sh.b_stride[d] == n;
+    n *= sh.out[d];
+  }
+  if (!n) return;
+  if (same)
+    binary_kernel<true><<<blocks_for(n), kThreads, 0, s>>>(op, sh, store, a, b, y, n);
+  else
+    binary_kernel<false><<<blocks_for(n), kThreads, 0, s>>>(op, sh, store, a, b, y, n);
 }
 void round_to_half(const float* x, float* y, int64_t n, cudaStream_t s) {
   if (n) round_half_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);

@@ -40,8 +40,6 @@ struct UnaryParams {
   Unary op = Unary::kCopy;
   float alpha = 0, beta = 0, lo = 0, hi = 0;
 };
-// exact for kCopy..kCeil; the transcendental ones follow the reference's formula within an ulp or so.
-void unary(const UnaryParams& p, const float* x, float* y, int64_t n, cudaStream_t s);
 
 enum class Binary : int { kAdd, kSub, kMul, kDiv, kMax, kMin, kPow, kPRelu };
 struct BroadcastShape {
@@ -49,8 +47,6 @@ struct BroadcastShape {
   int64_t out[kMaxRank] = {};
   int64_t a_stride[kMaxRank] = {}, b_stride[kMaxRank] = {};  // element strides, 0 where broadcast
 };
-// exact except kPow
-void binary(Binary op, const BroadcastShape& sh, const float* a, const float* b, float* y, cudaStream_t s);
 
 // Precision emulation on a buffer, in place or not (exact).
 void round_to_half(const float* x, float* y, int64_t n, cudaStream_t s);
@@ -69,6 +65,13 @@ struct StoreRule {
   bool changes() const { return half_first || kind != Kind::kKeep; }
 };
 void apply_store(const StoreRule& r, float* y, int64_t n, cudaStream_t s);
+
+// Element-wise ops with the layer's store rule applied to each result as it is written (apply_store's
+// arithmetic). unary: exact for kCopy..kCeil; the transcendental ones follow the reference's formula within
+// an ulp or so. binary: exact except kPow.
+void unary(const UnaryParams& p, const StoreRule& store, const float* x, float* y, int64_t n, cudaStream_t s);
+void binary(Binary op, const BroadcastShape& sh, const StoreRule& store, const float* a, const float* b,
+            float* y, cudaStream_t s);
 
 // 2-D convolution (N, C, H, W) * (M, C/G, KH, KW), ONNX semantics.
 struct ConvGeom {

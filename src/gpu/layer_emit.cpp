@@ -345,7 +345,9 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
       }
     }
     const float* x = input(0);
-    launches.push_back([=](cudaStream_t s) { k::unary(p, x, y, count, s); });
+    const k::StoreRule store = c.store;
+    launches.push_back([=](cudaStream_t s) { k::unary(p, store, x, y, count, s); });
+    return true;  // the store rule applied as the results are written
   } else if (binary_code(node.op, b)) {
     if (c.in.size() != 2 || node.opset < 7) return give_up("legacy broadcasting or more than two inputs");
     if (int8 && b == k::Binary::kPow) return give_up("INT8: powf may differ from the CPU's by an ulp");
@@ -358,7 +360,9 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     for (size_t d = 0; d < ys.size(); ++d) sh.out[d] = ys[d], sh.a_stride[d] = sa[d], sh.b_stride[d] = sb[d];
     const float* pa = input(0);
     const float* pb = input(1);
-    launches.push_back([=](cudaStream_t s) { k::binary(b, sh, pa, pb, y, s); });
+    const k::StoreRule store = c.store;
+    launches.push_back([=](cudaStream_t s) { k::binary(b, sh, store, pa, pb, y, s); });
+    return true;  // the store rule applied as the results are written
   } else if (node.op == OpKind::Conv) {
     const Shape& xs = c.in.at(0).shape;
     if (xs.size() != 4 || c.in.size() < 2 || !c.in[1].constant)

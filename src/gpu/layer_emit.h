@@ -61,8 +61,9 @@ std::vector<double> time_launch_groups(const std::vector<std::vector<Launch>>& g
 
 // Appends the launches of one layer, its store rule included, or returns false with why (the caller then runs
 // it on the host).
-// A float Conv whose only input rule is the rounding of input 0 to fp16 (half_conv_input) may be given that
-// input raw (in0_unrounded): its fp16 GEMM rounds while it reads, and the plain kernel rounds a copy first.
+// A float Conv whose only input rule is the rounding of input 0 to fp16 (rounds_to_half_only) may be given
+// that input raw (in0_unrounded): its fp16 GEMM rounds while it reads, and the plain kernel rounds a copy
+// first.
 bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why);
 
 // The input rule on a device buffer of `count` floats: the buffer itself when the rule changes nothing,
@@ -72,8 +73,10 @@ const float* apply_input_rule(const float* x, int64_t count, const numerics::Inp
 // The activation the fuse-activation pass attached, as the kernels take it (the rule: ref::fused_epilogue).
 k::ActParams fused_act(const Node& n);
 
-// Whether rule `r` of a float Conv's input 0 only rounds it to fp16 (see emit_layer).
-inline bool half_conv_input(const numerics::InputRule& r) { return r.round_fp16 && !(r.quantize_scale > 0); }
+// Whether input rule `r` only rounds to fp16 (then a float Conv may take its input raw: see emit_layer).
+inline bool rounds_to_half_only(const numerics::InputRule& r) {
+  return r.round_fp16 && !(r.quantize_scale > 0);
+}
 
 // A 2-D convolution's geometry: input, weight and output shapes (4-D) and the node's attributes.
 k::ConvGeom conv_geom(const Node& node, const Shape& xs, const Shape& ws, const Shape& ys);
