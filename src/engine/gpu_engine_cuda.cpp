@@ -100,9 +100,13 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
   c.int8 = plan().nodes[n].mode == Mode::kINT8;
   c.conv = runner.conv_int8(n);
   c.rounding = rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
-  c.in0_half = !rules.inputs.empty() && rules.inputs[0].round_fp16;
-  c.in0_unrounded =
-      node.op == OpKind::Conv && !c.int8 && !fp32 && c.in0_half && rounds_to_half_only(rules.inputs[0]);
+  // A float Conv whose input only needs rounding to fp16 reads it raw and rounds it itself, unless a GPU
+  // layer already stored it as fp16 values.
+  const int in0 = node.inputs.empty() ? -1 : node.inputs[0];
+  const bool rounds_half = !rules.inputs.empty() && rules.inputs[0].round_fp16;
+  c.in0_unrounded = node.op == OpKind::Conv && !c.int8 && !fp32 && rounds_half &&
+                    rounds_to_half_only(rules.inputs[0]) && !(in0 >= 0 && half_valued[size_t(in0)]);
+  c.in0_half = rounds_half && !c.in0_unrounded;
   c.out = dev(out);
   c.out_shape = g.value(out).type.shape;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
@@ -236,7 +240,10 @@ void GpuEngine::enqueue(void* stream) {
   m.queue.end(stream);
 }
 
-void GpuEngine::synchronize() { impl_->queue.synchronize(); }
+void GpuEngine::synchronize() {
+  std::lock_guard<std::mutex> lk(impl_->run_mu);  // never while the run is being recorded on the stream
+  impl_->queue.synchronize();
+}
 
 TensorMap GpuEngine::run(const TensorMap& inputs) {
   Impl& m = *impl_;
@@ -267,10 +274,8 @@ std::vector<double> GpuEngine::profile(const TensorMap& inputs) {
   run(inputs);  // warm: constants uploaded, kernels loaded
   Impl& m = *impl_;
   std::vector<double> ms;
-  {
-    std::lock_guard<std::mutex> lk(m.run_mu);
-    ms = time_launch_groups(m.steps, cs(m.queue.stream()));
-  }
+  std::lock_guard<std::mutex> lk(m.run_mu);
+  ms = time_launch_groups(m.steps, cs(m.queue.stream()));
   m.queue.synchronize();  // rethrows a host step's failure
   return ms;
 }

@@ -2,7 +2,8 @@
 // cuBLASLt's tensor cores, summed in fp32:
 //   1. the input is rounded to fp16 (the layer's input rule) into an im2col matrix of halves [K][pixels],
 //   2. cuBLASLt multiplies it by the weights' fp16 values into fp32 sums [filters][pixels]: an fp16 x fp16
-//      product is exact in fp32, so the sums differ from conv_f32's only in their order,
+//      product is exact in fp32, so the result differs from conv_f32's only in the sums (their order and
+//      the tensor cores' accumulation),
 //   3. an epilogue kernel adds the bias, applies the fused activation and the store rule, and writes NCHW,
 //      as conv_f32 and apply_store do.
 // Host code of the CUDA backend only.

@@ -199,8 +199,8 @@ ConvInt8Gemm::~ConvInt8Gemm() = default;
 
 std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_t k_padded) {
   const int64_t pixels = g.N * g.OH * g.OW;
-  // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel, K and in-image coordinates.
-  // (M + 31) / 32: the epilogue's grid.x.
+  // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel, K and in-image coordinates;
+  // (M + 31) / 32 tiles: run()'s epilogue's grid.y.
   if (g.G != 1 || !k::conv_int8_mma_fits(g) || pixels < 1 || pixels > INT32_MAX - kTile ||
       (g.M + kTile - 1) / kTile > 65535 || g.C * g.H * g.W > INT32_MAX / 2)
     return nullptr;

@@ -21,13 +21,11 @@ inline unsigned blocks_for(int64_t threads) { return grid_blocks((threads + kThr
 __device__ inline float smax(float a, float b) { return a < b ? b : a; }
 __device__ inline float smin(float a, float b) { return b < a ? b : a; }
 
-// quantize() of src/numerics/quantize.h: x / scale, round (ties by mode), clamp to [-128, 127], NaN -> 0.
+// quantize() of src/numerics/quantize.h: x / scale, round (ties by mode), clamp to [-128, 127], NaN -> 0;
+// the one rule, numerics::fast_level, dividing (kernels that quantize every value they write pass the
+// scale's usable_inverse to fast_level instead).
 __device__ inline float level(float x, float scale, int rounding) {
-  if (x != x) return 0.f;
-  const float v = x / scale;
-  float t = rintf(v);  // ties to even
-  if (rounding == 0 && fabsf(v - t) == 0.5f && fabsf(t) < fabsf(v)) t += v < 0 ? -1.f : 1.f;
-  return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
+  return numerics::fast_level(x, scale, 0.f, rounding);
 }
 
 // A chw surface's line index -> (n, atom group, row), in 32-bit arithmetic where it fits (a 64-bit

@@ -49,7 +49,7 @@ struct LayerCall {
   bool int8 = false;                         // INT8 numerics: only launches exact to the CPU's last bit
   const numerics::Int8Conv* conv = nullptr;  // exact INT8 convolution (in[0].dev is then the raw input)
   float s_in = 0;                            // its input scale
-  bool in0_half = false;                     // in[0] holds fp16 values (its input rule rounds to fp16)
+  bool in0_half = false;       // in[0] holds fp16 values (its rule rounded them, or its producer stored them)
   bool in0_unrounded = false;  // a float Conv's in[0] is its raw input: the layer rounds it to fp16 itself
   int rounding = 0;            // 0 half away from zero (DLA), 1 half to even
   k::StoreRule store;          // applied to `out` by the layer's launches (store_rule)

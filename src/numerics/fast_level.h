@@ -7,7 +7,9 @@
 // - rounding to an integer is the magic-number sum (v + 1.5 * 2^23) - 1.5 * 2^23 (ties to even), exact once
 //   v is clamped to [-129, 128], which saturates as the clamp after rounding would;
 // - the int8 is the low byte of the bits of level + 1.5 * 2^23 (an integer's float is 0x4B400000 + level).
-// Where the scale is not normal or 1 / scale would not be (usable_inverse), callers divide (inv = 0).
+// The corrections are exact while nothing underflows: where the scale is below 2^-100 or 1 / scale would not
+// be normal (usable_inverse), callers divide (inv = 0). A scale that is not positive gives level 0, NaN
+// inputs and quotients too, as quantize() does.
 // Plain C++ that CUDA compiles too (every step an explicit operation, so no contraction changes it).
 #pragma once
 #include <math.h>
@@ -24,12 +26,16 @@ namespace dlakit::numerics {
 
 // RN(1 / scale) where the fast path applies, else 0.
 DLAKIT_HOST_DEVICE inline float usable_inverse(float scale) {
-  if (!(scale >= 1.17549435e-38f && scale <= 1.0e36f)) return 0.f;  // normal, with a normal inverse
+  // From 2^-100: below it the FMA residuals of small quotients fall into subnormals and lose bits, so the
+  // corrected quotient can miss by an ulp (a review found such ties at scales up to ~2^-110). Up to 1e36:
+  // the inverse stays normal.
+  if (!(scale >= 0x1p-100f && scale <= 1.0e36f)) return 0.f;
   return 1.f / scale;
 }
 
-// x / scale as IEEE division rounds it, for |x / scale| below 2^22 (above it: a value at least as large,
-// with x's sign, which the callers saturate).
+// x / scale as IEEE division rounds it, for |x| from 2^-100 (the residuals stay normal) and |x / scale|
+// below 2^22 (above it: a value at least as large, with x's sign, which the callers saturate). Smaller |x|
+// may miss by an ulp, at quotients below 2^-3 (scale >= 2^-100), where every level is 0.
 DLAKIT_HOST_DEVICE inline float quotient(float x, float scale, float inv) {
   float q = x * inv;
   if (!(fabsf(q) < 4194304.f)) return q;
@@ -42,8 +48,9 @@ DLAKIT_HOST_DEVICE inline float quotient(float x, float scale, float inv) {
 // quantize(x, scale, rounding) as a float level (rounding 0: half away from zero, 1: half to even); inv:
 // usable_inverse(scale), or 0 to divide.
 DLAKIT_HOST_DEVICE inline float fast_level(float x, float scale, float inv, int rounding) {
-  if (x != x) return 0.f;
+  if (x != x || !(scale > 0.f)) return 0.f;
   float v = inv != 0.f ? quotient(x, scale, inv) : x / scale;
+  if (v != v) return 0.f;  // inf / inf: quantize()'s NaN level converts to 0
   v = v < -129.f ? -129.f : v > 128.f ? 128.f : v;
   const float magic = 12582912.f;  // 1.5 * 2^23: one unit in the last place is 1
   const float shifted = v + magic;

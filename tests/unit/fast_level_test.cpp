@@ -43,25 +43,25 @@ void expect_same_level(float x, float scale, size_t& checked) {
 TEST(FastLevel, QuotientIsIeeeDivisionOverWideRanges) {
   std::mt19937 gen(3);
   std::uniform_real_distribution<float> mantissa(1.f, 2.f);
-  std::uniform_int_distribution<int> scale_exp(-60, 60), ratio_exp(-40, 21), sign(0, 1);
+  std::uniform_int_distribution<int> scale_exp(-126, 127), ratio_exp(-40, 21), sign(0, 1);
   size_t checked = 0;
   for (int i = 0; i < 4000000; ++i) {
     const float scale = std::ldexp(mantissa(gen), scale_exp(gen));
     const float x = (sign(gen) ? -1.f : 1.f) * scale * std::ldexp(mantissa(gen), ratio_exp(gen));
     const float inv = usable_inverse(scale);
-    ASSERT_NE(inv, 0.f);
+    if (inv == 0.f) continue;  // outside the fast path's range: the callers divide
     const float want = x / scale;
-    if (!(std::fabs(want) < 4194304.f)) continue;
+    if (!(std::fabs(want) < 4194304.f) || std::fabs(x) < 0x1p-100f) continue;  // quotient()'s range
     ASSERT_EQ(bits(quotient(x, scale, inv)), bits(want)) << x << " / " << scale;
     ++checked;
   }
-  EXPECT_GT(checked, 3500000u);
+  EXPECT_GT(checked, 2500000u);
 }
 
 TEST(FastLevel, QuantizesAsQuantizeOnRandomValuesTiesAndTheirNeighbours) {
   std::mt19937 gen(4);
   std::uniform_real_distribution<float> mantissa(1.f, 2.f), value(-300.f, 300.f);
-  std::uniform_int_distribution<int> scale_exp(-30, 10);
+  std::uniform_int_distribution<int> scale_exp(-126, 120);
   size_t checked = 0;
   for (int i = 0; i < 20000; ++i) {
     const float scale = std::ldexp(mantissa(gen), scale_exp(gen));
@@ -81,13 +81,23 @@ TEST(FastLevel, SpecialValuesAndScalesWithoutAUsableInverse) {
   size_t checked = 0;
   const float specials[] = {0.f,           -0.f,   NAN,  INFINITY, -INFINITY, FLT_MAX, -FLT_MAX, FLT_MIN,
                             -FLT_TRUE_MIN, 1e-30f, 0.5f, -0.5f,    127.5f,    -128.5f, 1e9f};
-  for (float scale : {1.f / 127, 0.023f, 3.5f, 1e-37f, 1e-39f, 2e36f, 1e38f})
+  for (float scale : {1.f / 127, 0.023f, 3.5f, 0x1p-100f, 0x1.fffffep-101f, 1e-37f, 1e-39f, 2e36f, 1e38f,
+                      INFINITY, 0.f, -1.f, NAN})
     for (float x : specials) expect_same_level(x, scale, checked);
   EXPECT_EQ(usable_inverse(1e-39f), 0.f);  // subnormal
   EXPECT_EQ(usable_inverse(1e38f), 0.f);   // its inverse would be subnormal
   EXPECT_EQ(usable_inverse(0.f), 0.f);
   EXPECT_EQ(usable_inverse(NAN), 0.f);
   EXPECT_EQ(usable_inverse(0.25f), 4.f);
+}
+
+// Ties at scales near 2^-126 where the residual x - q * scale is subnormal: the fast path must not take
+// them (found by a review: fast_level gave 48 and 5 where quantize gives 49 and 6).
+TEST(FastLevel, TinyScalesDivideInstead) {
+  size_t checked = 0;
+  expect_same_level(0x1.4dbe3p-120f, 0x1.b8672ep-126f, checked);
+  expect_same_level(0x1.0a9ed6p-120f, 0x1.83cfc4p-123f, checked);
+  EXPECT_EQ(usable_inverse(0x1.7fffecp-110f), 0.f);
 }
 
 TEST(FastLevel, BytesAndIntegersConvertExactly) {
