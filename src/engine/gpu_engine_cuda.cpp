@@ -71,18 +71,10 @@ struct GpuEngine::Impl {
 
 void GpuEngine::Impl::record() {
   const cudaStream_t s = cs(queue.stream());
-  queue.begin_capture();
-  try {
+  graph = queue.record([&] {
     for (auto& node_steps : steps)
       for (auto& step : node_steps) step(s);
-  } catch (...) {
-    try {
-      queue.end_capture();
-    } catch (const Error&) {
-    }
-    throw;
-  }
-  graph = queue.end_capture();
+  });
 }
 
 bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {

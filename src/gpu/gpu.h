@@ -82,6 +82,9 @@ class Queue {
   struct Captured;
   void begin_capture();
   std::shared_ptr<Captured> end_capture();
+  // begin_capture, `launches` (which queue their work here), end_capture; where `launches` throws, the
+  // capture is ended and discarded and the exception goes on.
+  std::shared_ptr<Captured> record(const std::function<void()>& launches);
   void replay(const Captured& graph);
   void synchronize();        // waits for the queue, then rethrows the first failure of a host step
   std::string take_error();  // the first host-step failure since the last call ("" if none)

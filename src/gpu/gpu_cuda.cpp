@@ -162,6 +162,20 @@ std::shared_ptr<Queue::Captured> Queue::end_capture() {
   return c;
 }
 
+std::shared_ptr<Queue::Captured> Queue::record(const std::function<void()>& launches) {
+  begin_capture();
+  try {
+    launches();
+  } catch (...) {
+    try {
+      end_capture();
+    } catch (const Error&) {
+    }
+    throw;
+  }
+  return end_capture();
+}
+
 void Queue::replay(const Captured& graph) { DLAKIT_CUDA(cudaGraphLaunch(graph.exec, cudaStream_t(stream_))); }
 
 std::string Queue::take_error() {

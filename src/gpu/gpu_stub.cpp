@@ -27,6 +27,7 @@ std::string Queue::take_error() { return ""; }
 struct Queue::Captured {};
 void Queue::begin_capture() {}
 std::shared_ptr<Queue::Captured> Queue::end_capture() { return nullptr; }
+std::shared_ptr<Queue::Captured> Queue::record(const std::function<void()>&) { return nullptr; }
 void Queue::replay(const Captured&) {}
 
 struct ProgramEngine::Impl {};

@@ -525,18 +525,11 @@ const Queue::Captured* ProgramEngine::Impl::graph_for(cudaStream_t s) {
   for (const Recorded& r : recorded)
     if (r.in == in_bind && r.out == out_bind) return r.graph.get();
   if (recorded.size() == kMaxRecorded) return nullptr;
-  queue.begin_capture();
-  try {
+  std::shared_ptr<Queue::Captured> graph = queue.record([&] {
     for (auto& op : whole)
       for (auto& l : op) l(s);
-  } catch (...) {
-    try {
-      queue.end_capture();
-    } catch (const Error&) {
-    }
-    throw;
-  }
-  recorded.push_back({in_bind, out_bind, queue.end_capture()});
+  });
+  recorded.push_back({in_bind, out_bind, std::move(graph)});
   return recorded.back().graph.get();
 }
 

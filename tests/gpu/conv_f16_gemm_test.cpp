@@ -24,19 +24,9 @@
 using namespace dlakit;
 using gpu::ConvF16Gemm;
 using gpu::k::ConvGeom;
+using test_conv::geom;
 
 namespace {
-
-ConvGeom geom(int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k, int64_t stride, int64_t pad,
-              int64_t dil) {
-  ConvGeom g;
-  g.N = n, g.C = c, g.H = hw, g.W = hw + 3, g.M = m, g.KH = k, g.KW = k, g.SH = g.SW = stride;
-  g.DH = g.DW = dil, g.PT = g.PL = pad;
-  const int64_t span = (k - 1) * dil + 1;
-  g.OH = (g.H + 2 * pad - span) / stride + 1;
-  g.OW = (g.W + 2 * pad - span) / stride + 1;
-  return g;
-}
 
 struct Case {
   const char* name;

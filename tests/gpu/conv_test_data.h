@@ -1,5 +1,5 @@
-// What the GPU convolution kernel tests share: host vectors copied to the device, and random parameters of
-// the INT8 convolution epilogue (int8_conv_output). Include only where DLAKIT_WITH_CUDA is set.
+// What the GPU convolution kernel tests share: geometries, host vectors copied to the device, and random
+// parameters of the INT8 convolution epilogue (int8_conv_output). Include only where DLAKIT_WITH_CUDA is set.
 #pragma once
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -10,6 +10,22 @@
 #include <vector>
 
 #include "gpu/gpu.h"
+#include "gpu/kernels.h"
+
+namespace test_conv {
+// A square-kernel convolution's geometry: input hw x (hw + 3) (width and height differ), the output's size
+// from stride, padding (both sides) and dilation.
+inline dlakit::gpu::k::ConvGeom geom(int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k, int64_t stride,
+                                     int64_t pad, int64_t dil) {
+  dlakit::gpu::k::ConvGeom g;
+  g.N = n, g.C = c, g.H = hw, g.W = hw + 3, g.M = m, g.KH = k, g.KW = k, g.SH = g.SW = stride;
+  g.DH = g.DW = dil, g.PT = g.PL = pad;
+  const int64_t span = (k - 1) * dil + 1;
+  g.OH = (g.H + 2 * pad - span) / stride + 1;
+  g.OW = (g.W + 2 * pad - span) / stride + 1;
+  return g;
+}
+}  // namespace test_conv
 
 // A copy of v in device memory that `keep` owns.
 template <typename T>
