@@ -247,8 +247,8 @@ void run_bench_gpu_model(const BenchFlags& f) {
   j["throughput_qps"] = double(n) / wall_s;
   j["iterations"] = n;
   j["note"] =
-      "dlakit's CUDA emulation kernels (correctness-first, one thread per output), not TensorRT: "
-      "compare configurations with each other, not with TensorRT";
+      "dlakit's CUDA kernels (convolutions on cuBLASLt's tensor cores where they apply, the rest its own), "
+      "not TensorRT: compare configurations with each other, not with TensorRT";
   if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(times.total).dump() << "\n";
   if (f.dump_profile || !f.export_profile.empty()) {
     TensorMap feeds;
