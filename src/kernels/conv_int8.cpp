@@ -118,10 +118,16 @@ DLAKIT_VNNI inline __m512 requantize16(const Requant16& q, __m512i sum) {
 
 // 16 channels of one pixel, requantized, quantized into the int8 surface (n: how many are real channels).
 DLAKIT_VNNI inline void put16(const Int8Output& o, const Tile& t, int64_t m, int64_t ow, __m512 v,
-                              __m512 scale, int64_t n) {
+                              const simd::Scale16& scale, int64_t n) {
+  const __m128i q = simd::quantize16(v, scale);
+  if (m % 32 + n <= 32) {  // within one atom (always, unless a group's channels start mid-block)
+    _mm_mask_storeu_epi8(o.atom_at(t.n, m, t.oh, ow),
+                         n >= kLanes ? __mmask16(0xffff) : __mmask16((1u << n) - 1), q);
+    return;
+  }
   alignas(16) int8_t levels[kLanes];
-  _mm_store_si128(reinterpret_cast<__m128i*>(levels), simd::quantize16(v, scale));
-  for (int64_t lane = 0; lane < n;) {  // a block may cross into the next 32-channel atom
+  _mm_store_si128(reinterpret_cast<__m128i*>(levels), q);
+  for (int64_t lane = 0; lane < n;) {  // the block crosses into the next 32-channel atom
     const int64_t run = std::min(n - lane, 32 - (m + lane) % 32);
     std::memcpy(o.atom_at(t.n, m + lane, t.oh, ow), levels + lane, size_t(run));
     lane += run;
@@ -159,7 +165,7 @@ DLAKIT_VNNI void tile_vnni(const Tile& t) {
     q.scaled = _mm512_cmp_ps_mask(q.mult, _mm512_setzero_ps(), _CMP_GT_OQ);
     q.act = &t.rq.act;
     if (t.out->atoms) {
-      const __m512 scale = _mm512_set1_ps(t.out->scale);
+      const simd::Scale16 scale = simd::scale16(t.out->scale);
       for (int j = 0; j < kPixels; ++j)
         put16(*t.out, t, t.m0 + m0, t.ow + j, requantize16(q, _mm512_sub_epi32(acc[b][j], comp)), scale, n);
       continue;
@@ -405,6 +411,7 @@ DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
   q.bias_q_lo = q.bias_q_hi = _mm512_set1_pd(r.rq->bias_q[r.m]);
   q.scaled = r.rq->mult[r.m] > 0 ? __mmask16(0xffff) : __mmask16(0);
   q.act = &r.rq->act;
+  const simd::Scale16 scale = simd::scale16(r.out->scale);
   for (int64_t ow = 0; ow < r.OW; ow += kLanes) {
     const int64_t n = std::min(kLanes, r.OW - ow);
     const __mmask16 mask = n >= kLanes ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
@@ -423,7 +430,7 @@ DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
       continue;
     }
     alignas(16) int8_t levels[kLanes];
-    _mm_store_si128(reinterpret_cast<__m128i*>(levels), simd::quantize16(v, _mm512_set1_ps(r.out->scale)));
+    _mm_store_si128(reinterpret_cast<__m128i*>(levels), simd::quantize16(v, scale));
     int8_t* dst = r.out->atom_at(r.n, r.m, oh, ow);
     for (int64_t j = 0; j < n; ++j) dst[j * 32] = levels[j];
   }
@@ -437,7 +444,7 @@ DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
 DLAKIT_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeometry& g, const Int8Input& x,
                                      const Int8Requant& rq, const Int8Output& out, int64_t n, int64_t oh) {
   const int64_t taps = g.KH * g.KW, blocks = (g.M + kLanes - 1) / kLanes;
-  const __m512 scale = _mm512_set1_ps(out.scale);
+  const simd::Scale16 scale = simd::scale16(out.scale);
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t c = b * kLanes, count = std::min(kLanes, g.M - c);
     const __mmask16 mask = count >= kLanes ? __mmask16(0xffff) : __mmask16((1u << count) - 1);

@@ -36,8 +36,8 @@ void add_row_generic(const int8_t* a, float sa, const int8_t* b, float sb, bool 
 #if defined(__x86_64__)
 DLAKIT_VNNI void add_row_avx512(const int8_t* a, float sa, const int8_t* b, float sb, bool relu, int8_t* y,
                                 float sy, int64_t W, int lanes) {
-  const __m512 va = _mm512_set1_ps(sa), vb = _mm512_set1_ps(sb), vy = _mm512_set1_ps(sy),
-               zero = _mm512_setzero_ps();
+  const simd::Scale16 vy = simd::scale16(sy);
+  const __m512 va = _mm512_set1_ps(sa), vb = _mm512_set1_ps(sb), zero = _mm512_setzero_ps();
   const __m256i keep =
       _mm256_cmpgt_epi8(_mm256_set1_epi8(char(lanes)),
                         _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
@@ -87,7 +87,8 @@ void window_max_generic(const Int8Atoms& x, int64_t n, int64_t g, const WindowTa
 #if defined(__x86_64__)
 // Levels at x.scale -> levels at y.scale, as quantize(float(level) * x.scale, y.scale).
 DLAKIT_VNNI void rescale32_avx512(int8_t* levels, float sx, float sy) {
-  const __m512 vx = _mm512_set1_ps(sx), vy = _mm512_set1_ps(sy);
+  const __m512 vx = _mm512_set1_ps(sx);
+  const simd::Scale16 vy = simd::scale16(sy);
   for (int h = 0; h < 2; ++h) {
     __m128i* p = reinterpret_cast<__m128i*>(levels + h * 16);
     _mm_storeu_si128(p, simd::quantize16(simd::dequantize16(_mm_loadu_si128(p), vx), vy));

@@ -6,15 +6,41 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "numerics/fast_level.h"
+
 #define DLAKIT_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 #define DLAKIT_AVX2 __attribute__((target("avx2,fma")))
 
 namespace dlakit::simd {
 
+// A scale as quantize16 takes it: with its reciprocal where numerics::usable_inverse gives one, so that the
+// quotient is a multiply and two FMA corrections (numerics/fast_level.h: the same bits as the division,
+// which costs several times more), else divided.
+struct Scale16 {
+  __m512 scale, inv;
+  bool fast;
+};
+DLAKIT_VNNI inline Scale16 scale16(float scale) {
+  const float inv = numerics::usable_inverse(scale);
+  return {_mm512_set1_ps(scale), _mm512_set1_ps(inv), inv != 0.f};
+}
+// x / scale as IEEE division rounds it (numerics::quotient: from 2^22 on, or NaN, the first product, which
+// saturates alike).
+DLAKIT_VNNI inline __m512 quotient16(__m512 x, const Scale16& s) {
+  if (!s.fast) return _mm512_div_ps(x, s.scale);
+  const __m512 q = _mm512_mul_ps(x, s.inv);
+  const __mmask16 far = _mm512_cmp_ps_mask(_mm512_abs_ps(q), _mm512_set1_ps(4194304.f), _CMP_NLT_UQ);
+  __m512 residual = _mm512_fnmadd_ps(q, s.scale, x);
+  __m512 corrected = _mm512_fmadd_ps(residual, s.inv, q);
+  residual = _mm512_fnmadd_ps(corrected, s.scale, x);
+  corrected = _mm512_fmadd_ps(residual, s.inv, corrected);
+  return _mm512_mask_blend_ps(far, corrected, q);
+}
+
 // quant::quantize of 16 values with ties away from zero: v / scale, rounded to nearest even and a tie
 // rounded towards zero moved one step out, saturated to [-128, 127], NaN to 0.
-DLAKIT_VNNI inline __m128i quantize16(__m512 x, __m512 scale) {
-  const __m512 v = _mm512_div_ps(x, scale);
+DLAKIT_VNNI inline __m128i quantize16(__m512 x, const Scale16& scale) {
+  const __m512 v = quotient16(x, scale);
   __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 av = _mm512_abs_ps(v), at = _mm512_abs_ps(t);
   const __mmask16 tie =

@@ -49,7 +49,7 @@ DLAKIT_AVX2 void quantize_avx2(const float* x, float scale, int8_t* levels) {
 
 DLAKIT_VNNI void quantize_avx512(const float* x, float scale, int8_t* levels) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(levels),
-                   simd::quantize16(_mm512_loadu_ps(x), _mm512_set1_ps(scale)));
+                   simd::quantize16(_mm512_loadu_ps(x), simd::scale16(scale)));
 }
 
 size_t mismatches(const std::vector<float>& v, float scale, int width,
@@ -64,7 +64,9 @@ size_t mismatches(const std::vector<float>& v, float scale, int width,
   return wrong;
 }
 
-const float kScales[] = {1.f, 0.0078125f, 0.013f, 3.7e-5f, 250.f};
+// Scales with a reciprocal (quantize16's multiply-and-correct quotient) and without (it divides: below
+// 2^-100, above 1e36).
+const float kScales[] = {1.f, 0.0078125f, 0.013f, 3.7e-5f, 250.f, 0x1.b8672ep-101f, 3e-38f, 2e36f};
 
 }  // namespace
 
