@@ -163,7 +163,9 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
     q.word = 0;
     for (int b = 0; b < 4; ++b) {
       if (m0 + b >= g.M || !(out.scale > 0)) continue;
-      const float v = k::int8_conv_value(acc.lane[b], mult_m[b], bq_m[b], bias_m[b], act);
+      // the sum's double from its bits (numerics::int_value): a conversion per value bounds the epilogue
+      const float v =
+          k::int8_conv_value(numerics::int_value(acc.lane[b]), mult_m[b], bq_m[b], bias_m[b], act);
       q.bytes[b] =
           numerics::level_byte(direct ? numerics::fast_level(store.half_first ? k::half_rounded(v) : v,
                                                              store.scale, inv_store, store.rounding)

@@ -70,21 +70,15 @@ __device__ inline float activate(ActParams a, float v) {
 
 // An INT8 convolution's output from its exact integer sum (numerics::Int8Conv): the level sum plus the
 // bias in levels, in double, rounded to float once and scaled; a channel without a scale gives its bias.
-// int8_conv_value takes filter m's three numbers themselves (bias_m: its bias, 0 without one).
-__device__ inline float int8_conv_value(long long acc, float mult_m, double bq_m, float bias_m,
-                                        ActParams act) {
-  const float r = mult_m > 0 ? float(double(acc) + bq_m) * mult_m : bias_m;
-  return activate(act, r);
-}
-// The same from an int32 sum (the GEMM paths), whose double comes from its bits (numerics::int_value):
-// a conversion instruction per value would bound the epilogues.
-__device__ inline float int8_conv_value(int32_t acc, float mult_m, double bq_m, float bias_m, ActParams act) {
-  const float r = mult_m > 0 ? float(numerics::int_value(acc) + bq_m) * mult_m : bias_m;
+// int8_conv_value takes filter m's three numbers themselves (bias_m: its bias, 0 without one) and the sum
+// as a double (exact: below 2^53).
+__device__ inline float int8_conv_value(double acc, float mult_m, double bq_m, float bias_m, ActParams act) {
+  const float r = mult_m > 0 ? float(acc + bq_m) * mult_m : bias_m;
   return activate(act, r);
 }
 __device__ inline float int8_conv_output(long long acc, int64_t m, const float* mult, const double* bq,
                                          const float* bias, ActParams act) {
-  return int8_conv_value(acc, mult[m], bq[m], bias ? bias[m] : 0.f, act);
+  return int8_conv_value(double(acc), mult[m], bq[m], bias ? bias[m] : 0.f, act);
 }
 
 // One byte of the int8 surface Add (kernels/int8_atoms.cpp's arithmetic in its order): padding channels
