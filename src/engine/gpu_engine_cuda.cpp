@@ -91,14 +91,9 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
   c.node = &node;
   c.int8 = plan().nodes[n].mode == Mode::kINT8;
   c.conv = runner.conv_int8(n);
-  c.rounding = rules.rounding == quant::Rounding::kHalfAwayFromZero ? 0 : 1;
-  // A float Conv whose input only needs rounding to fp16 reads it raw and rounds it itself, unless a GPU
-  // layer already stored it as fp16 values.
+  c.rounding = rounding_code(rules.rounding);
   const int in0 = node.inputs.empty() ? -1 : node.inputs[0];
-  const bool rounds_half = !rules.inputs.empty() && rules.inputs[0].round_fp16;
-  c.in0_unrounded = node.op == OpKind::Conv && !c.int8 && !fp32 && rounds_half &&
-                    rounds_to_half_only(rules.inputs[0]) && !(in0 >= 0 && half_valued[size_t(in0)]);
-  c.in0_half = rounds_half && !c.in0_unrounded;
+  set_input0(c, node.op, rules, in0 >= 0 && half_valued[size_t(in0)]);
   c.out = dev(out);
   c.out_shape = g.value(out).type.shape;
   for (size_t k = 0; k < node.inputs.size(); ++k) {

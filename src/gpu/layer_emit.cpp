@@ -16,6 +16,13 @@ namespace dlakit::gpu {
 
 int rounding_code(quant::Rounding r) { return r == quant::Rounding::kHalfAwayFromZero ? 0 : 1; }
 
+void set_input0(LayerCall& c, OpKind op, const numerics::StepRules& rules, bool stored_half) {
+  const bool rounds_half = !rules.inputs.empty() && rules.inputs[0].round_fp16;
+  c.in0_unrounded =
+      op == OpKind::Conv && !c.int8 && rounds_half && rounds_to_half_only(rules.inputs[0]) && !stored_half;
+  c.in0_half = rounds_half && !c.in0_unrounded;
+}
+
 namespace {
 
 // The INT8-exact unary ops (kernels.h); the transcendental ones may differ from glibc by an ulp.

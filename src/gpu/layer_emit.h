@@ -77,6 +77,10 @@ k::ActParams fused_act(const Node& n);
 inline bool rounds_to_half_only(const numerics::InputRule& r) {
   return r.round_fp16 && !(r.quantize_scale > 0);
 }
+// LayerCall::in0_half and in0_unrounded for a layer of `op` with these rules: a float Conv whose input
+// only needs rounding to fp16 reads it raw and rounds it itself, unless `stored_half` (its producer already
+// stored fp16 values); otherwise in[0] holds fp16 values where its rule rounds them.
+void set_input0(LayerCall& c, OpKind op, const numerics::StepRules& rules, bool stored_half);
 
 // A 2-D convolution's geometry: input, weight and output shapes (4-D) and the node's attributes.
 k::ConvGeom conv_geom(const Node& node, const Shape& xs, const Shape& ws, const Shape& ys);

@@ -439,10 +439,7 @@ void ProgramEngine::Impl::build_op(size_t oi) {
       c.int8 = s.rules.precision == numerics::Precision::kInt8;
       c.conv = ps.conv.get();
       c.s_in = s.rules.exact_int8_conv ? s.rules.inputs[0].quantize_scale : 0;
-      const bool rounds_half = !s.rules.inputs.empty() && s.rules.inputs[0].round_fp16;
-      c.in0_unrounded =
-          ps.node.op == OpKind::Conv && !c.int8 && rounds_half && rounds_to_half_only(s.rules.inputs[0]);
-      c.in0_half = rounds_half && !c.in0_unrounded;
+      set_input0(c, ps.node.op, s.rules, false);
       c.rounding = rounding_code(s.rules.rounding);
       c.out = outs[0];
       c.out_shape = s.out_types[0].shape;
