@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/threadpool.h"
 #include "kernels/int8_simd.h"
+#include "numerics/fast_level.h"
 #include "numerics/quantize.h"
 
 namespace dlakit {
@@ -36,6 +37,7 @@ struct Tile {
   const int32_t* compensation;
   Int8Requant rq;  // at the tile's first channel
   const Int8Output* out;
+  float out_inv;          // numerics::usable_inverse(out->scale), once per layer
   int64_t M, OH, OW;      // the output's size
   int64_t n, m0, oh, ow;  // the tile's image, first channel, row and first pixel
   int64_t channels_left;  // output channels from this tile's first block to the group's end
@@ -165,7 +167,7 @@ DLAKIT_VNNI void tile_vnni(const Tile& t) {
     q.scaled = _mm512_cmp_ps_mask(q.mult, _mm512_setzero_ps(), _CMP_GT_OQ);
     q.act = &t.rq.act;
     if (t.out->atoms) {
-      const simd::Scale16 scale = simd::scale16(t.out->scale);
+      const simd::Scale16 scale = simd::scale16(t.out->scale, t.out_inv);
       for (int j = 0; j < kPixels; ++j)
         put16(*t.out, t, t.m0 + m0, t.ow + j, requantize16(q, _mm512_sub_epi32(acc[b][j], comp)), scale, n);
       continue;
@@ -732,6 +734,7 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
   uint16_t* const xb16 = wide ? padded16.data() : nullptr;
   // Work items are (output row, pair of blocks); a row is covered kMaxPixels pixels at a time.
   const int64_t pairs = (p.blocks + 1) / 2;
+  const float out_inv = numerics::usable_inverse(out.scale);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       if (wide)
@@ -757,6 +760,7 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
                          p.compensation.data() + block * kLanes,
                          at,
                          &out,
+                         out_inv,
                          g.M,
                          g.OH,
                          g.OW,

@@ -20,10 +20,11 @@ struct Scale16 {
   __m512 scale, inv;
   bool fast;
 };
-DLAKIT_VNNI inline Scale16 scale16(float scale) {
-  const float inv = numerics::usable_inverse(scale);
+// inv: numerics::usable_inverse(scale), where a caller has it already.
+DLAKIT_VNNI inline Scale16 scale16(float scale, float inv) {
   return {_mm512_set1_ps(scale), _mm512_set1_ps(inv), inv != 0.f};
 }
+DLAKIT_VNNI inline Scale16 scale16(float scale) { return scale16(scale, numerics::usable_inverse(scale)); }
 // x / scale as IEEE division rounds it (numerics::quotient: from 2^22 on, or NaN, the first product, which
 // saturates alike).
 DLAKIT_VNNI inline __m512 quotient16(__m512 x, const Scale16& s) {
