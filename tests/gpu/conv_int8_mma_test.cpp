@@ -20,6 +20,7 @@
 
 using namespace dlakit;
 using gpu::k::ConvGeom;
+using test_conv::geom;
 
 namespace {
 
@@ -27,17 +28,6 @@ struct Case {
   const char* name;
   ConvGeom g;
 };
-
-ConvGeom geom(int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k, int64_t stride, int64_t pad,
-              int64_t dil, int64_t groups) {
-  ConvGeom g;
-  g.N = n, g.C = c, g.H = hw, g.W = hw + 3, g.M = m, g.KH = k, g.KW = k, g.SH = g.SW = stride;
-  g.DH = g.DW = dil, g.PT = g.PL = pad, g.G = groups;
-  const int64_t span = (k - 1) * dil + 1;
-  g.OH = (g.H + 2 * pad - span) / stride + 1;
-  g.OW = (g.W + 2 * pad - span) / stride + 1;
-  return g;
-}
 
 std::vector<Case> cases() {
   return {{"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1, 1)},

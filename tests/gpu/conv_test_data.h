@@ -14,12 +14,12 @@
 
 namespace test_conv {
 // A square-kernel convolution's geometry: input hw x (hw + 3) (width and height differ), the output's size
-// from stride, padding (both sides) and dilation.
+// from stride, padding (both sides), dilation and groups.
 inline dlakit::gpu::k::ConvGeom geom(int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k, int64_t stride,
-                                     int64_t pad, int64_t dil) {
+                                     int64_t pad, int64_t dil, int64_t groups = 1) {
   dlakit::gpu::k::ConvGeom g;
   g.N = n, g.C = c, g.H = hw, g.W = hw + 3, g.M = m, g.KH = k, g.KW = k, g.SH = g.SW = stride;
-  g.DH = g.DW = dil, g.PT = g.PL = pad;
+  g.DH = g.DW = dil, g.PT = g.PL = pad, g.G = groups;
   const int64_t span = (k - 1) * dil + 1;
   g.OH = (g.H + 2 * pad - span) / stride + 1;
   g.OW = (g.W + 2 * pad - span) / stride + 1;
