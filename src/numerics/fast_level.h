@@ -1,7 +1,9 @@
 // quantize() (quantize.h) without a division or a float-to-integer conversion, for kernels that quantize
 // every value they write: on a GPU those two run on the slow pipes (a reciprocal, a conversion at a
 // sixteenth of the float rate) and bound the INT8 epilogues. Same results bit for bit, because:
-// - x / scale is the correctly rounded quotient from inv = RN(1 / scale) and two FMA corrections (the first
+// - most quotients are far from a half-integer, and the product x * inv rounds as they do (kTieMargin);
+// - otherwise x / scale is the correctly rounded quotient from inv = RN(1 / scale) and two FMA corrections
+// (the first
 //   brings the product x * inv within an ulp of the quotient, the second is then exact by Markstein's
 //   theorem: a quotient within an ulp, a reciprocal within half an ulp, an exact FMA residual);
 // - rounding to an integer is the magic-number sum (v + 1.5 * 2^23) - 1.5 * 2^23 (ties to even), exact once
@@ -45,14 +47,26 @@ DLAKIT_HOST_DEVICE inline float quotient(float x, float scale, float inv) {
   return fmaf(residual, inv, q);
 }
 
+// The shortcut's margin: x * inv is within 2^-15 of the IEEE quotient while |x * inv| <= 129 (two roundings
+// of at most 2^-24 relative each, and the quotient's own half ulp), so a product further than this from
+// every half-integer rounds to the same integer as the quotient would; the others (about 1 in 4000 of
+// evenly spread values) take the corrections.
+constexpr float kTieMargin = 0x1p-13f;
+
 // quantize(x, scale, rounding) as a float level (rounding 0: half away from zero, 1: half to even); inv:
 // usable_inverse(scale), or 0 to divide.
 DLAKIT_HOST_DEVICE inline float fast_level(float x, float scale, float inv, int rounding) {
+  const float magic = 12582912.f;  // 1.5 * 2^23: one unit in the last place is 1
+  if (inv != 0.f) {
+    float v = x * inv;
+    v = v < -129.f ? -129.f : v > 128.f ? 128.f : v;  // NaN stays NaN and fails the test below
+    const float t = (v + magic) - magic;
+    if (fabsf(fabsf(v - t) - 0.5f) > kTieMargin) return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
+  }
   if (x != x || !(scale > 0.f)) return 0.f;
   float v = inv != 0.f ? quotient(x, scale, inv) : x / scale;
   if (v != v) return 0.f;  // inf / inf: quantize()'s NaN level converts to 0
   v = v < -129.f ? -129.f : v > 128.f ? 128.f : v;
-  const float magic = 12582912.f;  // 1.5 * 2^23: one unit in the last place is 1
   const float shifted = v + magic;
   float t = shifted - magic;
   if (rounding == 0 && fabsf(v - t) == 0.5f && fabsf(t) < fabsf(v)) t += v < 0.f ? -1.f : 1.f;

@@ -77,6 +77,27 @@ TEST(FastLevel, QuantizesAsQuantizeOnRandomValuesTiesAndTheirNeighbours) {
   EXPECT_GT(checked, 1000000u);
 }
 
+// The shortcut's edge: quotients about kTieMargin from a half-integer, on both sides of the margin and within
+// it, where the product x * inv alone decides. A margin too narrow for the product's error fails here.
+TEST(FastLevel, QuotientsAtTheShortcutsMarginRoundAsQuantize) {
+  std::mt19937 gen(6);
+  std::uniform_real_distribution<float> mantissa(1.f, 2.f);
+  std::uniform_int_distribution<int> scale_exp(-99, 100);
+  size_t checked = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const float scale = std::ldexp(mantissa(gen), scale_exp(gen));
+    for (int k = -130; k <= 129; k += (i % 5) + 1)
+      for (float offset : {0.25f, 0.5f, 0.9f, 1.f, 1.1f, 2.f})
+        for (float side : {-1.f, 1.f}) {
+          float x = (float(k) + 0.5f + side * offset * numerics::kTieMargin) * scale;
+          for (int step = 0; step < 2; ++step) x = std::nextafter(x, -INFINITY);
+          for (int step = 0; step < 5; ++step, x = std::nextafter(x, INFINITY))
+            expect_same_level(x, scale, checked);
+        }
+  }
+  EXPECT_GT(checked, 1000000u);
+}
+
 TEST(FastLevel, SpecialValuesAndScalesWithoutAUsableInverse) {
   size_t checked = 0;
   const float specials[] = {0.f,           -0.f,   NAN,  INFINITY, -INFINITY, FLT_MAX, -FLT_MAX, FLT_MIN,

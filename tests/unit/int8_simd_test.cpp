@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "kernels/int8_simd.h"
@@ -64,6 +65,31 @@ size_t mismatches(const std::vector<float>& v, float scale, int width,
   return wrong;
 }
 
+// Whole vectors of values about numerics::kTieMargin from ties (each side of the margin) and of random
+// values: quantize16 takes its shortcut (no corrections) only where no lane is near a tie, so the mixed
+// vectors of awkward_values seldom reach it.
+std::vector<float> shortcut_values(float scale) {
+  std::mt19937 gen(9);
+  std::uniform_real_distribution<float> level(-200.f, 200.f);
+  std::vector<float> v;
+  for (float offset : {0.5f, 0.9f, 1.1f, 2.f, 8.f})
+    for (float side : {-1.f, 1.f})
+      for (int k = -130; k <= 129; ++k)
+        v.push_back((float(k) + 0.5f + side * offset * numerics::kTieMargin) * scale);
+  // a few ulps off each tie, without the tie itself (which would send the vector to the corrections): a
+  // margin narrower than the product's error rounds some of these the wrong way
+  for (int ulps : {-3, -2, -1, 1, 2, 3})
+    for (int k = -130; k <= 129; ++k) {
+      float x = (float(k) + 0.5f) * scale;
+      for (int step = 0; step < std::abs(ulps); ++step)
+        x = std::nextafter(x, ulps < 0 ? -INFINITY : INFINITY);
+      v.push_back(x);
+    }
+  for (int i = 0; i < 4096; ++i) v.push_back(level(gen) * scale);
+  while (v.size() % 16) v.push_back(scale);
+  return v;
+}
+
 // Scales with a reciprocal (quantize16's multiply-and-correct quotient) and without (it divides: below
 // 2^-100, above 1e36).
 const float kScales[] = {1.f, 0.0078125f, 0.013f, 3.7e-5f, 250.f, 0x1.b8672ep-101f, 3e-38f, 2e36f};
@@ -80,5 +106,10 @@ TEST(Int8Simd, Quantize16EqualsTheScalarRule) {
   if (!simd::has_avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
   for (float scale : kScales)
     EXPECT_EQ(mismatches(awkward_values(scale), scale, 16, quantize_avx512), 0u) << "scale " << scale;
+}
+TEST(Int8Simd, Quantize16ShortcutRoundsAsTheScalarRule) {
+  if (!simd::has_avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  for (float scale : kScales)
+    EXPECT_EQ(mismatches(shortcut_values(scale), scale, 16, quantize_avx512), 0u) << "scale " << scale;
 }
 #endif
