@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "gpu/conv_int8_gemm.h"
 #include "gpu/device_math.cuh"
+#include "gpu/fast_divide.h"
 
 namespace dlakit::gpu {
 namespace {
@@ -93,16 +94,17 @@ __global__ void sums_to_output_kernel(ConvGeom g, int64_t m_padded, const int32_
 // zero outside the image (C32: the input's channels in whole atoms, their padding bytes included: the
 // weights are zero there). grid.x: the tap. identity: levels[q + 128] == q for every q (no lookup).
 __global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* levels, bool identity,
-                                    unsigned chunks, unsigned total, int64_t depth, int8_t* cols) {
+                                    FastDivide chunks, PixelSplit pixel, unsigned total, int64_t depth,
+                                    int8_t* cols) {
   __shared__ int8_t lut[256];
   for (int i = threadIdx.x; i < 256; i += blockDim.x) lut[i] = levels[i];
   __syncthreads();
-  const int tap = blockIdx.x, kh = tap / int(g.KW), kw = tap % int(g.KW), OW = int(g.OW), OH = int(g.OH);
-  const int64_t c32 = int64_t(chunks) * 16;
+  const int tap = blockIdx.x, kh = tap / int(g.KW), kw = tap % int(g.KW);
+  const int64_t c32 = int64_t(chunks.divisor) * 16;
   for (unsigned i = blockIdx.y * blockDim.x + threadIdx.x; i < total; i += gridDim.y * blockDim.x) {
-    const unsigned chunk = i % chunks, p = i / chunks;
+    const unsigned p = chunks.quotient(i), chunk = i - p * chunks.divisor;
     int n, oh, ow;
-    k::split_pixel(p, OW, OH, n, oh, ow);
+    pixel.split(p, n, oh, ow);
     const int64_t ih = oh * g.SH - g.PT + kh * g.DH, iw = ow * g.SW - g.PL + kw * g.DW;
     union {
       int4 word;
@@ -119,19 +121,28 @@ __global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* leve
   }
 }
 
+// What sums_to_atoms_kernel needs besides the sums and the filters' numbers, fixed for a launch: the
+// inverses of the scales (numerics::usable_inverse, the same IEEE division on the host) and the pixel split.
+struct AtomEpilogue {
+  k::StoreRule store;
+  float inv_store = 0, inv_out = 0, inv_y = 0;
+  PixelSplit pixel;
+};
+
 // The output surface's bytes from sums[p][m]: int8_conv_output, the store rule, then pack_surface's
 // quantization to the surface's scale; padding channels of the last atom zero. A block writes one atom
 // (32 channels) of 32 pixels at a time, a thread 4 channels of one pixel from one 16-byte load, so that a
-// warp reads 4 pixels' 128-byte rows of sums and writes 128 contiguous bytes of the surface. direct: the
+// warp reads 4 pixels' 128-byte rows of sums and writes 128 contiguous bytes of the surface. kDirect: the
 // store rule quantizes to the surface's own scale, so its level is the byte (host: quantize_once).
-// add: a residual Add fused after it (AtomAdd): the byte is added to the other surface's as the atom Add
-// computes it, and only the sum is written.
+// kAdd: a residual Add fused after it (AtomAdd): the byte is added to the other surface's as the atom Add
+// computes it, and only the sum is written. The per-value work is what bounds this kernel (ncu: issue-bound,
+// DRAM a quarter busy), so the branches on the configuration are template arguments or uniform.
 constexpr int kAtomThreads = 256;  // 32 pixels x 8 threads of 4 channels
 static_assert(kAtomThreads == k::kThreads, "sums_to_atoms_kernel is launched with kThreads threads");
-template <bool kAdd>
+template <bool kAdd, bool kDirect>
 __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t* sums, const float* mult,
-                                     const double* bq, const float* bias, ActParams act, k::StoreRule store,
-                                     bool direct, Int8Atoms out, AtomAdd add, unsigned pixel_tiles) {
+                                     const double* bq, const float* bias, ActParams act, AtomEpilogue e,
+                                     Int8Atoms out, AtomAdd add, unsigned pixel_tiles) {
   const int quad = threadIdx.x & 7, lane_pixel = threadIdx.x >> 3;
   const int64_t m0 = int64_t(blockIdx.x) * 32 + quad * 4;
   float mult_m[4], bias_m[4];
@@ -140,16 +151,14 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
     const int64_t m = m0 + b < g.M ? m0 + b : 0;
     mult_m[b] = mult[m], bq_m[b] = bq[m], bias_m[b] = bias ? bias[m] : 0.f;
   }
+  const int channels = int(g.M - m0 < 4 ? (g.M - m0 < 0 ? 0 : g.M - m0) : 4);  // real ones of the 4
+  const bool scaled = out.scale > 0;
   const unsigned pixels = unsigned(g.N * g.OH * g.OW);  // below 2^31 (plan)
-  const int OW = int(g.OW), OH = int(g.OH);
-  const float inv_store = numerics::usable_inverse(store.scale),
-              inv_out = numerics::usable_inverse(out.scale),
-              inv_y = kAdd ? numerics::usable_inverse(add.y.scale) : 0.f;
   for (unsigned tile = blockIdx.y; tile < pixel_tiles; tile += gridDim.y) {
     const unsigned p = tile * 32 + unsigned(lane_pixel);
     if (p >= pixels) continue;
     int n, oh, ow;
-    k::split_pixel(p, OW, OH, n, oh, ow);
+    e.pixel.split(p, n, oh, ow);
     union {
       int4 word;
       int32_t lane[4];
@@ -162,14 +171,14 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
     } q;
     q.word = 0;
     for (int b = 0; b < 4; ++b) {
-      if (m0 + b >= g.M || !(out.scale > 0)) continue;
+      if (b >= channels || !scaled) continue;
       // the sum's double from its bits (numerics::int_value): a conversion per value bounds the epilogue
       const float v =
           k::int8_conv_value(numerics::int_value(acc.lane[b]), mult_m[b], bq_m[b], bias_m[b], act);
-      q.bytes[b] =
-          numerics::level_byte(direct ? numerics::fast_level(store.half_first ? k::half_rounded(v) : v,
-                                                             store.scale, inv_store, store.rounding)
-                                      : numerics::fast_level(k::stored(store, v), out.scale, inv_out, 0));
+      q.bytes[b] = numerics::level_byte(
+          kDirect ? numerics::fast_level(e.store.half_first ? k::half_rounded(v) : v, e.store.scale,
+                                         e.inv_store, e.store.rounding)
+                  : numerics::fast_level(k::stored(e.store, v), out.scale, e.inv_out, 0));
     }
     // The 4 bytes' place in a surface: image n, this block's atom, row oh, column ow.
     auto word_at = [&](const Int8Atoms& sf) {
@@ -184,7 +193,7 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
       other.word = *word_at(add.other);
       for (int b = 0; b < 4; ++b)
         sum.bytes[b] = k::atom_add_byte(q.bytes[b], other.bytes[b], out.scale, add.other.scale, add.y.scale,
-                                        inv_y, add.relu, m0 + b >= g.M);
+                                        e.inv_y, add.relu, b >= channels);
       *word_at(add.y) = sum.word;
     } else {
       *word_at(out) = q.word;
@@ -264,7 +273,8 @@ void ConvInt8Gemm::run_on_atoms(const Int8Atoms& in, const int8_t* levels, bool 
   // Taps along grid.x: blocks that run together fill whole rows of cols (DRAM writes a row once, not in
   // as many sector-sized visits as there are taps).
   im2col_atoms_kernel<<<dim3(unsigned(g_.KH * g_.KW), std::min(k::blocks_for(cols_total), 65535u)),
-                        k::kThreads, 0, s>>>(g_, in, levels, identity, chunks, cols_total, k_padded_,
+                        k::kThreads, 0, s>>>(g_, in, levels, identity, FastDivide(chunks),
+                                             PixelSplit(g_.OW, g_.OH), cols_total, k_padded_,
                                              static_cast<int8_t*>(cols));
   matmul(w, cols, sums, workspace, s);
   write_atoms(sums, mult, bq, bias, act, store, out, add, s);
@@ -288,14 +298,23 @@ void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double
   // Filter tiles along grid.x: blocks that run together read whole rows of sums (a row is one pixel's
   // filters), where pixel tiles first would read 128 bytes of every row in turn.
   const dim3 grid(unsigned((g_.M + 31) / 32), std::min(pixel_tiles, 2048u));
-  const bool direct = quantize_once(store, out.scale);
+  AtomEpilogue e;
+  e.store = store;
+  e.inv_store = numerics::usable_inverse(store.scale);
+  e.inv_out = numerics::usable_inverse(out.scale);
+  e.inv_y = add ? numerics::usable_inverse(add->y.scale) : 0.f;
+  e.pixel = PixelSplit(g_.OW, g_.OH);
   const auto* sums_i = static_cast<const int32_t*>(sums);
+  const AtomAdd none;
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, k::kThreads, 0, s>>>(g_, m_padded_, sums_i, mult, bq, bias, act, e, out, add ? *add : none,
+                                        pixel_tiles);
+  };
+  const bool direct = quantize_once(store, out.scale);
   if (add)
-    sums_to_atoms_kernel<true><<<grid, k::kThreads, 0, s>>>(g_, m_padded_, sums_i, mult, bq, bias, act, store,
-                                                            direct, out, *add, pixel_tiles);
+    direct ? launch(sums_to_atoms_kernel<true, true>) : launch(sums_to_atoms_kernel<true, false>);
   else
-    sums_to_atoms_kernel<false><<<grid, k::kThreads, 0, s>>>(g_, m_padded_, sums_i, mult, bq, bias, act,
-                                                             store, direct, out, AtomAdd{}, pixel_tiles);
+    direct ? launch(sums_to_atoms_kernel<false, true>) : launch(sums_to_atoms_kernel<false, false>);
 }
 
 void ConvInt8Gemm::im2col_levels(const float* x, float s_in, int rounding, void* cols, cudaStream_t s) const {
