@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 #include "base/error.h"
 #include "gpu/conv_int8_gemm.h"
 #include "gpu/device_math.cuh"
 #include "gpu/fast_divide.h"
+#include "gpu/gpu_check.h"
 
 namespace dlakit::gpu {
 namespace {
@@ -134,12 +137,14 @@ struct AtomEpilogue {
 // (32 channels) of 32 pixels at a time, a thread 4 channels of one pixel from one 16-byte load, so that a
 // warp reads 4 pixels' 128-byte rows of sums and writes 128 contiguous bytes of the surface. kDirect: the
 // store rule quantizes to the surface's own scale, so its level is the byte (host: quantize_once).
-// kAdd: a residual Add fused after it (AtomAdd): the byte is added to the other surface's as the atom Add
-// computes it, and only the sum is written. The per-value work is what bounds this kernel (ncu: issue-bound,
-// DRAM a quarter busy), so the branches on the configuration are template arguments or uniform.
+// kAdd: a residual Add fused after it (AtomAdd): the level is added to the other surface's as the atom Add
+// computes it, and only the sum is written. The per-value work bounds this kernel (ncu: issue-bound, DRAM a
+// quarter busy), so the configuration is in template arguments or uniform, padding channels are masked
+// instead of branched around, and a block walks many pixel tiles (write_atoms: one wave of blocks) so
+// that its filters' numbers are loaded once for many values.
 constexpr int kAtomThreads = 256;  // 32 pixels x 8 threads of 4 channels
 static_assert(kAtomThreads == k::kThreads, "sums_to_atoms_kernel is launched with kThreads threads");
-template <bool kAdd, bool kDirect>
+template <bool kAdd, bool kDirect, k::Act kAct>
 __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t* sums, const float* mult,
                                      const double* bq, const float* bias, ActParams act, AtomEpilogue e,
                                      Int8Atoms out, AtomAdd add, unsigned pixel_tiles) {
@@ -151,53 +156,61 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
     const int64_t m = m0 + b < g.M ? m0 + b : 0;
     mult_m[b] = mult[m], bq_m[b] = bq[m], bias_m[b] = bias ? bias[m] : 0.f;
   }
-  const int channels = int(g.M - m0 < 4 ? (g.M - m0 < 0 ? 0 : g.M - m0) : 4);  // real ones of the 4
+  // The real channels of the 4 (the rest are the last atom's padding), and the output's levels used only
+  // where the surface has a scale (0 otherwise, as pack_surface writes).
+  const int64_t real = g.M - m0;
+  const uint32_t channel_mask = real >= 4 ? 0xffffffffu : real <= 0 ? 0u : (1u << (8 * real)) - 1u;
   const bool scaled = out.scale > 0;
   const unsigned pixels = unsigned(g.N * g.OH * g.OW);  // below 2^31 (plan)
-  for (unsigned tile = blockIdx.y; tile < pixel_tiles; tile += gridDim.y) {
+  // The 4 bytes' place in a surface: image n, this block's atom, row oh, column ow.
+  auto word_at = [&](const Int8Atoms& sf, int n, int oh, int ow) {
+    return reinterpret_cast<uint32_t*>(sf.data + int64_t(n) * sf.batch + int64_t(blockIdx.x) * sf.group +
+                                       int64_t(oh) * sf.line + int64_t(ow) * 32 + quad * 4);
+  };
+  union Sums {
+    int4 word;
+    int32_t lane[4];
+  };
+  union Bytes {
+    uint32_t word;
+    int8_t bytes[4];
+  };
+  // The next pixel's loads are issued before this one's values are worked out (software pipelining): with
+  // the per-value work cut down, the wait for the sums (DRAM latency) is what the warps stalled on.
+  auto fetch = [&](unsigned tile, Sums& acc, Bytes& other) -> uint32_t* {
     const unsigned p = tile * 32 + unsigned(lane_pixel);
-    if (p >= pixels) continue;
+    acc.word = make_int4(0, 0, 0, 0);
+    if (tile >= pixel_tiles || p >= pixels) return nullptr;
     int n, oh, ow;
     e.pixel.split(p, n, oh, ow);
-    union {
-      int4 word;
-      int32_t lane[4];
-    } acc;
-    acc.word = make_int4(0, 0, 0, 0);
     if (m0 < m_padded) acc.word = *reinterpret_cast<const int4*>(sums + int64_t(p) * m_padded + m0);
-    union {
-      uint32_t word;
-      int8_t bytes[4];
-    } q;
-    q.word = 0;
+    if (kAdd) other.word = *word_at(add.other, n, oh, ow);
+    return word_at(kAdd ? add.y : out, n, oh, ow);
+  };
+  Sums next_acc;
+  Bytes next_other;
+  uint32_t* next_dst = fetch(blockIdx.y, next_acc, next_other);
+  for (unsigned tile = blockIdx.y; tile < pixel_tiles; tile += gridDim.y) {
+    const Sums acc = next_acc;
+    const Bytes other = next_other;
+    uint32_t* const dst = next_dst;
+    next_dst = fetch(tile + gridDim.y, next_acc, next_other);
+    if (!dst) continue;
+    Bytes q;
     for (int b = 0; b < 4; ++b) {
-      if (b >= channels || !scaled) continue;
       // the sum's double from its bits (numerics::int_value): a conversion per value bounds the epilogue
-      const float v =
-          k::int8_conv_value(numerics::int_value(acc.lane[b]), mult_m[b], bq_m[b], bias_m[b], act);
-      q.bytes[b] = numerics::level_byte(
-          kDirect ? numerics::fast_level(e.store.half_first ? k::half_rounded(v) : v, e.store.scale,
-                                         e.inv_store, e.store.rounding)
-                  : numerics::fast_level(k::stored(e.store, v), out.scale, e.inv_out, 0));
+      const float v = k::activated<kAct>(
+          act, k::int8_conv_sum(numerics::int_value(acc.lane[b]), mult_m[b], bq_m[b], bias_m[b]));
+      float level = kDirect ? numerics::fast_level(e.store.half_first ? k::half_rounded(v) : v, e.store.scale,
+                                                   e.inv_store, e.store.rounding)
+                            : numerics::fast_level(k::stored(e.store, v), out.scale, e.inv_out, 0);
+      level = scaled ? level : 0.f;
+      if (kAdd)
+        level = k::atom_add_level(level, numerics::byte_value(other.bytes[b]), out.scale, add.other.scale,
+                                  add.y.scale, e.inv_y, add.relu);
+      q.bytes[b] = numerics::level_byte(level);
     }
-    // The 4 bytes' place in a surface: image n, this block's atom, row oh, column ow.
-    auto word_at = [&](const Int8Atoms& sf) {
-      return reinterpret_cast<uint32_t*>(sf.data + int64_t(n) * sf.batch + int64_t(blockIdx.x) * sf.group +
-                                         int64_t(oh) * sf.line + int64_t(ow) * 32 + quad * 4);
-    };
-    if (kAdd) {
-      union {
-        uint32_t word;
-        int8_t bytes[4];
-      } other, sum;
-      other.word = *word_at(add.other);
-      for (int b = 0; b < 4; ++b)
-        sum.bytes[b] = k::atom_add_byte(q.bytes[b], other.bytes[b], out.scale, add.other.scale, add.y.scale,
-                                        e.inv_y, add.relu, b >= channels);
-      *word_at(add.y) = sum.word;
-    } else {
-      *word_at(out) = q.word;
-    }
+    *dst = q.word & channel_mask;
   }
 }
 
@@ -292,12 +305,7 @@ void ConvInt8Gemm::run_to_atoms(const float* x, float s_in, int rounding, const 
 void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double* bq, const float* bias,
                                ActParams act, const k::StoreRule& store, const Int8Atoms& out,
                                const AtomAdd* add, cudaStream_t s) const {
-  // 32 pixels a block and pass; enough blocks to fill the GPU several times over, the rest by the loop
-  // (each block loads its filters' numbers once).
-  const unsigned pixel_tiles = unsigned((pixels_ + 31) / 32);
-  // Filter tiles along grid.x: blocks that run together read whole rows of sums (a row is one pixel's
-  // filters), where pixel tiles first would read 128 bytes of every row in turn.
-  const dim3 grid(unsigned((g_.M + 31) / 32), std::min(pixel_tiles, 2048u));
+  const unsigned pixel_tiles = unsigned((pixels_ + 31) / 32);  // 32 pixels a block and pass
   AtomEpilogue e;
   e.store = store;
   e.inv_store = numerics::usable_inverse(store.scale);
@@ -306,15 +314,40 @@ void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double
   e.pixel = PixelSplit(g_.OW, g_.OH);
   const auto* sums_i = static_cast<const int32_t*>(sums);
   const AtomAdd none;
+  const bool direct = quantize_once(store, out.scale);
   auto launch = [&](auto kernel) {
+    // One wave of blocks (as many as the GPU holds at once), each walking pixel tiles: more would load
+    // the filters' numbers again per block, fewer would leave SMs idle. Filter tiles along grid.x: blocks
+    // that run together read whole rows of sums (a row is one pixel's filters).
+    int device = 0, sms = 1, per_sm = 1;
+    DLAKIT_CUDA(cudaGetDevice(&device));
+    DLAKIT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    DLAKIT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::kThreads, 0));
+    const unsigned wave = unsigned(std::max(1, sms * per_sm)), filter_tiles = unsigned((g_.M + 31) / 32);
+    const dim3 grid(filter_tiles, std::clamp((wave + filter_tiles - 1) / filter_tiles, 1u, pixel_tiles));
     kernel<<<grid, k::kThreads, 0, s>>>(g_, m_padded_, sums_i, mult, bq, bias, act, e, out, add ? *add : none,
                                         pixel_tiles);
   };
-  const bool direct = quantize_once(store, out.scale);
+  auto with_act = [&](auto add_direct) {
+    constexpr bool kAdd = decltype(add_direct)::first_type::value,
+                   kDirect = decltype(add_direct)::second_type::value;
+    switch (act.act) {
+      case k::Act::kRelu:
+        return launch(sums_to_atoms_kernel<kAdd, kDirect, k::Act::kRelu>);
+      case k::Act::kClip:
+        return launch(sums_to_atoms_kernel<kAdd, kDirect, k::Act::kClip>);
+      case k::Act::kLeakyRelu:
+        return launch(sums_to_atoms_kernel<kAdd, kDirect, k::Act::kLeakyRelu>);
+      default:
+        return launch(sums_to_atoms_kernel<kAdd, kDirect, k::Act::kNone>);
+    }
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
   if (add)
-    direct ? launch(sums_to_atoms_kernel<true, true>) : launch(sums_to_atoms_kernel<true, false>);
+    direct ? with_act(std::pair<Yes, Yes>{}) : with_act(std::pair<Yes, No>{});
   else
-    direct ? launch(sums_to_atoms_kernel<false, true>) : launch(sums_to_atoms_kernel<false, false>);
+    direct ? with_act(std::pair<No, Yes>{}) : with_act(std::pair<No, No>{});
 }
 
 void ConvInt8Gemm::im2col_levels(const float* x, float s_in, int rounding, void* cols, cudaStream_t s) const {

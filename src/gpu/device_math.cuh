@@ -55,14 +55,23 @@ __device__ inline float stored(const StoreRule& r, float v) {
   return v;
 }
 
+// The fused activation, as a template argument where a kernel is instantiated per activation (a switch per
+// value costs the INT8 epilogues several instructions of a few dozen) and as a runtime choice.
+template <Act kAct>
+__device__ inline float activated(ActParams a, float v) {
+  if constexpr (kAct == Act::kRelu) return v > 0.f ? v : 0.f;
+  if constexpr (kAct == Act::kClip) return v != v ? v : smin(smax(v, a.a), a.b);
+  if constexpr (kAct == Act::kLeakyRelu) return v >= 0.f ? v : v * a.a;
+  return v;
+}
 __device__ inline float activate(ActParams a, float v) {
   switch (a.act) {
     case Act::kRelu:
-      return v > 0.f ? v : 0.f;
+      return activated<Act::kRelu>(a, v);
     case Act::kClip:
-      return v != v ? v : smin(smax(v, a.a), a.b);
+      return activated<Act::kClip>(a, v);
     case Act::kLeakyRelu:
-      return v >= 0.f ? v : v * a.a;
+      return activated<Act::kLeakyRelu>(a, v);
     default:
       return v;
   }
@@ -70,26 +79,33 @@ __device__ inline float activate(ActParams a, float v) {
 
 // An INT8 convolution's output from its exact integer sum (numerics::Int8Conv): the level sum plus the
 // bias in levels, in double, rounded to float once and scaled; a channel without a scale gives its bias.
-// int8_conv_value takes filter m's three numbers themselves (bias_m: its bias, 0 without one) and the sum
-// as a double (exact: below 2^53).
+// int8_conv_sum (before the activation) and int8_conv_value take filter m's three numbers themselves
+// (bias_m: its bias, 0 without one) and the sum as a double (exact: below 2^53).
+__device__ inline float int8_conv_sum(double acc, float mult_m, double bq_m, float bias_m) {
+  return mult_m > 0 ? float(acc + bq_m) * mult_m : bias_m;
+}
 __device__ inline float int8_conv_value(double acc, float mult_m, double bq_m, float bias_m, ActParams act) {
-  const float r = mult_m > 0 ? float(acc + bq_m) * mult_m : bias_m;
-  return activate(act, r);
+  return activate(act, int8_conv_sum(acc, mult_m, bq_m, bias_m));
 }
 __device__ inline float int8_conv_output(long long acc, int64_t m, const float* mult, const double* bq,
                                          const float* bias, ActParams act) {
   return int8_conv_value(double(acc), mult[m], bq[m], bias ? bias[m] : 0.f, act);
 }
 
-// One byte of the int8 surface Add (kernels/int8_atoms.cpp's arithmetic in its order): padding channels
-// zero. inv_sy: numerics::usable_inverse(sy).
+// One level of the int8 surface Add (kernels/int8_atoms.cpp's arithmetic in its order) from the two
+// inputs' levels as floats (exact integers); atom_add_byte: from their bytes, padding channels zero.
+// inv_sy: numerics::usable_inverse(sy).
+__device__ inline float atom_add_level(float la, float lb, float sa, float sb, float sy, float inv_sy,
+                                       bool relu) {
+  float v = la * sa + lb * sb;
+  if (relu) v = v > 0.f ? v : 0.f;
+  return numerics::fast_level(v, sy, inv_sy, 0);
+}
 __device__ inline int8_t atom_add_byte(int8_t qa, int8_t qb, float sa, float sb, float sy, float inv_sy,
                                        bool relu, bool padding) {
   if (padding) return 0;
-  const float fa = numerics::byte_value(qa) * sa, fb = numerics::byte_value(qb) * sb;
-  float v = fa + fb;
-  if (relu) v = v > 0.f ? v : 0.f;
-  return numerics::level_byte(numerics::fast_level(v, sy, inv_sy, 0));
+  return numerics::level_byte(
+      atom_add_level(numerics::byte_value(qa), numerics::byte_value(qb), sa, sb, sy, inv_sy, relu));
 }
 
 }  // namespace dlakit::gpu::k

@@ -20,8 +20,10 @@
 
 #ifdef __CUDACC__
 #define DLAKIT_HOST_DEVICE __host__ __device__
+#define DLAKIT_OUT_OF_LINE __noinline__
 #else
 #define DLAKIT_HOST_DEVICE
+#define DLAKIT_OUT_OF_LINE
 #endif
 
 namespace dlakit::numerics {
@@ -55,22 +57,31 @@ constexpr float kTieMargin = 0x1p-13f;
 
 // quantize(x, scale, rounding) as a float level (rounding 0: half away from zero, 1: half to even); inv:
 // usable_inverse(scale), or 0 to divide.
-DLAKIT_HOST_DEVICE inline float fast_level(float x, float scale, float inv, int rounding) {
-  const float magic = 12582912.f;  // 1.5 * 2^23: one unit in the last place is 1
-  if (inv != 0.f) {
-    float v = x * inv;
-    v = v < -129.f ? -129.f : v > 128.f ? 128.f : v;  // NaN stays NaN and fails the test below
-    const float t = (v + magic) - magic;
-    if (fabsf(fabsf(v - t) - 0.5f) > kTieMargin) return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
-  }
+// fast_level's path for the values its shortcut leaves (near a tie, NaN, a scale without a usable inverse):
+// the corrected quotient, or the division. Out of line in CUDA code: a copy per quantized value of an
+// unrolled epilogue multiplies the code (and ptxas's time) for what about 1 value in 4000 takes.
+DLAKIT_HOST_DEVICE DLAKIT_OUT_OF_LINE inline float exact_level(float x, float scale, float inv, int rounding) {
   if (x != x || !(scale > 0.f)) return 0.f;
   float v = inv != 0.f ? quotient(x, scale, inv) : x / scale;
   if (v != v) return 0.f;  // inf / inf: quantize()'s NaN level converts to 0
   v = v < -129.f ? -129.f : v > 128.f ? 128.f : v;
-  const float shifted = v + magic;
-  float t = shifted - magic;
+  const float magic = 12582912.f;  // 1.5 * 2^23: one unit in the last place is 1
+  float t = (v + magic) - magic;
   if (rounding == 0 && fabsf(v - t) == 0.5f && fabsf(t) < fabsf(v)) t += v < 0.f ? -1.f : 1.f;
   return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
+}
+
+DLAKIT_HOST_DEVICE inline float fast_level(float x, float scale, float inv, int rounding) {
+  if (inv != 0.f) {
+    float v = x * inv;
+    // Saturated first: a product beyond a bound is within 2^-15 of a quotient that rounds to the bound or
+    // past it. NaN stays NaN and fails the test below.
+    v = v < -128.f ? -128.f : v > 127.f ? 127.f : v;
+    const float magic = 12582912.f;
+    const float t = (v + magic) - magic;
+    if (fabsf(fabsf(v - t) - 0.5f) > kTieMargin) return t;
+  }
+  return exact_level(x, scale, inv, rounding);
 }
 
 // fast_level's int8, read from the float's bits instead of converted.
