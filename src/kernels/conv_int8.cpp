@@ -356,15 +356,14 @@ void pad_input(const Int8ConvGeometry& g, int64_t C4, const Int8Input& x, int64_
           const int64_t ih = r - g.pt;
           if (ih < 0 || ih >= g.H) continue;
           const int64_t iw0 = std::max<int64_t>(0, -g.pl), iw1 = std::min(g.W, Wp - g.pl);
-          if (x.lane == 1) {
-            for (int64_t iw = iw0; iw < iw1; ++iw) {
-              T* dst = row + (iw + g.pl) * C4;
-              for (int64_t c = 0; c < Cg;) {
-                const int8_t* src = x.at(n, c0 + c, ih, iw);
-                const int64_t run = std::min(Cg - c, x.atom - (c0 + c) % x.atom);
-                for (int64_t k = 0; k < run; ++k) dst[c + k] = T(uint8_t(src[k]) ^ 0x80);
-                c += run;
-              }
+          if (x.lane == 1) {  // a run of channels within one atom at a time, along the row
+            for (int64_t c = 0; c < Cg;) {
+              const int64_t run = std::min(Cg - c, x.atom - (c0 + c) % x.atom);
+              const int8_t* src = x.at(n, c0 + c, ih, iw0);
+              T* dst = row + (iw0 + g.pl) * C4 + c;
+              for (int64_t iw = iw0; iw < iw1; ++iw, src += x.pixel, dst += C4)
+                for (int64_t k = 0; k < run; ++k) dst[k] = T(uint8_t(src[k]) ^ 0x80);
+              c += run;
             }
             continue;
           }
