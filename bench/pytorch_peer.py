@@ -1,5 +1,9 @@
-"""The PyTorch peer of bench/gpu.sh: torchvision architectures (random weights) in FP16 on the GPU, replayed
-from a CUDA graph, timed with CUDA events. Prints one JSON object: {"models": {"NAME:BATCH": {...}}}.
+"""The PyTorch peer of bench/gpu.sh: torchvision architectures (random weights) in FP16 on the GPU, channels
+last (the layout PyTorch's convolutions are fastest in on tensor cores, and the one the issue's peer figures
+in ../shared/specs/gpu-performance-facts.md were measured in), replayed from a CUDA graph, timed with CUDA
+events. Prints one JSON object: {"models": {"NAME:BATCH": {...}}}. Runs up to 2026-12-05 used NCHW, about
+1.5x slower for ResNet-50 at batch 32 (3.64 ms in the 2026-12-05 H200 run against the facts file's 2.40 ms,
+also an H200).
 Usage: pytorch_peer.py resnet50:1 resnet50:32 ..."""
 import json
 import statistics
@@ -13,7 +17,8 @@ results = {}
 for spec in sys.argv[1:]:
     name, batch = spec.split(":")[0], int(spec.split(":")[1])
     model = getattr(torchvision.models, name)(weights=None).eval().cuda().half()
-    x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=torch.half)
+    model = model.to(memory_format=torch.channels_last)
+    x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=torch.half).to(memory_format=torch.channels_last)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.no_grad(), torch.cuda.stream(side):
@@ -34,5 +39,6 @@ for spec in sys.argv[1:]:
         end.record()
         end.synchronize()
         runs.append(start.elapsed_time(end) / 20)
-    results[spec] = {"batch": batch, "median_ms": statistics.median(runs), "min_ms": min(runs)}
+    results[spec] = {"batch": batch, "layout": "channels_last", "median_ms": statistics.median(runs),
+                     "min_ms": min(runs)}
 print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "models": results}))
