@@ -731,8 +731,11 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
     padded.resize(size_t(Hp * Wp * p.C4));
   uint8_t* const xb = wide ? nullptr : padded.data();
   uint16_t* const xb16 = wide ? padded16.data() : nullptr;
-  // Work items are (output row, pair of blocks); a row is covered kMaxPixels pixels at a time.
+  // Work items are (output row, pair of blocks); a row is covered kMaxPixels pixels at a time. A thread's
+  // items run pair by pair where the weights outweigh the padded input (deep layers on small images: a pair's
+  // weights then stay in cache over its rows), else row by row (the input row stays in cache over the pairs).
   const int64_t pairs = (p.blocks + 1) / 2;
+  const bool pair_major = int64_t(p.w.size()) > Hp * Wp * p.C4;
   const float out_inv = numerics::usable_inverse(out.scale);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t grp = 0; grp < g.groups; ++grp) {
@@ -742,7 +745,7 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
         pad_input(g, p.C4, x, n, grp * Cg, Cg, xb);
       parallel_for(g.OH * pairs, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) {
-          const int64_t oh = i / pairs, pair = i % pairs;
+          const int64_t oh = pair_major ? i % g.OH : i / pairs, pair = pair_major ? i / g.OH : i % pairs;
           const int64_t block = grp * p.blocks + pair * 2, m0 = grp * Mg + pair * 2 * kLanes;
           const int blocks = int(std::min<int64_t>(2, p.blocks - pair * 2));
           const Int8Requant at{rq.mult + m0, rq.bias_q + m0, rq.bias ? rq.bias + m0 : nullptr, rq.act};
