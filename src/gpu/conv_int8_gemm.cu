@@ -317,14 +317,17 @@ void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double
   const bool direct = quantize_once(store, out.scale);
   auto launch = [&](auto kernel) {
     // One wave of blocks (as many as the GPU holds at once), each walking pixel tiles: more would load
-    // the filters' numbers again per block, fewer would leave SMs idle. Filter tiles along grid.x: blocks
-    // that run together read whole rows of sums (a row is one pixel's filters).
+    // the filters' numbers again per block, fewer would leave SMs idle. At least two tiles a block where
+    // there are two, so that the next tile's loads always overlap this one's work (and every shape takes
+    // the pipelined path the unit tests check). Filter tiles along grid.x: blocks that run together read
+    // whole rows of sums (a row is one pixel's filters).
     int device = 0, sms = 1, per_sm = 1;
     DLAKIT_CUDA(cudaGetDevice(&device));
     DLAKIT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     DLAKIT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::kThreads, 0));
     const unsigned wave = unsigned(std::max(1, sms * per_sm)), filter_tiles = unsigned((g_.M + 31) / 32);
-    const dim3 grid(filter_tiles, std::clamp((wave + filter_tiles - 1) / filter_tiles, 1u, pixel_tiles));
+    const dim3 grid(filter_tiles,
+                    std::clamp((wave + filter_tiles - 1) / filter_tiles, 1u, (pixel_tiles + 1) / 2));
     kernel<<<grid, k::kThreads, 0, s>>>(g_, m_padded_, sums_i, mult, bq, bias, act, e, out, add ? *add : none,
                                         pixel_tiles);
   };

@@ -356,13 +356,14 @@ void pad_input(const Int8ConvGeometry& g, int64_t C4, const Int8Input& x, int64_
           const int64_t ih = r - g.pt;
           if (ih < 0 || ih >= g.H) continue;
           const int64_t iw0 = std::max<int64_t>(0, -g.pl), iw1 = std::min(g.W, Wp - g.pl);
+          if (iw0 >= iw1) continue;
           if (x.lane == 1) {  // a run of channels within one atom at a time, along the row
             for (int64_t c = 0; c < Cg;) {
               const int64_t run = std::min(Cg - c, x.atom - (c0 + c) % x.atom);
               const int8_t* src = x.at(n, c0 + c, ih, iw0);
               T* dst = row + (iw0 + g.pl) * C4 + c;
-              for (int64_t iw = iw0; iw < iw1; ++iw, src += x.pixel, dst += C4)
-                for (int64_t k = 0; k < run; ++k) dst[k] = T(uint8_t(src[k]) ^ 0x80);
+              for (int64_t i = 0; i < iw1 - iw0; ++i)
+                for (int64_t k = 0; k < run; ++k) dst[i * C4 + k] = T(uint8_t(src[i * x.pixel + k]) ^ 0x80);
               c += run;
             }
             continue;
@@ -735,7 +736,7 @@ void conv_int8_exact(const PackedInt8Conv& p, const Int8ConvGeometry& g, int64_t
   // items run pair by pair where the weights outweigh the padded input (deep layers on small images: a pair's
   // weights then stay in cache over its rows), else row by row (the input row stays in cache over the pairs).
   const int64_t pairs = (p.blocks + 1) / 2;
-  const bool pair_major = int64_t(p.w.size()) > Hp * Wp * p.C4;
+  const bool pair_major = int64_t(p.w.size()) / g.groups > Hp * Wp * p.C4;  // one group's, in elements
   const float out_inv = numerics::usable_inverse(out.scale);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t grp = 0; grp < g.groups; ++grp) {

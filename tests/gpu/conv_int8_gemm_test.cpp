@@ -170,10 +170,10 @@ TEST(ConvInt8GemmSums, StayExactPast2To24) {
 // Between int8 chw32 surfaces (run_on_atoms): the same bytes as unpack, run() and pack, with an input
 // scale unlike the surface's (levels through the table), channels and filters not multiples of 32, both
 // store roundings with and without fp16 first, an output surface at the store rule's scale (quantized
-// once) and at another, with ReLU and without (negative levels, saturation at -128). The same bytes from
-// the float input (run_to_atoms). And with a residual Add fused (AtomAdd): the bytes of the CPU's atom Add
-// of that output and another surface, with and without ReLU, the three surfaces in three layouts, the
-// convolution's own surface left as it was. Each filter has its own numbers, one none (its bias alone);
+// once) and at another, with each activation and without (negative levels, saturation at -128). The same
+// bytes from the float input (run_to_atoms). And with a residual Add fused (AtomAdd): the bytes of the CPU's
+// atom Add of that output and another surface, with and without ReLU, the three surfaces in three layouts,
+// the convolution's own surface left as it was. Each filter has its own numbers, one none (its bias alone);
 // 5 output columns leave line tails that no one writes.
 TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
   REQUIRE_GPU();
@@ -243,11 +243,16 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
   // An input scale unlike the surface's (levels through the table), then the surface's own (the table is
   // the identity: the bytes are copied).
   using gpu::k::Act;
-  for (const auto& [s_in, rounding, half_first, act_kind] :
-       {std::tuple{0.05f, 0, false, Act::kRelu}, std::tuple{s_surface, 0, false, Act::kRelu},
-        std::tuple{0.05f, 1, true, Act::kRelu}, std::tuple{0.05f, 0, false, Act::kNone}}) {
+  // Every activation the epilogue is instantiated for (Clip to [-1.5, 2], LeakyRelu with slope 0.1).
+  for (const auto& [s_in, rounding, half_first, act] :
+       {std::tuple{0.05f, 0, false, gpu::k::ActParams{Act::kRelu, 0, 0}},
+        std::tuple{s_surface, 0, false, gpu::k::ActParams{Act::kRelu, 0, 0}},
+        std::tuple{0.05f, 1, true, gpu::k::ActParams{Act::kRelu, 0, 0}},
+        std::tuple{0.05f, 0, false, gpu::k::ActParams{Act::kNone, 0, 0}},
+        std::tuple{0.05f, 0, false, gpu::k::ActParams{Act::kClip, -1.5f, 2.f}},
+        std::tuple{0.05f, 1, false, gpu::k::ActParams{Act::kLeakyRelu, 0.1f, 0}}}) {
     store.rounding = rounding, store.half_first = half_first;
-    const gpu::k::ActParams act{act_kind, 0, 0};
+    const Act act_kind = act.act;
     // Expected: unpack, run(), pack.
     gpu::k::unpack_surface(in_geom, reinterpret_cast<const uint8_t*>(in_d), x, nullptr);
     plain->run(x, s_in, 0, plain_w, md, bqd, bd, act, store, y, cols, sums, work, nullptr);
@@ -266,7 +271,7 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
     for (float s_pack : {s_out, 0.07f}) {
       SCOPED_TRACE("input scale " + std::to_string(s_in) + ", output surface scale " +
                    std::to_string(s_pack) + ", store rounding " + std::to_string(rounding) +
-                   (half_first ? ", fp16 first" : "") + (act_kind == Act::kNone ? ", no activation" : ""));
+                   (half_first ? ", fp16 first" : "") + ", activation " + std::to_string(int(act_kind)));
       out_geom.scale = s_pack;
       ASSERT_EQ(cudaMemset(want_d, 0x5a, out_desc.size), cudaSuccess);
       ASSERT_EQ(cudaMemset(got_d, 0x5a, out_desc.size), cudaSuccess);

@@ -77,7 +77,8 @@ std::vector<float> shortcut_values(float scale) {
       for (int k = -130; k <= 129; ++k)
         v.push_back((float(k) + 0.5f + side * offset * numerics::kTieMargin) * scale);
   // a few ulps off each tie, without the tie itself (which would send the vector to the corrections): a
-  // margin narrower than the product's error rounds some of these the wrong way
+  // margin narrower than the product's error (which reaches 2^-16) rounds some of these the wrong way,
+  // found here from 2^-18 down
   for (int ulps : {-3, -2, -1, 1, 2, 3})
     for (int k = -130; k <= 129; ++k) {
       float x = (float(k) + 0.5f) * scale;
@@ -86,6 +87,14 @@ std::vector<float> shortcut_values(float scale) {
       v.push_back(x);
     }
   for (int i = 0; i < 4096; ++i) v.push_back(level(gen) * scale);
+  // one lane NaN, one infinite, the others far from ties: the shortcut must not take them (a NaN would
+  // saturate to -128 there)
+  for (float odd : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    while (v.size() % 16) v.push_back(scale);
+    v.push_back(odd);
+    for (int i = 1; i < 16; ++i) v.push_back(float(i) * scale);
+  }
   while (v.size() % 16) v.push_back(scale);
   return v;
 }
