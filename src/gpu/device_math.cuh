@@ -22,10 +22,10 @@ __device__ inline float smax(float a, float b) { return a < b ? b : a; }
 __device__ inline float smin(float a, float b) { return b < a ? b : a; }
 
 // quantize() of src/numerics/quantize.h: x / scale, round (ties by mode), clamp to [-128, 127], NaN -> 0;
-// the one rule, numerics::fast_level, dividing (kernels that quantize every value they write pass the
-// scale's usable_inverse to fast_level instead).
+// the one rule, numerics::exact_level, dividing (kernels that quantize every value they write pass the
+// scale's usable_inverse to numerics::fast_level instead).
 __device__ inline float level(float x, float scale, int rounding) {
-  return numerics::fast_level(x, scale, 0.f, rounding);
+  return numerics::exact_level(x, scale, 0.f, rounding);
 }
 
 // A chw surface's line index -> (n, atom group, row), in 32-bit arithmetic where it fits (a 64-bit
@@ -79,17 +79,14 @@ __device__ inline float activate(ActParams a, float v) {
 
 // An INT8 convolution's output from its exact integer sum (numerics::Int8Conv): the level sum plus the
 // bias in levels, in double, rounded to float once and scaled; a channel without a scale gives its bias.
-// int8_conv_sum (before the activation) and int8_conv_value take filter m's three numbers themselves
-// (bias_m: its bias, 0 without one) and the sum as a double (exact: below 2^53).
+// int8_conv_sum (before the activation) takes filter m's three numbers themselves (bias_m: its bias, 0
+// without one) and the sum as a double (exact: below 2^53).
 __device__ inline float int8_conv_sum(double acc, float mult_m, double bq_m, float bias_m) {
   return mult_m > 0 ? float(acc + bq_m) * mult_m : bias_m;
 }
-__device__ inline float int8_conv_value(double acc, float mult_m, double bq_m, float bias_m, ActParams act) {
-  return activate(act, int8_conv_sum(acc, mult_m, bq_m, bias_m));
-}
 __device__ inline float int8_conv_output(long long acc, int64_t m, const float* mult, const double* bq,
                                          const float* bias, ActParams act) {
-  return int8_conv_value(double(acc), mult[m], bq[m], bias ? bias[m] : 0.f, act);
+  return activate(act, int8_conv_sum(double(acc), mult[m], bq[m], bias ? bias[m] : 0.f));
 }
 
 // One level of the int8 surface Add (kernels/int8_atoms.cpp's arithmetic in its order) from the two

@@ -3,9 +3,8 @@
 // sixteenth of the float rate) and bound the INT8 epilogues. Same results bit for bit, because:
 // - most quotients are far from a half-integer, and the product x * inv rounds as they do (kTieMargin);
 // - otherwise x / scale is the correctly rounded quotient from inv = RN(1 / scale) and two FMA corrections
-// (the first
-//   brings the product x * inv within an ulp of the quotient, the second is then exact by Markstein's
-//   theorem: a quotient within an ulp, a reciprocal within half an ulp, an exact FMA residual);
+//   (the first brings the product x * inv within an ulp of the quotient, the second is then exact by
+//   Markstein's theorem: a quotient within an ulp, a reciprocal within half an ulp, an exact FMA residual);
 // - rounding to an integer is the magic-number sum (v + 1.5 * 2^23) - 1.5 * 2^23 (ties to even), exact once
 //   v is clamped to [-129, 128], which saturates as the clamp after rounding would;
 // - the int8 is the low byte of the bits of level + 1.5 * 2^23 (an integer's float is 0x4B400000 + level).
@@ -55,38 +54,46 @@ DLAKIT_HOST_DEVICE inline float quotient(float x, float scale, float inv) {
 // evenly spread values) take the corrections.
 constexpr float kTieMargin = 0x1p-13f;
 
-// quantize(x, scale, rounding) as a float level (rounding 0: half away from zero, 1: half to even); inv:
-// usable_inverse(scale), or 0 to divide.
-// fast_level's path for the values its shortcut leaves (near a tie, NaN, a scale without a usable inverse):
-// the corrected quotient, or the division. Out of line in CUDA code: a copy per quantized value of an
-// unrolled epilogue multiplies the code (and ptxas's time) for what about 1 value in 4000 takes.
-DLAKIT_HOST_DEVICE DLAKIT_OUT_OF_LINE inline float exact_level(float x, float scale, float inv, int rounding) {
+// 1.5 * 2^23: a float at this magnitude has one unit in its last place, so adding and subtracting it rounds
+// to an integer (ties to even), and an integer's float plus it has the integer in its low bits.
+constexpr float kMagic = 12582912.f;
+
+// quantize(x, scale, rounding) as a float level (rounding 0: half away from zero, 1: half to even) from the
+// corrected quotient (inv: usable_inverse(scale)) or the division (inv = 0).
+DLAKIT_HOST_DEVICE inline float exact_level(float x, float scale, float inv, int rounding) {
   if (x != x || !(scale > 0.f)) return 0.f;
   float v = inv != 0.f ? quotient(x, scale, inv) : x / scale;
   if (v != v) return 0.f;  // inf / inf: quantize()'s NaN level converts to 0
   v = v < -129.f ? -129.f : v > 128.f ? 128.f : v;
-  const float magic = 12582912.f;  // 1.5 * 2^23: one unit in the last place is 1
-  float t = (v + magic) - magic;
+  float t = (v + kMagic) - kMagic;
   if (rounding == 0 && fabsf(v - t) == 0.5f && fabsf(t) < fabsf(v)) t += v < 0.f ? -1.f : 1.f;
   return t < -128.f ? -128.f : t > 127.f ? 127.f : t;
 }
 
+// exact_level for the values fast_level's shortcut leaves (near a tie, NaN, a scale without a usable
+// inverse), out of line in CUDA code: a copy per quantized value of an unrolled epilogue multiplies the code
+// (and ptxas's time) for about 1 value in 4000.
+DLAKIT_HOST_DEVICE DLAKIT_OUT_OF_LINE inline float exact_level_call(float x, float scale, float inv,
+                                                                    int rounding) {
+  return exact_level(x, scale, inv, rounding);
+}
+
+// quantize(x, scale, rounding) as a float level; inv: usable_inverse(scale), or 0 to divide.
 DLAKIT_HOST_DEVICE inline float fast_level(float x, float scale, float inv, int rounding) {
   if (inv != 0.f) {
     float v = x * inv;
     // Saturated first: a product beyond a bound is within 2^-15 of a quotient that rounds to the bound or
     // past it. NaN stays NaN and fails the test below.
     v = v < -128.f ? -128.f : v > 127.f ? 127.f : v;
-    const float magic = 12582912.f;
-    const float t = (v + magic) - magic;
+    const float t = (v + kMagic) - kMagic;
     if (fabsf(fabsf(v - t) - 0.5f) > kTieMargin) return t;
   }
-  return exact_level(x, scale, inv, rounding);
+  return exact_level_call(x, scale, inv, rounding);
 }
 
 // fast_level's int8, read from the float's bits instead of converted.
 DLAKIT_HOST_DEVICE inline int8_t level_byte(float level) {
-  const float shifted = level + 12582912.f;
+  const float shifted = level + kMagic;
   uint32_t bits;
   std::memcpy(&bits, &shifted, 4);
   return int8_t(uint8_t(bits & 0xffu));
@@ -97,7 +104,7 @@ DLAKIT_HOST_DEVICE inline float byte_value(int8_t q) {
   const uint32_t bits = 0x4B400000u + uint32_t(int32_t(q));
   float f;
   std::memcpy(&f, &bits, 4);
-  return f - 12582912.f;
+  return f - kMagic;
 }
 
 // double(acc) without a conversion: the double with high word 0x43300000 and low word acc + 2^31 is
