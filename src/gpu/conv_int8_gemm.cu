@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
-#include <utility>
 
 #include "base/error.h"
 #include "gpu/conv_int8_gemm.h"
@@ -214,6 +212,21 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
   }
 }
 
+// The instantiation of sums_to_atoms_kernel for an activation (every one has the same parameters).
+template <bool kAdd, bool kDirect>
+auto atoms_kernel(k::Act act) {
+  switch (act) {
+    case k::Act::kRelu:
+      return sums_to_atoms_kernel<kAdd, kDirect, k::Act::kRelu>;
+    case k::Act::kClip:
+      return sums_to_atoms_kernel<kAdd, kDirect, k::Act::kClip>;
+    case k::Act::kLeakyRelu:
+      return sums_to_atoms_kernel<kAdd, kDirect, k::Act::kLeakyRelu>;
+    default:
+      return sums_to_atoms_kernel<kAdd, kDirect, k::Act::kNone>;
+  }
+}
+
 }  // namespace
 
 ConvInt8Gemm::ConvInt8Gemm(const ConvGeom& g, int64_t k_padded)
@@ -312,45 +325,24 @@ void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double
   e.inv_out = numerics::usable_inverse(out.scale);
   e.inv_y = add ? numerics::usable_inverse(add->y.scale) : 0.f;
   e.pixel = PixelSplit(g_.OW, g_.OH);
-  const auto* sums_i = static_cast<const int32_t*>(sums);
-  const AtomAdd none;
   const bool direct = quantize_once(store, out.scale);
-  auto launch = [&](auto kernel) {
-    // One wave of blocks (as many as the GPU holds at once), each walking pixel tiles: more would load
-    // the filters' numbers again per block, fewer would leave SMs idle. At least two tiles a block where
-    // there are two, so that the next tile's loads always overlap this one's work (and every shape takes
-    // the pipelined path the unit tests check). Filter tiles along grid.x: blocks that run together read
-    // whole rows of sums (a row is one pixel's filters).
-    int device = 0, sms = 1, per_sm = 1;
-    DLAKIT_CUDA(cudaGetDevice(&device));
-    DLAKIT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    DLAKIT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::kThreads, 0));
-    const unsigned wave = unsigned(std::max(1, sms * per_sm)), filter_tiles = unsigned((g_.M + 31) / 32);
-    const dim3 grid(filter_tiles,
-                    std::clamp((wave + filter_tiles - 1) / filter_tiles, 1u, (pixel_tiles + 1) / 2));
-    kernel<<<grid, k::kThreads, 0, s>>>(g_, m_padded_, sums_i, mult, bq, bias, act, e, out, add ? *add : none,
-                                        pixel_tiles);
-  };
-  auto with_act = [&](auto add_direct) {
-    constexpr bool kAdd = decltype(add_direct)::first_type::value,
-                   kDirect = decltype(add_direct)::second_type::value;
-    switch (act.act) {
-      case k::Act::kRelu:
-        return launch(sums_to_atoms_kernel<kAdd, kDirect, k::Act::kRelu>);
-      case k::Act::kClip:
-        return launch(sums_to_atoms_kernel<kAdd, kDirect, k::Act::kClip>);
-      case k::Act::kLeakyRelu:
-        return launch(sums_to_atoms_kernel<kAdd, kDirect, k::Act::kLeakyRelu>);
-      default:
-        return launch(sums_to_atoms_kernel<kAdd, kDirect, k::Act::kNone>);
-    }
-  };
-  using Yes = std::true_type;
-  using No = std::false_type;
-  if (add)
-    direct ? with_act(std::pair<Yes, Yes>{}) : with_act(std::pair<Yes, No>{});
-  else
-    direct ? with_act(std::pair<No, Yes>{}) : with_act(std::pair<No, No>{});
+  const auto kernel =
+      add ? (direct ? atoms_kernel<true, true>(act.act) : atoms_kernel<true, false>(act.act))
+          : (direct ? atoms_kernel<false, true>(act.act) : atoms_kernel<false, false>(act.act));
+  // One wave of blocks (as many as the GPU holds at once), each walking pixel tiles: more would load the
+  // filters' numbers again per block, fewer would leave SMs idle. At least two tiles a block where there are
+  // two, so that the next tile's loads always overlap this one's work (and every shape takes the pipelined
+  // path the unit tests check). Filter tiles along grid.x: blocks that run together read whole rows of sums
+  // (a row is one pixel's filters).
+  int device = 0, sms = 1, per_sm = 1;
+  DLAKIT_CUDA(cudaGetDevice(&device));
+  DLAKIT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  DLAKIT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::kThreads, 0));
+  const unsigned wave = unsigned(std::max(1, sms * per_sm)), filter_tiles = unsigned((g_.M + 31) / 32);
+  const dim3 grid(filter_tiles,
+                  std::clamp((wave + filter_tiles - 1) / filter_tiles, 1u, (pixel_tiles + 1) / 2));
+  kernel<<<grid, k::kThreads, 0, s>>>(g_, m_padded_, static_cast<const int32_t*>(sums), mult, bq, bias, act,
+                                      e, out, add ? *add : AtomAdd{}, pixel_tiles);
 }
 
 void ConvInt8Gemm::im2col_levels(const float* x, float s_in, int rounding, void* cols, cudaStream_t s) const {
