@@ -11,6 +11,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "kernels/conv_direct.h"
 #include "kernels/registry.h"
 
 using namespace dlakit;
@@ -223,5 +224,67 @@ TEST(ConvTranspose, BothPathsGiveTheDefinitionsBits) {
           << "case " << shape_str(c.spatial) << " K=" << c.K << " stride=" << c.stride << " at " << i << ": "
           << got.data<float>()[i] << ", want " << expect;
     }
+  }
+}
+
+// The direct kernel of every ISA this CPU runs (the engine uses only the widest), on tiles that end inside a
+// vector: flat tiles over short padded rows, row tiles with a partial last tile, stride 2, with and without
+// the epilogue (residual + ReLU, applied in registers to the stored lanes only). AVX2 and AVX-512 compute
+// each output as the same chain of FMAs, so they must agree bit for bit; the generic kernel (no FMA) and both
+// against the plain convolution within rounding.
+TEST(ConvDirect, EveryIsaOnThisCpuAgrees) {
+  struct Isa {
+    const char* name;
+    void (*pack)(PackedA&, const float*);
+    void (*conv)(const ConvDirectArgs&);
+    bool usable;
+  };
+  const Isa isas[] = {{"generic", gemm_isa::conv_pack_generic, gemm_isa::conv_direct_generic, true},
+                      {"avx2", gemm_isa::conv_pack_avx2, gemm_isa::conv_direct_avx2,
+                       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
+                      {"avx512", gemm_isa::conv_pack_avx512, gemm_isa::conv_direct_avx512,
+                       __builtin_cpu_supports("avx512f")}};
+  struct Case {
+    int64_t C, H, W, M, K, stride, pad;
+    bool epilogue;
+  };
+  const Case cases[] = {
+      {19, 7, 7, 21, 3, 1, 1, true},   // flat: every tile ends rows inside a vector
+      {5, 13, 11, 9, 3, 1, 1, false},  // flat, no epilogue
+      {7, 6, 30, 13, 3, 1, 1, true},   // row tiles (flat would take as many), a partial last one
+      {6, 15, 71, 10, 3, 2, 1, true},  // stride 2 (phase-split rows), row tiles
+      {4, 9, 40, 17, 5, 1, 2, false},  // 5x5
+  };
+  uint32_t seed = 500;
+  for (const Case& c : cases) {
+    const int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
+    const int64_t Hp = (OH - 1) * c.stride + c.K,
+                  Wq = conv_direct_layout((OW - 1) * c.stride + c.K, c.stride);
+    const Tensor x = random_tensor({1, c.C, c.H, c.W}, seed++),
+                 w = random_tensor({c.M, c.C, c.K, c.K}, seed++), b = random_tensor({c.M}, seed++),
+                 res = random_tensor({1, c.M, OH, OW}, seed++);
+    Tensor want = direct_conv(x, w, b, c.stride, c.pad, 1, 1);
+    if (c.epilogue)
+      for (int64_t i = 0; i < want.numel(); ++i)
+        want.data<float>()[i] = std::max(want.data<float>()[i] + res.data<float>()[i], 0.f);
+    std::vector<float> padded(size_t(conv_direct_buffer_size(c.C, Hp, c.stride, Wq)));
+    conv_direct_pad_input(x.data<float>(), c.C, c.H, c.W, c.pad, c.pad, Hp, c.stride, Wq, padded.data());
+    std::vector<std::vector<float>> got;
+    for (const Isa& isa : isas) {
+      if (!isa.usable) continue;
+      SCOPED_TRACE(std::string(isa.name) + " C=" + std::to_string(c.C) + " W=" + std::to_string(c.W));
+      PackedA packed;
+      packed.M = c.M, packed.K = c.C * c.K * c.K;
+      isa.pack(packed, w.data<float>());
+      std::vector<float> y(size_t(c.M * OH * OW), std::nanf(""));  // every output must be written
+      GemmEpilogue e;
+      if (c.epilogue) e.act = GemmEpilogue::Act::kRelu, e.residual = res.data<float>(), e.ldr = OH * OW;
+      isa.conv({padded.data(), c.C, Hp, c.stride, Wq, c.K, c.K, 1, 1, c.stride, OH, OW, &packed,
+                b.data<float>(), y.data(), e});
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K))) << "at " << i;
+      if (std::string(isa.name) != "generic") got.push_back(y);
+    }
+    if (got.size() == 2) EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, C=" << c.C << " W=" << c.W;
   }
 }
