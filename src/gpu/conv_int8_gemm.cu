@@ -5,9 +5,8 @@
 #include <limits>
 
 #include "base/error.h"
+#include "gpu/atom_epilogue.cuh"
 #include "gpu/conv_int8_gemm.h"
-#include "gpu/device_math.cuh"
-#include "gpu/fast_divide.h"
 #include "gpu/gpu_check.h"
 
 namespace dlakit::gpu {
@@ -122,14 +121,6 @@ __global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* leve
   }
 }
 
-// What sums_to_atoms_kernel needs besides the sums and the filters' numbers, fixed for a launch: the
-// inverses of the scales (numerics::usable_inverse, the same IEEE division on the host) and the pixel split.
-struct AtomEpilogue {
-  k::StoreRule store;
-  float inv_store = 0, inv_out = 0, inv_y = 0;
-  PixelSplit pixel;
-};
-
 // The output surface's bytes from sums[p][m]: int8_conv_output, the store rule, then pack_surface's
 // quantization to the surface's scale; padding channels of the last atom zero. A block writes one atom
 // (32 channels) of 32 pixels at a time, a thread 4 channels of one pixel from one 16-byte load, so that a
@@ -154,11 +145,9 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
     const int64_t m = m0 + b < g.M ? m0 + b : 0;
     mult_m[b] = mult[m], bq_m[b] = bq[m], bias_m[b] = bias ? bias[m] : 0.f;
   }
-  // The real channels of the 4 (the rest are the last atom's padding), and the output's levels used only
-  // where the surface has a scale (0 otherwise, as pack_surface writes).
+  // The real channels of the 4 (the rest are the last atom's padding).
   const int64_t real = g.M - m0;
   const uint32_t channel_mask = real >= 4 ? 0xffffffffu : real <= 0 ? 0u : (1u << (8 * real)) - 1u;
-  const bool scaled = out.scale > 0;
   const unsigned pixels = unsigned(g.N * g.OH * g.OW);  // below 2^31 (plan)
   // The 4 bytes' place in a surface: image n, this block's atom, row oh, column ow.
   auto word_at = [&](const Int8Atoms& sf, int n, int oh, int ow) {
@@ -196,13 +185,8 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
     if (!dst) continue;
     Bytes q;
     for (int b = 0; b < 4; ++b) {
-      // the sum's double from its bits (numerics::int_value): a conversion per value bounds the epilogue
-      const float v = k::activated<kAct>(
-          act, k::int8_conv_sum(numerics::int_value(acc.lane[b]), mult_m[b], bq_m[b], bias_m[b]));
-      float level = kDirect ? numerics::fast_level(e.store.half_first ? k::half_rounded(v) : v, e.store.scale,
-                                                   e.inv_store, e.store.rounding)
-                            : numerics::fast_level(k::stored(e.store, v), out.scale, e.inv_out, 0);
-      level = scaled ? level : 0.f;
+      float level =
+          conv_atom_level<kAct, kDirect>(acc.lane[b], mult_m[b], bq_m[b], bias_m[b], act, e, out.scale);
       if (kAdd)
         level = k::atom_add_level(level, numerics::byte_value(other.bytes[b]), out.scale, add.other.scale,
                                   add.y.scale, e.inv_y, add.relu);
@@ -225,6 +209,14 @@ auto atoms_kernel(k::Act act) {
     default:
       return sums_to_atoms_kernel<kAdd, kDirect, k::Act::kNone>;
   }
+}
+
+// The current device's multiprocessors (the launches size their grids by them).
+int multiprocessors() {
+  int device = 0, sms = 1;
+  DLAKIT_CUDA(cudaGetDevice(&device));
+  DLAKIT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
 }
 
 }  // namespace
@@ -319,26 +311,19 @@ void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double
                                ActParams act, const k::StoreRule& store, const Int8Atoms& out,
                                const AtomAdd* add, cudaStream_t s) const {
   const unsigned pixel_tiles = unsigned((pixels_ + 31) / 32);  // 32 pixels a block and pass
-  AtomEpilogue e;
-  e.store = store;
-  e.inv_store = numerics::usable_inverse(store.scale);
-  e.inv_out = numerics::usable_inverse(out.scale);
-  e.inv_y = add ? numerics::usable_inverse(add->y.scale) : 0.f;
-  e.pixel = PixelSplit(g_.OW, g_.OH);
-  const bool direct = quantize_once(store, out.scale);
+  const AtomEpilogue e = atom_epilogue(g_, store, out, add);
   const auto kernel =
-      add ? (direct ? atoms_kernel<true, true>(act.act) : atoms_kernel<true, false>(act.act))
-          : (direct ? atoms_kernel<false, true>(act.act) : atoms_kernel<false, false>(act.act));
+      add ? (e.direct ? atoms_kernel<true, true>(act.act) : atoms_kernel<true, false>(act.act))
+          : (e.direct ? atoms_kernel<false, true>(act.act) : atoms_kernel<false, false>(act.act));
   // One wave of blocks (as many as the GPU holds at once), each walking pixel tiles: more would load the
   // filters' numbers again per block, fewer would leave SMs idle. At least two tiles a block where there are
   // two, so that the next tile's loads always overlap this one's work (and every shape takes the pipelined
   // path the unit tests check). Filter tiles along grid.x: blocks that run together read whole rows of sums
   // (a row is one pixel's filters).
-  int device = 0, sms = 1, per_sm = 1;
-  DLAKIT_CUDA(cudaGetDevice(&device));
-  DLAKIT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int per_sm = 1;
   DLAKIT_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, k::kThreads, 0));
-  const unsigned wave = unsigned(std::max(1, sms * per_sm)), filter_tiles = unsigned((g_.M + 31) / 32);
+  const unsigned wave = unsigned(std::max(1, multiprocessors() * per_sm)),
+                 filter_tiles = unsigned((g_.M + 31) / 32);
   const dim3 grid(filter_tiles,
                   std::clamp((wave + filter_tiles - 1) / filter_tiles, 1u, (pixel_tiles + 1) / 2));
   kernel<<<grid, k::kThreads, 0, s>>>(g_, m_padded_, static_cast<const int32_t*>(sums), mult, bq, bias, act,
