@@ -288,3 +288,67 @@ TEST(ConvDirect, EveryIsaOnThisCpuAgrees) {
     if (got.size() == 2) EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, C=" << c.C << " W=" << c.W;
   }
 }
+
+// The depthwise kernel of every ISA this CPU runs, on rows that end inside a vector (7, 14, 29 and 61
+// outputs), stride 1 and 2, with the epilogue (residual + ReLU on the stored lanes) and without.
+TEST(ConvDirect, EveryIsaDepthwiseAgrees) {
+  struct Isa {
+    const char* name;
+    void (*conv)(const DepthwiseArgs&);
+    bool usable;
+  };
+  const Isa isas[] = {
+      {"generic", gemm_isa::depthwise_generic, true},
+      {"avx2", gemm_isa::depthwise_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
+      {"avx512", gemm_isa::depthwise_avx512, __builtin_cpu_supports("avx512f")}};
+  struct Case {
+    int64_t C, H, W, stride;
+    bool epilogue;
+  };
+  const Case cases[] = {
+      {5, 9, 7, 1, true}, {6, 8, 14, 1, false}, {3, 11, 29, 1, true}, {4, 10, 122, 2, true}};
+  uint32_t seed = 700;
+  for (const Case& c : cases) {
+    const int64_t K = 3, pad = 1, OH = (c.H + 2 * pad - K) / c.stride + 1,
+                  OW = (c.W + 2 * pad - K) / c.stride + 1;
+    const int64_t Hp = (OH - 1) * c.stride + K, Wq = conv_direct_layout((OW - 1) * c.stride + K, c.stride);
+    const Tensor x = random_tensor({1, c.C, c.H, c.W}, seed++), w = random_tensor({c.C, 1, K, K}, seed++),
+                 b = random_tensor({c.C}, seed++), res = random_tensor({1, c.C, OH, OW}, seed++);
+    Tensor want = direct_conv(x, w, b, c.stride, pad, 1, c.C);
+    if (c.epilogue)
+      for (int64_t i = 0; i < want.numel(); ++i)
+        want.data<float>()[i] = std::max(want.data<float>()[i] + res.data<float>()[i], 0.f);
+    std::vector<std::vector<float>> got;
+    for (const Isa& isa : isas) {
+      if (!isa.usable) continue;
+      SCOPED_TRACE(std::string(isa.name) + " W=" + std::to_string(c.W));
+      std::vector<float> y(size_t(c.C * OH * OW), std::nanf(""));
+      GemmEpilogue e;
+      if (c.epilogue) e.act = GemmEpilogue::Act::kRelu, e.residual = res.data<float>(), e.ldr = OH * OW;
+      isa.conv({x.data<float>(),
+                c.C,
+                c.C,
+                c.H,
+                c.W,
+                pad,
+                pad,
+                Hp,
+                c.stride,
+                Wq,
+                K,
+                K,
+                1,
+                1,
+                c.stride,
+                OH,
+                OW,
+                w.data<float>(),
+                b.data<float>(),
+                y.data(),
+                e});
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want.data<float>()[i], 1e-4) << "at " << i;
+      if (std::string(isa.name) != "generic") got.push_back(y);
+    }
+    if (got.size() == 2) EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, W=" << c.W;
+  }
+}
