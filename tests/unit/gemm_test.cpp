@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <string>
 
 #include "base/threadpool.h"
 #include "kernels/gemm.h"
@@ -85,6 +86,54 @@ TEST(Gemm, MatchesNaiveOnRandomShapesAndStrides) {
                 << " acc=" << acc << " act=" << int(g.epilogue.act) << " isa=" << sgemm_isa() << " at " << i;
         }
   }
+}
+
+// The micro-kernel of every ISA this CPU runs (sgemm uses only the widest) on tiles cut by M, N and K:
+// partial tiles (masked loads and stores), two k-blocks, old C added, a bias, the epilogue with a residual,
+// B read by rows (partial panels packed with masked loads) and by columns. AVX2 and AVX-512 sum each value
+// as the same chain of FMAs per k-block, so they agree bit for bit; all three with the naive loop within
+// rounding.
+TEST(Gemm, EveryIsaOnThisCpuAgrees) {
+  struct Isa {
+    const char* name;
+    void (*gemm)(const GemmArgs&);
+    bool usable;
+  };
+  const Isa isas[] = {
+      {"generic", gemm_isa::sgemm_generic, true},
+      {"avx2", gemm_isa::sgemm_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
+      {"avx512", gemm_isa::sgemm_avx512, __builtin_cpu_supports("avx512f")}};
+  const int64_t sizes[][3] = {{13, 49, 300}, {9, 17, 31}, {40, 196, 70}, {3, 5, 2}};
+  uint32_t seed = 900;
+  for (auto& s : sizes)
+    for (int tb = 0; tb < 2; ++tb)
+      for (int acc = 0; acc < 2; ++acc) {
+        const int64_t M = s[0], N = s[1], K = s[2];
+        const auto A = random_vec(size_t(M * K), seed++), B = random_vec(size_t(K * N), seed++),
+                   C0 = random_vec(size_t(M * N), seed++), bias = random_vec(size_t(M), seed++),
+                   residual = random_vec(size_t(M * N), seed++);
+        GemmArgs g{M,          N,          K,       A.data(), K,        1,          B.data(),
+                   tb ? 1 : N, tb ? K : 1, nullptr, N,        acc == 1, bias.data()};
+        if (acc == 0)
+          g.epilogue.act = GemmEpilogue::Act::kRelu, g.epilogue.residual = residual.data(),
+          g.epilogue.ldr = N;
+        std::vector<float> want = C0;
+        g.C = want.data();
+        sgemm_naive(g);
+        std::vector<std::vector<float>> got;
+        for (const Isa& isa : isas) {
+          if (!isa.usable) continue;
+          std::vector<float> c = C0;
+          g.C = c.data();
+          isa.gemm(g);
+          for (int64_t i = 0; i < M * N; ++i)
+            ASSERT_NEAR(c[size_t(i)], want[size_t(i)], 1e-4 * std::sqrt(double(K)) + 1e-5)
+                << isa.name << " M=" << M << " N=" << N << " K=" << K << " transB=" << tb << " acc=" << acc
+                << " at " << i;
+          if (std::string(isa.name) != "generic") got.push_back(c);
+        }
+        if (got.size() == 2) EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, M=" << M << " N=" << N;
+      }
 }
 
 // The vectorised epilogue (gemm_epilogue: whole vectors, then a short run through one vector) against
