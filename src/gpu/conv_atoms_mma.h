@@ -4,9 +4,10 @@
 // tap's slice of an output pixel's row is the 32 bytes of one input atom, copied to shared memory as they
 // are (padding taps zero-filled). The bytes must be ConvInt8Gemm::run_on_atoms's with identity levels (the
 // input surface's scale is the layer's input scale). Status (2026-12-05): written and compiled, not yet run
-// on a GPU (no device was lent that session), so run_on_atoms does not call it yet; its unit test
-// (tests/gpu/conv_atoms_mma_test.cpp) runs in the device suite, and once that passes run_on_atoms takes it
-// for identity levels where conv_atoms_mma_tile finds a tile and conv_atoms_mma_aliases is false.
+// on a GPU (no device was lent that session), so run_on_atoms takes it only with
+// DLAKIT_CUDA_IMPLICIT_GEMM=1 (for identity levels, where conv_atoms_mma_tile finds a tile and
+// conv_atoms_mma_aliases is false). The device suite runs its unit test (tests/gpu/conv_atoms_mma_test.cpp)
+// and every GPU test again with the switch on; once they pass, it becomes the default.
 // Host code of the CUDA backend only.
 #pragma once
 #include <cuda_runtime.h>
