@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One whole device call for issue #14: the device suite, then the GPU benchmarks with and without the
+# opt-in implicit GEMM (DLAKIT_CUDA_IMPLICIT_GEMM=1), then ncu's kernel times at ResNet-50 batch 32 both
+# ways. Here (the development machine), after a build:
+#   bash tests/device/session.sh pack [BUILD]   -> devpack/devrun.tar.xz (git-ignored; pass it as carry)
+# On the device, from the repository root (every step's exit status counts; results under $OUT):
+#   bash tests/device/session.sh run
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+SPECS="${SPECS:-resnet18:1 mobilenet_v2:1 resnet50:1 resnet50:32 resnet50:256}"
+case "${1:-}" in
+  pack)
+    set -e
+    BUILD="${2:-build}"
+    cd "$ROOT" && rm -rf devrun devpack
+    bash tests/device/prepare_gpu_run.sh "$BUILD" > /dev/null
+    strip --strip-unneeded devrun/dlakit devrun/dlakit_gpu_tests devrun/cuda_stream_steps devrun/cudla_hybrid_steps \
+      devrun/lib/libcudla.so.1
+    mkdir devpack && tar cf - devrun | xz -6 -T2 > devpack/devrun.tar.xz
+    ls -la devpack
+    ;;
+  run)
+    cd "$ROOT"
+    : "${OUT:?set OUT to the results folder}"
+    rc=0
+    tar xJf devpack/devrun.tar.xz || exit 9
+    mkdir -p "$OUT/suite" /tmp/ld
+    (cd devrun && OUT="$OUT/suite" bash run_gpu.sh) > "$OUT/suite.txt" 2>&1 || rc=1
+    tail -4 "$OUT/suite.txt"
+    grep -h -E "tests passed|FAILED|PASSED" "$OUT/suite/gpu_tests.log" "$OUT/suite/gpu_tests_implicit.log" | tail -6
+    export LD_LIBRARY_PATH="$PWD/devrun/lib"
+    D="$PWD/devrun/dlakit"
+    # shellcheck disable=SC2086  # SPECS is a list
+    bash bench/gpu_loadables_on_device.sh "$D" devrun/.cache/images /tmp/ld $SPECS > "$OUT/loadables.txt" 2>&1 || rc=1
+    for mode in cublaslt implicit; do
+      flag=0
+      [ "$mode" = implicit ] && flag=1
+      mkdir -p "$OUT/$mode"
+      # shellcheck disable=SC2086
+      DLAKIT_CUDA_IMPLICIT_GEMM=$flag bash bench/gpu.sh "$D" /tmp/ld "$OUT/$mode/gpu.json" $SPECS \
+        > "$OUT/$mode/gpu.txt" 2>&1 || rc=1
+      tail -12 "$OUT/$mode/gpu.txt"
+      DLAKIT_CUDA_IMPLICIT_GEMM=$flag bash bench/ncu_kernels.sh "$D" /tmp/ld/resnet50_b32.int8.dla "$OUT/$mode" \
+        > /dev/null 2>&1 || rc=1
+      head -12 "$OUT/$mode/ncu_resnet50_b32.int8.dla.txt"
+    done
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv
+    echo "SESSION_RC=$rc"
+    exit $rc
+    ;;
+  *)
+    echo "usage: $0 pack [BUILD] | run" >&2
+    exit 2
+    ;;
+esac
