@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #if defined(__x86_64__)
@@ -362,8 +363,22 @@ void pad_input(const Int8ConvGeometry& g, int64_t C4, const Int8Input& x, int64_
               const int64_t run = std::min(Cg - c, x.atom - (c0 + c) % x.atom);
               const int8_t* src = x.at(n, c0 + c, ih, iw0);
               T* dst = row + (iw0 + g.pl) * C4 + c;
-              for (int64_t i = 0; i < iw1 - iw0; ++i)
-                for (int64_t k = 0; k < run; ++k) dst[i * C4 + k] = T(uint8_t(src[i * x.pixel + k]) ^ 0x80);
+              // x's fields in locals: the stores may alias them (bytes), which kept the loops scalar
+              const int64_t pixel = x.pixel, count = iw1 - iw0;
+              if constexpr (std::is_same_v<T, uint8_t>) {
+                if (run == 32) {  // a whole atom as four 8-byte words
+                  for (int64_t i = 0; i < count; ++i) {
+                    uint64_t words[4];
+                    std::memcpy(words, src + i * pixel, sizeof(words));
+                    for (uint64_t& word : words) word ^= 0x8080808080808080ull;
+                    std::memcpy(dst + i * C4, words, sizeof(words));
+                  }
+                  c += run;
+                  continue;
+                }
+              }
+              for (int64_t i = 0; i < count; ++i)
+                for (int64_t k = 0; k < run; ++k) dst[i * C4 + k] = T(uint8_t(src[i * pixel + k]) ^ 0x80);
               c += run;
             }
             continue;
