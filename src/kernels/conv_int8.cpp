@@ -474,23 +474,28 @@ DLAKIT_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeom
     q.scaled = _mm512_cmp_ps_mask(q.mult, _mm512_setzero_ps(), _CMP_GT_OQ);
     q.act = &rq.act;
     const int8_t* const first = x.at(n, c, 0, 0);  // the block's channels at (0, 0); x.at divides
+    // The geometry in locals: the byte stores below may alias the structs' fields, which the loops would
+    // otherwise reload for every tap (perf: the loads and address products were a fifth of the time).
+    const int64_t line = x.line, pixel = x.pixel, KW = g.KW, dh = g.dh, dw = g.dw, sw = g.sw, pl = g.pl;
+    const int64_t W = g.W, OW = g.OW;
+    int8_t* const out_row = out.atom_at(n, c, oh, 0);
+    const int64_t out_pixel = out.atom_at(n, c, oh, 1) - out_row;
     const int64_t ih0 = oh * g.sh - g.pt;
-    const TapRange rows = taps_inside(ih0, g.KH, g.dh, g.H);
-    for (int64_t ow = 0; ow < g.OW; ++ow) {
+    const TapRange rows = taps_inside(ih0, g.KH, dh, g.H);
+    for (int64_t ow = 0; ow < OW; ++ow) {
       __m512i acc = _mm512_setzero_si512();
-      const int64_t iw0 = ow * g.sw - g.pl;
-      const TapRange cols = taps_inside(iw0, g.KW, g.dw, g.W);
+      const int64_t iw0 = ow * sw - pl;
+      const TapRange cols = taps_inside(iw0, KW, dw, W);
       for (int64_t kh = rows.k0; kh < rows.k1; ++kh) {
-        const int64_t ih = ih0 + kh * g.dh;
+        const int8_t* const in_row = first + (ih0 + kh * dh) * line;
+        const int32_t* const w_row = w + kh * KW * kLanes;
         for (int64_t kw = cols.k0; kw < cols.k1; ++kw) {
-          const int64_t iw = iw0 + kw * g.dw;
           const __m512i xv =
-              _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, first + ih * x.line + iw * x.pixel));
-          acc = _mm512_add_epi32(acc,
-                                 _mm512_mullo_epi32(xv, _mm512_loadu_si512(w + (kh * g.KW + kw) * kLanes)));
+              _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, in_row + (iw0 + kw * dw) * pixel));
+          acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(xv, _mm512_loadu_si512(w_row + kw * kLanes)));
         }
       }
-      _mm_mask_storeu_epi8(out.atom_at(n, c, oh, ow), mask, simd::quantize16(requantize16(q, acc), scale));
+      _mm_mask_storeu_epi8(out_row + ow * out_pixel, mask, simd::quantize16(requantize16(q, acc), scale));
     }
   }
 }
