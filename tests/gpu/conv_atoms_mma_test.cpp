@@ -36,10 +36,7 @@ using test_conv::geom;
 
 namespace {
 
-struct Case {
-  const char* name;
-  ConvGeom g;
-};
+using Case = test_conv::NamedGeom;
 
 std::vector<Case> cases() {
   return {{"c45_m70_3x3_s2_p1_n2", geom(2, 45, 15, 70, 3, 2, 1, 1)},

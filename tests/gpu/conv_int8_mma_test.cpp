@@ -24,10 +24,7 @@ using test_conv::geom;
 
 namespace {
 
-struct Case {
-  const char* name;
-  ConvGeom g;
-};
+using Case = test_conv::NamedGeom;
 
 std::vector<Case> cases() {
   return {{"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1, 1)},

@@ -25,6 +25,12 @@ inline dlakit::gpu::k::ConvGeom geom(int64_t n, int64_t c, int64_t hw, int64_t m
   g.OW = (g.W + 2 * pad - span) / stride + 1;
   return g;
 }
+// A named geometry: the parameter of the tests that run one kernel over several shapes (the name labels
+// each instance).
+struct NamedGeom {
+  const char* name;
+  dlakit::gpu::k::ConvGeom g;
+};
 }  // namespace test_conv
 
 // A copy of v in device memory that `keep` owns.

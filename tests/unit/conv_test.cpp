@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "../common/cpu_isas.h"
 #include "engine/engine.h"
 #include "kernels/conv_direct.h"
 #include "kernels/registry.h"
@@ -233,17 +234,13 @@ TEST(ConvTranspose, BothPathsGiveTheDefinitionsBits) {
 // each output as the same chain of FMAs, so they must agree bit for bit; the generic kernel (no FMA) and both
 // against the plain convolution within rounding.
 TEST(ConvDirect, EveryIsaOnThisCpuAgrees) {
-  struct Isa {
-    const char* name;
+  struct Kernels {
     void (*pack)(PackedA&, const float*);
     void (*conv)(const ConvDirectArgs&);
-    bool usable;
   };
-  const Isa isas[] = {{"generic", gemm_isa::conv_pack_generic, gemm_isa::conv_direct_generic, true},
-                      {"avx2", gemm_isa::conv_pack_avx2, gemm_isa::conv_direct_avx2,
-                       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
-                      {"avx512", gemm_isa::conv_pack_avx512, gemm_isa::conv_direct_avx512,
-                       __builtin_cpu_supports("avx512f")}};
+  const auto isas = test_isa::usable(Kernels{gemm_isa::conv_pack_generic, gemm_isa::conv_direct_generic},
+                                     Kernels{gemm_isa::conv_pack_avx2, gemm_isa::conv_direct_avx2},
+                                     Kernels{gemm_isa::conv_pack_avx512, gemm_isa::conv_direct_avx512});
   struct Case {
     int64_t C, H, W, M, K, stride, pad;
     bool epilogue;
@@ -270,20 +267,19 @@ TEST(ConvDirect, EveryIsaOnThisCpuAgrees) {
     std::vector<float> padded(size_t(conv_direct_buffer_size(c.C, Hp, c.stride, Wq)));
     conv_direct_pad_input(x.data<float>(), c.C, c.H, c.W, c.pad, c.pad, Hp, c.stride, Wq, padded.data());
     std::vector<std::vector<float>> got;
-    for (const Isa& isa : isas) {
-      if (!isa.usable) continue;
+    for (const auto& isa : isas) {
       SCOPED_TRACE(std::string(isa.name) + " C=" + std::to_string(c.C) + " W=" + std::to_string(c.W));
       PackedA packed;
       packed.M = c.M, packed.K = c.C * c.K * c.K;
-      isa.pack(packed, w.data<float>());
+      isa.fn.pack(packed, w.data<float>());
       std::vector<float> y(size_t(c.M * OH * OW), std::nanf(""));  // every output must be written
       GemmEpilogue e;
       if (c.epilogue) e.act = GemmEpilogue::Act::kRelu, e.residual = res.data<float>(), e.ldr = OH * OW;
-      isa.conv({padded.data(), c.C, Hp, c.stride, Wq, c.K, c.K, 1, 1, c.stride, OH, OW, &packed,
-                b.data<float>(), y.data(), e});
+      isa.fn.conv({padded.data(), c.C, Hp, c.stride, Wq, c.K, c.K, 1, 1, c.stride, OH, OW, &packed,
+                   b.data<float>(), y.data(), e});
       for (size_t i = 0; i < y.size(); ++i)
         ASSERT_NEAR(y[i], want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K))) << "at " << i;
-      if (std::string(isa.name) != "generic") got.push_back(y);
+      if (isa.fma) got.push_back(y);
     }
     if (got.size() == 2) EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, C=" << c.C << " W=" << c.W;
   }
@@ -292,15 +288,8 @@ TEST(ConvDirect, EveryIsaOnThisCpuAgrees) {
 // The depthwise kernel of every ISA this CPU runs, on rows that end inside a vector (7, 14, 29 and 61
 // outputs), stride 1 and 2, with the epilogue (residual + ReLU on the stored lanes) and without.
 TEST(ConvDirect, EveryIsaDepthwiseAgrees) {
-  struct Isa {
-    const char* name;
-    void (*conv)(const DepthwiseArgs&);
-    bool usable;
-  };
-  const Isa isas[] = {
-      {"generic", gemm_isa::depthwise_generic, true},
-      {"avx2", gemm_isa::depthwise_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
-      {"avx512", gemm_isa::depthwise_avx512, __builtin_cpu_supports("avx512f")}};
+  const auto isas =
+      test_isa::usable(gemm_isa::depthwise_generic, gemm_isa::depthwise_avx2, gemm_isa::depthwise_avx512);
   struct Case {
     int64_t C, H, W, stride;
     bool epilogue;
@@ -319,35 +308,34 @@ TEST(ConvDirect, EveryIsaDepthwiseAgrees) {
       for (int64_t i = 0; i < want.numel(); ++i)
         want.data<float>()[i] = std::max(want.data<float>()[i] + res.data<float>()[i], 0.f);
     std::vector<std::vector<float>> got;
-    for (const Isa& isa : isas) {
-      if (!isa.usable) continue;
+    for (const auto& isa : isas) {
       SCOPED_TRACE(std::string(isa.name) + " W=" + std::to_string(c.W));
       std::vector<float> y(size_t(c.C * OH * OW), std::nanf(""));
       GemmEpilogue e;
       if (c.epilogue) e.act = GemmEpilogue::Act::kRelu, e.residual = res.data<float>(), e.ldr = OH * OW;
-      isa.conv({x.data<float>(),
-                c.C,
-                c.C,
-                c.H,
-                c.W,
-                pad,
-                pad,
-                Hp,
-                c.stride,
-                Wq,
-                K,
-                K,
-                1,
-                1,
-                c.stride,
-                OH,
-                OW,
-                w.data<float>(),
-                b.data<float>(),
-                y.data(),
-                e});
+      isa.fn({x.data<float>(),
+              c.C,
+              c.C,
+              c.H,
+              c.W,
+              pad,
+              pad,
+              Hp,
+              c.stride,
+              Wq,
+              K,
+              K,
+              1,
+              1,
+              c.stride,
+              OH,
+              OW,
+              w.data<float>(),
+              b.data<float>(),
+              y.data(),
+              e});
       for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want.data<float>()[i], 1e-4) << "at " << i;
-      if (std::string(isa.name) != "generic") got.push_back(y);
+      if (isa.fma) got.push_back(y);
     }
     if (got.size() == 2) EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, W=" << c.W;
   }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../common/cpu_isas.h"
 #include "base/threadpool.h"
 #include "kernels/gemm.h"
 
@@ -94,15 +95,7 @@ TEST(Gemm, MatchesNaiveOnRandomShapesAndStrides) {
 // as the same chain of FMAs per k-block, so they agree bit for bit; all three with the naive loop within
 // rounding.
 TEST(Gemm, EveryIsaOnThisCpuAgrees) {
-  struct Isa {
-    const char* name;
-    void (*gemm)(const GemmArgs&);
-    bool usable;
-  };
-  const Isa isas[] = {
-      {"generic", gemm_isa::sgemm_generic, true},
-      {"avx2", gemm_isa::sgemm_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
-      {"avx512", gemm_isa::sgemm_avx512, __builtin_cpu_supports("avx512f")}};
+  const auto isas = test_isa::usable(gemm_isa::sgemm_generic, gemm_isa::sgemm_avx2, gemm_isa::sgemm_avx512);
   const int64_t sizes[][3] = {{13, 49, 300}, {9, 17, 31}, {40, 196, 70}, {3, 5, 2}};
   uint32_t seed = 900;
   for (auto& s : sizes)
@@ -121,16 +114,15 @@ TEST(Gemm, EveryIsaOnThisCpuAgrees) {
         g.C = want.data();
         sgemm_naive(g);
         std::vector<std::vector<float>> got;
-        for (const Isa& isa : isas) {
-          if (!isa.usable) continue;
+        for (const auto& isa : isas) {
           std::vector<float> c = C0;
           g.C = c.data();
-          isa.gemm(g);
+          isa.fn(g);
           for (int64_t i = 0; i < M * N; ++i)
             ASSERT_NEAR(c[size_t(i)], want[size_t(i)], 1e-4 * std::sqrt(double(K)) + 1e-5)
                 << isa.name << " M=" << M << " N=" << N << " K=" << K << " transB=" << tb << " acc=" << acc
                 << " at " << i;
-          if (std::string(isa.name) != "generic") got.push_back(c);
+          if (isa.fma) got.push_back(c);
         }
         if (got.size() == 2) EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, M=" << M << " N=" << N;
       }
