@@ -281,7 +281,9 @@ TEST(ConvDirect, EveryIsaOnThisCpuAgrees) {
         ASSERT_NEAR(y[i], want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K))) << "at " << i;
       if (isa.fma) got.push_back(y);
     }
-    if (got.size() == 2) EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, C=" << c.C << " W=" << c.W;
+    if (got.size() == 2) {
+      EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, C=" << c.C << " W=" << c.W;
+    }
   }
 }
 
@@ -337,6 +339,8 @@ TEST(ConvDirect, EveryIsaDepthwiseAgrees) {
       for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want.data<float>()[i], 1e-4) << "at " << i;
       if (isa.fma) got.push_back(y);
     }
-    if (got.size() == 2) EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, W=" << c.W;
+    if (got.size() == 2) {
+      EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, W=" << c.W;
+    }
   }
 }

@@ -124,7 +124,9 @@ TEST(Gemm, EveryIsaOnThisCpuAgrees) {
                 << " at " << i;
           if (isa.fma) got.push_back(c);
         }
-        if (got.size() == 2) EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, M=" << M << " N=" << N;
+        if (got.size() == 2) {
+          EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, M=" << M << " N=" << N;
+        }
       }
 }
 
