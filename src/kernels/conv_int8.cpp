@@ -383,10 +383,12 @@ void pad_input(const Int8ConvGeometry& g, int64_t C4, const Int8Input& x, int64_
             }
             continue;
           }
+          // (the same locals as above: the stores may alias x's and g's fields)
+          const int64_t pixel = x.pixel, pl = g.pl;
           for (int64_t c = 0; c < Cg; ++c) {
             const int8_t* src = x.at(n, c0 + c, ih, 0);
-            for (int64_t iw = iw0; iw < iw1; ++iw)
-              row[(iw + g.pl) * C4 + c] = T(uint8_t(src[iw * x.pixel]) ^ 0x80);
+            T* dst = row + pl * C4 + c;
+            for (int64_t iw = iw0; iw < iw1; ++iw) dst[iw * C4] = T(uint8_t(src[iw * pixel]) ^ 0x80);
           }
         }
       },
