@@ -44,26 +44,4 @@ __device__ inline float conv_atom_level(int32_t sum, float mult_m, double bq_m, 
   return out_scale > 0 ? level : 0.f;
 }
 
-// The same with the activation and the direct store chosen at run time (uniform branches), for a kernel
-// whose per-value epilogue is a small part of its work.
-template <bool kDirect>
-__device__ inline float conv_atom_level_for(int32_t sum, float mult_m, double bq_m, float bias_m,
-                                            k::ActParams act, const AtomEpilogue& e, float out_scale) {
-  switch (act.act) {
-    case k::Act::kRelu:
-      return conv_atom_level<k::Act::kRelu, kDirect>(sum, mult_m, bq_m, bias_m, act, e, out_scale);
-    case k::Act::kClip:
-      return conv_atom_level<k::Act::kClip, kDirect>(sum, mult_m, bq_m, bias_m, act, e, out_scale);
-    case k::Act::kLeakyRelu:
-      return conv_atom_level<k::Act::kLeakyRelu, kDirect>(sum, mult_m, bq_m, bias_m, act, e, out_scale);
-    default:
-      return conv_atom_level<k::Act::kNone, kDirect>(sum, mult_m, bq_m, bias_m, act, e, out_scale);
-  }
-}
-__device__ inline float conv_atom_level_any(int32_t sum, float mult_m, double bq_m, float bias_m,
-                                            k::ActParams act, const AtomEpilogue& e, float out_scale) {
-  return e.direct ? conv_atom_level_for<true>(sum, mult_m, bq_m, bias_m, act, e, out_scale)
-                  : conv_atom_level_for<false>(sum, mult_m, bq_m, bias_m, act, e, out_scale);
-}
-
 }  // namespace dlakit::gpu

@@ -2,7 +2,6 @@
 // 64 x 32 (4 x 4 mma.m16n8k32 each), over K in stages of 64 bytes (two 32-channel chunks) kept three deep
 // in shared memory by cp.async, then writes its levels through shared memory as whole 16-byte pieces of
 // the output atoms. Compiled with -fmad=false like the other exact kernels.
-#include <algorithm>
 #include <type_traits>
 #include <utility>
 
@@ -97,10 +96,9 @@ __device__ void levels_for(const int (&acc)[4][4][4], const MmaConvArgs& a, int8
 }
 
 // levels_for with the activation and the direct store chosen once per thread.
-template <int kWarpsN>
+template <int kPitch>
 __device__ void levels_to_tile(const int (&acc)[4][4][4], const MmaConvArgs& a, int8_t* tile, int m0,
                                int warp_m, int warp_n, int lane) {
-  constexpr int kPitch = kWarpCols * kWarpsN + 16;
   const int row0 = warp_m * kWarpRows, col0 = warp_n * kWarpCols;
   auto with = [&](auto act, auto direct) {
     levels_for<decltype(act)::value, decltype(direct)::value, kPitch>(acc, a, tile, m0, row0, col0, lane);
@@ -228,7 +226,7 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_atoms_mma_kernel(
   __syncthreads();  // the stages' memory becomes the output tile
 
   int8_t* tile = shared;  // [kRows][kOutPitch]
-  levels_to_tile<kWarpsN>(acc, a, tile, m0, warp_m, warp_n, lane);
+  levels_to_tile<kOutPitch>(acc, a, tile, m0, warp_m, warp_n, lane);
   __syncthreads();
   // Out as 16-byte pieces of atoms (half an atom of one pixel each), padding channels zero; with a fused Add,
   // its result instead (the convolution's own surface is not written).
@@ -272,9 +270,6 @@ void launch(const MmaConvArgs& a, cudaStream_t s) {
   DLAKIT_CUDA(cudaGetLastError());
 }
 
-}  // namespace
-
-namespace {
 // The bytes [begin, end) a surface of N x C x H x W spans.
 std::pair<uintptr_t, uintptr_t> span(const Int8Atoms& s, int64_t N, int64_t C, int64_t H, int64_t W) {
   const uintptr_t begin = reinterpret_cast<uintptr_t>(s.data);
