@@ -1,8 +1,9 @@
 // Times the reference engine on one model: dlakit_bench_model MODEL name=input.npy [...] [--iterations N]
-// [--warmUp N] [--threads N]. Prints JSON: wall-clock and process CPU milliseconds per run (medians; CPU
-// time is the steadier figure on a shared machine) and, from one more run, time per op type and the
-// slowest nodes (fused steps count for their first node, as in `dlakit run --dumpProfile`). bench/run.sh
-// interleaves it with ONNX Runtime on the same inputs.
+// [--warmUp N] [--threads N] [--nodes N]. Prints JSON: wall-clock and process CPU milliseconds per run
+// (medians; CPU time is the steadier figure on a shared machine) and, from as many more runs with per-step
+// timing (each step's median: one run is too noisy on a shared machine), time per op type and the N
+// slowest nodes (default 8; fused steps count for their first node, as in `dlakit run --dumpProfile`).
+// bench/run.sh interleaves it with ONNX Runtime on the same inputs.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -38,18 +39,19 @@ double cpu_ms() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODEL name=input.npy [...] [--iterations N] [--warmUp N] [--threads N]\n",
+    std::fprintf(stderr, "usage: %s MODEL name=input.npy [...] [--iterations N] [--warmUp N] [--threads N] [--nodes N]\n",
                  argv[0]);
     return 2;
   }
   try {
-    int iterations = 20, warmup = 2;
+    int iterations = 20, warmup = 2, nodes = 8;
     ImportOptions opt;
     TensorMap feeds;
     for (int i = 2; i < argc; ++i) {
       const std::string a = argv[i];
-      if ((a == "--iterations" || a == "--warmUp" || a == "--threads") && i + 1 < argc) {
+      if ((a == "--iterations" || a == "--warmUp" || a == "--threads" || a == "--nodes") && i + 1 < argc) {
         const int v = std::stoi(argv[++i]);
+        if (a == "--nodes") nodes = std::max(0, v);
         if (a == "--iterations") iterations = std::max(1, v);
         if (a == "--warmUp") warmup = std::max(0, v);
         if (a == "--threads") set_num_threads(v);
@@ -74,17 +76,22 @@ int main(int argc, char** argv) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       cpu.push_back(cpu_ms() - c0);
     }
-    // One more run with per-step timing (wall clock; a fused step counts for its first node).
+    // As many runs again with per-step timing (wall clock; a fused step counts for its first node).
     engine.set_profiling(true);
-    engine.run(feeds);
-    const std::vector<double>& node_ms = engine.node_ms();
+    std::vector<std::vector<double>> samples(g.nodes.size());
+    for (int i = 0; i < iterations; ++i) {
+      engine.run(feeds);
+      for (size_t n = 0; n < g.nodes.size(); ++n) samples[n].push_back(engine.node_ms()[n]);
+    }
+    std::vector<double> node_ms(g.nodes.size());
+    for (size_t n = 0; n < g.nodes.size(); ++n) node_ms[n] = median(samples[n]);
     std::map<std::string, double> by_op;
     for (size_t n = 0; n < g.nodes.size(); ++n) by_op[op_name(g.nodes[n].op)] += node_ms[n];
     std::vector<size_t> order(g.nodes.size());
     for (size_t n = 0; n < order.size(); ++n) order[n] = n;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return node_ms[a] > node_ms[b]; });
     nlohmann::json slowest = nlohmann::json::array();
-    for (size_t i = 0; i < std::min<size_t>(8, order.size()); ++i) {
+    for (size_t i = 0; i < std::min<size_t>(size_t(nodes), order.size()); ++i) {
       const Node& node = g.nodes[order[i]];
       slowest.push_back(
           {{"node", node.name},

@@ -4,7 +4,7 @@
 # ways. Here (the development machine), after a build:
 #   bash tests/device/session.sh pack [BUILD]   -> devpack/devrun.tar.xz (git-ignored; pass it as carry)
 # On the device, from the repository root (every step's exit status counts; results under $OUT):
-#   bash tests/device/session.sh run
+#   bash tests/device/session.sh run [suite|bench]   (default both; one call may not fit both in its limit)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 SPECS="${SPECS:-resnet18:1 mobilenet_v2:1 resnet50:1 resnet50:32 resnet50:256}"
@@ -22,12 +22,19 @@ case "${1:-}" in
   run)
     cd "$ROOT"
     : "${OUT:?set OUT to the results folder}"
+    parts="${2:-suite bench}"
     rc=0
-    tar xJf devpack/devrun.tar.xz || exit 9
+    [ -d devrun ] || tar xJf devpack/devrun.tar.xz || exit 9
     mkdir -p "$OUT/suite" /tmp/ld
-    (cd devrun && OUT="$OUT/suite" bash run_gpu.sh) > "$OUT/suite.txt" 2>&1 || rc=1
-    tail -4 "$OUT/suite.txt"
-    grep -h -E "tests passed|FAILED|PASSED" "$OUT/suite/gpu_tests.log" "$OUT/suite/gpu_tests_implicit.log" | tail -6
+    if [[ $parts == *suite* ]]; then
+      (cd devrun && OUT="$OUT/suite" bash run_gpu.sh) > "$OUT/suite.txt" 2>&1 || rc=1
+      grep -E "^== .*exit|RUN_GPU_RC" "$OUT/suite.txt"
+      grep -h -E "tests passed|FAILED|PASSED" "$OUT/suite/gpu_tests.log" "$OUT/suite/gpu_tests_implicit.log" | head -30
+    fi
+    if [[ $parts != *bench* ]]; then
+      echo "SESSION_RC=$rc"
+      exit $rc
+    fi
     export LD_LIBRARY_PATH="$PWD/devrun/lib"
     D="$PWD/devrun/dlakit"
     # shellcheck disable=SC2086  # SPECS is a list
