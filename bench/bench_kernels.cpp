@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/conv_direct.h"
 #include "kernels/conv_int8.h"
 #include "kernels/gemm.h"
 #include "kernels/registry.h"
@@ -92,6 +93,54 @@ BENCHMARK(BM_Conv)
     ->Args({96, 112, 96, 3, 2, 96})
     ->Args({576, 14, 576, 3, 1, 576})
     ->Args({96, 160, 24, 3, 1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The direct kernel's two tilings on one padded input, weights hot in cache (the engine's choice between
+// them, conv_choose_kernel, is a model of their wasted lanes; this measures it): C, H(=W), M, kernel, stride,
+// then 0 for positions in the lanes, 1 for channels in the lanes.
+static void BM_ConvTiles(benchmark::State& st) {
+  using namespace dlakit;
+  const ConvShape cs{st.range(0), st.range(1), st.range(2), st.range(3), st.range(4), 1};
+  const bool channels = st.range(5) == 1;
+  const int64_t OH = cs.out(), pad = cs.K / 2, Hp = (OH - 1) * cs.S + cs.K,
+                Wq = conv_direct_layout((OH - 1) * cs.S + cs.K, cs.S), K = cs.C * cs.K * cs.K;
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> x(size_t(cs.C * cs.H * cs.H)), w(size_t(cs.M * K)), b(size_t(cs.M)),
+      y(size_t(cs.M * OH * OH));
+  for (auto* v : {&x, &w, &b})
+    for (float& f : *v) f = d(gen);
+  std::vector<float> padded(size_t(conv_direct_buffer_size(cs.C, Hp, cs.S, Wq)));
+  conv_direct_pad_input(x.data(), cs.C, cs.H, cs.H, pad, pad, Hp, cs.S, Wq, padded.data());
+  const auto packed =
+      channels ? conv_channels_pack_weights(cs.M, K, w.data()) : conv_direct_pack_weights(cs.M, K, w.data());
+  const ConvDirectArgs args{padded.data(), cs.C, Hp, cs.S,         Wq,       cs.K,     cs.K, 1, 1,
+                            cs.S,          OH,   OH, packed.get(), b.data(), y.data(), {}};
+  for (auto _ : st) {
+    if (channels)
+      conv_direct_channels(args);
+    else
+      conv_direct(args);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * cs.macs(), benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+// ResNet stages at 56, 28, 14 and 7 (3x3 and 1x1), stride 2 into 14 and 7, MobileNetV2's 1x1 at 7 and 14.
+BENCHMARK(BM_ConvTiles)
+    ->ArgsProduct({{64}, {56}, {64}, {3}, {1}, {0, 1}})
+    ->ArgsProduct({{128}, {28}, {128}, {3}, {1}, {0, 1}})
+    ->ArgsProduct({{256}, {14}, {256}, {3}, {1}, {0, 1}})
+    ->ArgsProduct({{512}, {7}, {512}, {3}, {1}, {0, 1}})
+    ->ArgsProduct({{256}, {14}, {512}, {3}, {2}, {0, 1}})
+    ->ArgsProduct({{128}, {28}, {256}, {3}, {2}, {0, 1}})
+    ->ArgsProduct({{1024}, {14}, {256}, {1}, {1}, {0, 1}})
+    ->ArgsProduct({{2048}, {7}, {512}, {1}, {1}, {0, 1}})
+    ->ArgsProduct({{512}, {7}, {2048}, {1}, {1}, {0, 1}})
+    ->ArgsProduct({{160}, {7}, {960}, {1}, {1}, {0, 1}})
+    ->ArgsProduct({{64}, {14}, {384}, {1}, {1}, {0, 1}})
+    ->ArgsProduct({{256}, {56}, {64}, {1}, {1}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -24,6 +24,10 @@ struct ConvDirectArgs {
   const float* bias;      // optional, per output channel
   float* y;               // [M][OH][OW]
   GemmEpilogue epilogue;  // residual (if any) is [M][OH][OW] with ldr = OH*OW
+  // Channel tiles only: the distance in xp between two outputs of a row. 1 in the padded layout; a 1x1
+  // convolution without padding read in place ([C][H][W] as Hp = H, S = 1, Wq = W) has its stride here
+  // (1 or 2) and in sh.
+  int64_t sw = 1;
 };
 
 // Floats per phase row for a padded width Wp (the columns a convolution reads) and horizontal stride S.
@@ -45,10 +49,39 @@ void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int6
                            int64_t Hp, int64_t S, int64_t Wq, float* xp);
 // Weights [M x K] (row-major) packed for conv_direct on this CPU.
 std::shared_ptr<const PackedA> conv_direct_pack_weights(int64_t M, int64_t K, const float* w);
-// Output columns one tile covers; the direct path pays off when OW is not much smaller.
-int64_t conv_direct_tile_cols();
-
 void conv_direct(const ConvDirectArgs& a);
+
+// The same convolution with the other tiling: output channels in the vector lanes, a tile being a few
+// positions of one output row (each position's input value broadcast) x two vectors of channels, stored
+// transposed. No lane is wasted on short rows, so small images with many channels (the 7x7 and 14x14
+// stages of ResNets) run at the kernel's speed. It sums in direct_micro's order: the same bits. Weights
+// packed by conv_channels_pack_weights; the input in conv_direct's padded layout, which a pointwise
+// convolution's input already is (Hp = H, S = 1, Wq = W: the kernel reads no slack; at stride 2 with
+// sw = sh = 2).
+void conv_direct_channels(const ConvDirectArgs& a);
+std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, const float* w);
+// A row of OW outputs in as few channel tiles of at most `most` positions as possible, of equal width
+// (14 = 7 + 7, not 8 + 6): per_row tiles of `width` positions, the last one possibly narrower.
+struct ConvChannelTiles {
+  int64_t per_row, width;
+};
+inline ConvChannelTiles conv_channel_tiles(int64_t OW, int64_t most) {
+  const int64_t per_row = (OW + most - 1) / most;
+  return {per_row, (OW + per_row - 1) / per_row};
+}
+
+// Which kernel a planar convolution (one group: M output channels, K = input channels x taps) runs on: the
+// GEMM on an implicit im2col (a pointwise convolution's input read as it is), the direct kernel with
+// positions in the lanes, or with channels in the lanes. The one that computes the fewest wasted lanes, in
+// a cost model of this CPU's tile shapes (gemm.cpp).
+enum class ConvKernel { kGemm, kDirectPositions, kDirectChannels };
+struct ConvShape2d {
+  int64_t M, K, OH, OW;
+  int64_t Wq, S, sh;  // the padded layout's row length, the horizontal and the vertical stride
+  bool pointwise;     // 1x1, stride 1, no padding: the GEMM reads the input in place
+  bool in_place;      // 1x1, stride 1 or 2, no padding: the channel tiles read the input in place
+};
+ConvKernel conv_choose_kernel(const ConvShape2d& shape);
 
 // Depthwise (one filter per output channel over input channel m / mult): each thread places one channel
 // at a time into the layout above ([Hp][S][Wq], in its own buffer, which stays in cache: the whole image
@@ -67,12 +100,24 @@ struct DepthwiseArgs {
 void conv_depthwise_direct(const DepthwiseArgs& a);
 
 namespace gemm_isa {
+// Each ISA's register tiles (the macros of gemm_<isa>.cpp), for conv_choose_kernel: sgemm's rows x
+// columns, the direct kernel's channels x positions, the channel tile's most positions x channels.
+struct TileShapes {
+  int64_t gemm_mr, gemm_nr, direct_mr, direct_nr, channel_p, channel_nr;
+};
+extern const TileShapes tile_shapes_avx512, tile_shapes_avx2, tile_shapes_generic;
 void conv_direct_avx512(const ConvDirectArgs& a);
 void conv_direct_avx2(const ConvDirectArgs& a);
 void conv_direct_generic(const ConvDirectArgs& a);
 void conv_pack_avx512(PackedA& p, const float* w);
 void conv_pack_avx2(PackedA& p, const float* w);
 void conv_pack_generic(PackedA& p, const float* w);
+void conv_channels_avx512(const ConvDirectArgs& a);
+void conv_channels_avx2(const ConvDirectArgs& a);
+void conv_channels_generic(const ConvDirectArgs& a);
+void conv_channels_pack_avx512(PackedA& p, const float* w);
+void conv_channels_pack_avx2(PackedA& p, const float* w);
+void conv_channels_pack_generic(PackedA& p, const float* w);
 void depthwise_avx512(const DepthwiseArgs& a);
 void depthwise_avx2(const DepthwiseArgs& a);
 void depthwise_generic(const DepthwiseArgs& a);

@@ -21,22 +21,48 @@ struct Choice {
   void (*conv)(const ConvDirectArgs&);
   void (*conv_pack)(PackedA&, const float*);
   void (*depthwise)(const DepthwiseArgs&);
-  int64_t tile_cols;
+  void (*conv_channels)(const ConvDirectArgs&);
+  void (*conv_channels_pack)(PackedA&, const float*);
+  const gemm_isa::TileShapes* shapes;
 };
 
 Choice choose() {
+  using namespace gemm_isa;
 #if defined(__x86_64__) && defined(DLAKIT_HAVE_X86_KERNELS)
   __builtin_cpu_init();
-  using namespace gemm_isa;
   if (__builtin_cpu_supports("avx512f"))
-    return {sgemm_avx512,       pack_a_avx512,    epilogue_avx512,  "avx512",
-            conv_direct_avx512, conv_pack_avx512, depthwise_avx512, 32};
+    return {.fn = sgemm_avx512,
+            .pack = pack_a_avx512,
+            .epilogue = epilogue_avx512,
+            .name = "avx512",
+            .conv = conv_direct_avx512,
+            .conv_pack = conv_pack_avx512,
+            .depthwise = depthwise_avx512,
+            .conv_channels = conv_channels_avx512,
+            .conv_channels_pack = conv_channels_pack_avx512,
+            .shapes = &tile_shapes_avx512};
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return {sgemm_avx2,       pack_a_avx2,    epilogue_avx2,  "avx2",
-            conv_direct_avx2, conv_pack_avx2, depthwise_avx2, 16};
+    return {.fn = sgemm_avx2,
+            .pack = pack_a_avx2,
+            .epilogue = epilogue_avx2,
+            .name = "avx2",
+            .conv = conv_direct_avx2,
+            .conv_pack = conv_pack_avx2,
+            .depthwise = depthwise_avx2,
+            .conv_channels = conv_channels_avx2,
+            .conv_channels_pack = conv_channels_pack_avx2,
+            .shapes = &tile_shapes_avx2};
 #endif
-  return {gemm_isa::sgemm_generic,       gemm_isa::pack_a_generic,    gemm_isa::epilogue_generic,  "generic",
-          gemm_isa::conv_direct_generic, gemm_isa::conv_pack_generic, gemm_isa::depthwise_generic, 8};
+  return {.fn = sgemm_generic,
+          .pack = pack_a_generic,
+          .epilogue = epilogue_generic,
+          .name = "generic",
+          .conv = conv_direct_generic,
+          .conv_pack = conv_pack_generic,
+          .depthwise = depthwise_generic,
+          .conv_channels = conv_channels_generic,
+          .conv_channels_pack = conv_channels_pack_generic,
+          .shapes = &tile_shapes_generic};
 }
 
 const Choice& choice() {
@@ -61,7 +87,44 @@ void gemm_epilogue(const GemmEpilogue& e, float* c, int64_t n) { choice().epilog
 
 void conv_direct(const ConvDirectArgs& a) { choice().conv(a); }
 void conv_depthwise_direct(const DepthwiseArgs& a) { choice().depthwise(a); }
-int64_t conv_direct_tile_cols() { return choice().tile_cols; }
+void conv_direct_channels(const ConvDirectArgs& a) { choice().conv_channels(a); }
+
+std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, const float* w) {
+  auto p = std::make_shared<PackedA>();
+  p->M = M;
+  p->K = K;
+  choice().conv_channels_pack(*p, w);
+  return p;
+}
+
+ConvKernel conv_choose_kernel(const ConvShape2d& s) {
+  const gemm_isa::TileShapes& c = *choice().shapes;
+  auto round_up = [](int64_t v, int64_t to) { return double((v + to - 1) / to * to); };
+  // Costs in multiply-adds computed per step of K, wasted lanes included. The factors were measured with
+  // bench/bench_kernels.cpp's BM_ConvTiles (docs/design.md): with every lane useful the two direct tilings
+  // run within 3 % of each other; a channel tile's transposed store costs about 16 steps of K; the GEMM
+  // on an im2col pays about a third for it.
+  const int64_t ohw = s.OH * s.OW;
+  // The position tiles run along the rows, or flat along the padded rows at stride 1 (conv_direct).
+  const int64_t row_tiles = s.OH * ((s.OW + c.direct_nr - 1) / c.direct_nr),
+                flat_tiles = (s.OH * s.Wq + c.direct_nr - 1) / c.direct_nr;
+  const bool stride1 = s.S == 1 && s.sh == 1;
+  const double positions = round_up(s.M, c.direct_mr) *
+                           double((stride1 ? std::min(row_tiles, flat_tiles) : row_tiles) * c.direct_nr);
+  const double gemm = round_up(s.M, c.gemm_mr) * round_up(ohw, c.gemm_nr) * (s.pointwise ? 1.0 : 1.3);
+  // Channel tiles of fewer than 4 positions have too few independent FMA chains to hide their latency.
+  const ConvChannelTiles rt = conv_channel_tiles(s.OW, c.channel_p);
+  const int64_t last = s.OW - (rt.per_row - 1) * rt.width;
+  const double per_row =
+      double((rt.per_row - 1) * std::max<int64_t>(rt.width, 4) + std::max<int64_t>(last, 4));
+  const double channels = round_up(s.M, c.channel_nr) * double(s.OH) * per_row * 1.03 *
+                          (1.0 + 16.0 / double(std::max<int64_t>(s.K, 1)));
+  // The channel tiles read a 1x1 convolution's input in place (the GEMM only at stride 1); the position
+  // tiles would need a padded copy with slack.
+  if (s.in_place) return channels < gemm ? ConvKernel::kDirectChannels : ConvKernel::kGemm;
+  if (channels < std::min(positions, gemm)) return ConvKernel::kDirectChannels;
+  return positions <= gemm ? ConvKernel::kDirectPositions : ConvKernel::kGemm;
+}
 
 std::shared_ptr<const PackedA> conv_direct_pack_weights(int64_t M, int64_t K, const float* w) {
   auto p = std::make_shared<PackedA>();
@@ -81,44 +144,42 @@ int64_t conv_direct_buffer_size(int64_t C, int64_t Hp, int64_t S, int64_t Wq) {
   return C * Hp * S * Wq + conv_direct_slack(S, Wq);
 }
 
-// One channel [H][W] -> [Hp][S][Wq], zeros included.
-static void pad_plane(const float* x, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t Hp, int64_t S,
-                      int64_t Wq, float* xp) {
-  for (int64_t r = 0; r < Hp; ++r) {
-    float* dst = xp + r * S * Wq;
-    const int64_t ih = r - pt;
-    if (ih < 0 || ih >= H) {
-      std::memset(dst, 0, sizeof(float) * size_t(S * Wq));
-      continue;
-    }
-    const float* src = x + ih * W;
-    if (S == 1) {  // [pl zeros][the row, clipped to the padded width][zeros]
-      const int64_t lead = std::min(pl, Wq), len = std::clamp<int64_t>(Wq - pl, 0, W);
-      std::memset(dst, 0, sizeof(float) * size_t(lead));
-      std::memcpy(dst + lead, src, sizeof(float) * size_t(len));
-      std::memset(dst + lead + len, 0, sizeof(float) * size_t(Wq - lead - len));
-      continue;
-    }
-    for (int64_t phase = 0; phase < S; ++phase) {
-      float* out = dst + phase * Wq;
-      const auto [lo, hi] = conv_direct_phase_span(W, pl, S, Wq, phase);
-      const float* in = src + phase - pl;
-      for (int64_t q = 0; q < lo; ++q) out[q] = 0.f;
-      for (int64_t q = lo; q < hi; ++q) out[q] = in[q * S];
-      for (int64_t q = hi; q < Wq; ++q) out[q] = 0.f;
-    }
+// Padded row r of one channel [H][W] -> [S][Wq] at dst, zeros included.
+static void pad_row(const float* x, int64_t r, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t S,
+                    int64_t Wq, float* dst) {
+  const int64_t ih = r - pt;
+  if (ih < 0 || ih >= H) {
+    std::memset(dst, 0, sizeof(float) * size_t(S * Wq));
+    return;
+  }
+  const float* src = x + ih * W;
+  if (S == 1) {  // [pl zeros][the row, clipped to the padded width][zeros]
+    const int64_t lead = std::min(pl, Wq), len = std::clamp<int64_t>(Wq - pl, 0, W);
+    std::memset(dst, 0, sizeof(float) * size_t(lead));
+    std::memcpy(dst + lead, src, sizeof(float) * size_t(len));
+    std::memset(dst + lead + len, 0, sizeof(float) * size_t(Wq - lead - len));
+    return;
+  }
+  for (int64_t phase = 0; phase < S; ++phase) {
+    float* out = dst + phase * Wq;
+    const auto [lo, hi] = conv_direct_phase_span(W, pl, S, Wq, phase);
+    const float* in = src + phase - pl;
+    for (int64_t q = 0; q < lo; ++q) out[q] = 0.f;
+    for (int64_t q = lo; q < hi; ++q) out[q] = in[q * S];
+    for (int64_t q = hi; q < Wq; ++q) out[q] = 0.f;
   }
 }
 
 void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt, int64_t pl,
                            int64_t Hp, int64_t S, int64_t Wq, float* xp) {
+  // Row by row, so that an input of few channels (a network's first layer: 3) is shared by the threads too.
   parallel_for(
-      C,
+      C * Hp,
       [&](int64_t s, int64_t e) {
-        for (int64_t c = s; c < e; ++c)
-          pad_plane(x + c * H * W, H, W, pt, pl, Hp, S, Wq, xp + c * Hp * S * Wq);
+        for (int64_t cr = s; cr < e; ++cr)
+          pad_row(x + (cr / Hp) * H * W, cr % Hp, H, W, pt, pl, S, Wq, xp + cr * S * Wq);
       },
-      4);
+      std::max<int64_t>(1, 4096 / (S * Wq)));
   std::memset(xp + C * Hp * S * Wq, 0, sizeof(float) * size_t(conv_direct_slack(S, Wq)));
 }
 

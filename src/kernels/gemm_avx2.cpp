@@ -10,4 +10,8 @@
 #define CONV_DIRECT_NAME conv_direct_avx2
 #define CONV_PACK_NAME conv_pack_avx2
 #define DEPTHWISE_NAME depthwise_avx2
+#define CONV_CHANNELS_P 6
+#define CONV_CHANNELS_NAME conv_channels_avx2
+#define CONV_CHANNELS_PACK_NAME conv_channels_pack_avx2
+#define TILE_SHAPES_NAME tile_shapes_avx2
 #include "kernels/conv_direct_kernel.inc"

@@ -10,4 +10,8 @@
 #define CONV_DIRECT_NAME conv_direct_generic
 #define CONV_PACK_NAME conv_pack_generic
 #define DEPTHWISE_NAME depthwise_generic
+#define CONV_CHANNELS_P 6
+#define CONV_CHANNELS_NAME conv_channels_generic
+#define CONV_CHANNELS_PACK_NAME conv_channels_pack_generic
+#define TILE_SHAPES_NAME tile_shapes_generic
 #include "kernels/conv_direct_kernel.inc"

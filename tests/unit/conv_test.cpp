@@ -1,6 +1,6 @@
-// Conv's fast paths (direct tiles along rows or flat over padded rows, implicit-im2col sgemm, pointwise,
-// depthwise, fused activations in the store epilogue) against a plain direct convolution, on random data,
-// over strides, dilations, pads, groups, multipliers and odd sizes.
+// Conv's fast paths (direct position tiles along rows or flat over padded rows, direct channel tiles,
+// implicit-im2col sgemm, pointwise, depthwise, fused activations in the store epilogue) against a plain
+// direct convolution, on random data, over strides, dilations, pads, groups, multipliers and odd sizes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 
 #include "../common/cpu_isas.h"
@@ -61,30 +62,44 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
     const char* act = nullptr;  // fused activation ("dlakit_activation"), applied to the oracle after
   };
   const Case cases[] = {
-      {1, 3, 17, 19, 8, 3, 1, 1, 1, 1},                // im2col + gemm
-      {2, 8, 12, 12, 16, 3, 2, 1, 1, 2},               // grouped, strided, batch 2
-      {1, 16, 20, 20, 32, 1, 1, 0, 1, 1},              // pointwise: no im2col
+      {1, 3, 17, 19, 8, 3, 1, 1, 1, 1},                // position tiles, flat over padded rows
+      {2, 8, 12, 12, 16, 3, 2, 1, 1, 2},               // grouped, strided, batch 2: im2col + gemm
+      {1, 16, 20, 20, 32, 1, 1, 0, 1, 1},              // pointwise: the GEMM reads the input in place
       {1, 12, 15, 15, 12, 3, 1, 1, 1, 12},             // depthwise
       {1, 12, 16, 16, 12, 5, 2, 2, 1, 12},             // depthwise 5x5 stride 2
       {1, 6, 14, 14, 12, 3, 1, 2, 2, 6},               // depthwise with multiplier 2, dilation 2
       {1, 5, 9, 37, 15, 3, 1, 1, 1, 5},                // multiplier 3: threads start inside a channel's group
       {1, 4, 9, 9, 6, 3, 1, 3, 3, 1},                  // dilation 3
-      {1, 96, 40, 160, 24, 3, 1, 1, 1, 1},             // direct, tiles along long rows
-      {1, 67, 7, 7, 37, 3, 1, 1, 1, 1, "Relu"},        // direct flat over short padded rows, M % 8 != 0
-      {2, 19, 30, 45, 13, 3, 2, 1, 1, 1, "Clip"},      // direct stride 2 (phase-split rows), batch 2
-      {1, 5, 33, 40, 11, 5, 1, 2, 2, 1, "LeakyRelu"},  // direct, dilation 2, 5x5
-      {1, 300, 9, 11, 21, 3, 2, 0, 1, 1},              // stride 2 on short rows: the implicit-im2col sgemm
+      {1, 96, 40, 160, 24, 3, 1, 1, 1, 1},             // position tiles along long rows
+      {1, 67, 7, 7, 37, 3, 1, 1, 1, 1, "Relu"},        // position tiles flat over short rows, M % 8 != 0
+      {2, 19, 30, 64, 13, 3, 2, 1, 1, 1, "Clip"},      // position tiles at stride 2 (phase-split rows)
+      {1, 5, 33, 40, 11, 5, 1, 2, 2, 1, "LeakyRelu"},  // position tiles, dilation 2, 5x5
+      {1, 300, 9, 11, 21, 3, 2, 0, 1, 1},              // stride 2 on short rows: channel tiles
       {1, 9, 23, 41, 10, 7, 2, 3, 1, 1},               // 7x7 stride 2 (a network's first layer)
       {1, 33, 13, 13, 17, 1, 1, 0, 1, 1, "Relu"},      // pointwise with a fused activation
       {1, 16, 29, 31, 16, 3, 2, 1, 1, 16, "Relu"},     // depthwise stride 2, fused activation
       {1, 24, 5, 70, 24, 3, 1, 1, 1, 24},              // depthwise, rows longer than four vectors
       {1, 10, 11, 75, 10, 3, 1, 1, 1, 10, "HardSigmoidMul"},  // depthwise, hard swish on every store
-      {1, 23, 12, 17, 29, 3, 1, 1, 1, 1, "HardSigmoidMul"},   // direct, hard swish
+      {1, 23, 12, 17, 29, 3, 1, 1, 1, 1, "HardSigmoidMul"},   // channel tiles, hard swish
       {1, 33, 13, 13, 17, 1, 1, 0, 1, 1, "HardSigmoidMul"},   // pointwise, hard swish
-      {1, 2, 260, 260, 3, 3, 1, 0, 120, 1},  // taps 240 columns apart: the padded buffer's slack
+      {1, 2, 272, 272, 3, 3, 1, 0, 120, 1},  // position tiles with taps 240 columns apart: the buffer's slack
+      {1, 64, 7, 7, 64, 3, 1, 1, 1, 1, "Relu"},             // channel tiles: ResNet's last stage
+      {1, 40, 14, 14, 64, 3, 2, 1, 1, 2, "Clip"},           // channel tiles, grouped, stride 2
+      {1, 192, 7, 7, 64, 1, 1, 0, 1, 1, "HardSigmoidMul"},  // pointwise on channel tiles, read in place
+      {1, 72, 14, 15, 64, 1, 2, 0, 1, 1, "Relu"},           // 1x1 stride 2 on channel tiles, read in place
   };
   uint32_t seed = 10;
+  std::set<ConvKernel> kernels_taken;  // the planar, non-depthwise cases' kernels on this CPU
   for (const Case& c : cases) {
+    if (c.group < c.C) {
+      const int64_t OH = (c.H + 2 * c.pad - (c.K - 1) * c.dil - 1) / c.stride + 1,
+                    OW = (c.W + 2 * c.pad - (c.K - 1) * c.dil - 1) / c.stride + 1;
+      const bool in_place = c.K == 1 && c.pad == 0 && c.stride <= 2, pointwise = in_place && c.stride == 1;
+      const int64_t Wq = conv_direct_layout((OW - 1) * c.stride + (c.K - 1) * c.dil + 1, c.stride);
+      kernels_taken.insert(
+          conv_choose_kernel({c.M / c.group, c.C / c.group * c.K * c.K, OH, OW, in_place ? c.W : Wq,
+                              in_place ? 1 : c.stride, c.stride, pointwise, in_place}));
+    }
     Graph g;
     int x = g.add_value("x", {DType::kF32, {c.N, c.C, c.H, c.W}});
     g.inputs.push_back(x);
@@ -129,6 +144,7 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K)))
           << "case C=" << c.C << " M=" << c.M << " K=" << c.K << " group=" << c.group << " at " << i;
   }
+  EXPECT_EQ(kernels_taken.size(), 3u) << "the cases no longer reach all three convolution kernels";
 }
 
 // ConvTranspose against its definition: y[n, m, o] = b[m] + the sum of x[n, c, i] * w[c, m, k] over every
@@ -341,6 +357,90 @@ TEST(ConvDirect, EveryIsaDepthwiseAgrees) {
     }
     if (got.size() == 2) {
       EXPECT_EQ(got[0], got[1]) << "AVX2 and AVX-512 differ, W=" << c.W;
+    }
+  }
+}
+
+// The channel tiles (conv_direct_channels) of every ISA this CPU runs against the plain convolution, and bit
+// for bit against the same ISA's position tiles: both sum each output as one chain over input channels and
+// taps, bias last, so the engine may pick either for a layer without changing its output. Rows that split
+// into unequal tiles (13 = 7 + 6 on AVX-512, 4 + 5 elsewhere), a last panel with few channels, stride 2,
+// 5x5, no bias, one output column, and 1x1 convolutions read in place at stride 1 and 2 (the input is its
+// own layout, with no slack past it).
+TEST(ConvDirect, ChannelTilesMatchPositionTilesOnEveryIsa) {
+  struct Kernels {
+    void (*pack)(PackedA&, const float*);
+    void (*conv)(const ConvDirectArgs&);
+    void (*channels_pack)(PackedA&, const float*);
+    void (*channels)(const ConvDirectArgs&);
+  };
+  using namespace gemm_isa;
+  const auto isas = test_isa::usable(
+      Kernels{conv_pack_generic, conv_direct_generic, conv_channels_pack_generic, conv_channels_generic},
+      Kernels{conv_pack_avx2, conv_direct_avx2, conv_channels_pack_avx2, conv_channels_avx2},
+      Kernels{conv_pack_avx512, conv_direct_avx512, conv_channels_pack_avx512, conv_channels_avx512});
+  struct Case {
+    int64_t C, H, W, M, K, stride, pad;
+    bool epilogue, bias;
+  };
+  const Case cases[] = {
+      {19, 7, 7, 37, 3, 1, 1, true, true},    // 7x7: one tile a row; 37 = a panel and 5 channels
+      {6, 5, 13, 70, 3, 1, 1, false, true},   // 13 columns: tiles of unequal width
+      {11, 14, 14, 33, 3, 2, 1, true, true},  // stride 2 (phase-split rows), 7 outputs a row
+      {4, 9, 11, 9, 5, 1, 2, true, false},    // 5x5, no bias
+      {7, 6, 1, 40, 3, 1, 1, true, true},     // one output column
+      {23, 7, 9, 45, 1, 1, 0, true, true},    // pointwise, read in place
+      {17, 9, 13, 36, 1, 2, 0, true, true},   // 1x1 stride 2, read in place (every other value)
+  };
+  uint32_t seed = 900;
+  for (const Case& c : cases) {
+    const int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
+    const int64_t Hp = (OH - 1) * c.stride + c.K,
+                  Wq = conv_direct_layout((OW - 1) * c.stride + c.K, c.stride);
+    const Tensor x = random_tensor({1, c.C, c.H, c.W}, seed++),
+                 w = random_tensor({c.M, c.C, c.K, c.K}, seed++), b = random_tensor({c.M}, seed++),
+                 res = random_tensor({1, c.M, OH, OW}, seed++);
+    const Tensor zero_bias(DType::kF32, {c.M});
+    Tensor want = direct_conv(x, w, c.bias ? b : zero_bias, c.stride, c.pad, 1, 1);
+    if (c.epilogue)
+      for (int64_t i = 0; i < want.numel(); ++i)
+        want.data<float>()[i] = std::max(want.data<float>()[i] + res.data<float>()[i], 0.f);
+    std::vector<float> padded(size_t(conv_direct_buffer_size(c.C, Hp, c.stride, Wq)));
+    conv_direct_pad_input(x.data<float>(), c.C, c.H, c.W, c.pad, c.pad, Hp, c.stride, Wq, padded.data());
+    // A 1x1 input without padding in place: exactly its own values (the kernel must read nothing past
+    // them), at stride 2 every other one.
+    const bool in_place = c.K == 1 && c.pad == 0;
+    const std::vector<float> own(x.data<float>(), x.data<float>() + x.numel());
+    std::vector<std::vector<float>> channel_outputs;
+    for (const auto& isa : isas) {
+      SCOPED_TRACE(std::string(isa.name) + " C=" + std::to_string(c.C) + " W=" + std::to_string(c.W) +
+                   " K=" + std::to_string(c.K) + " stride=" + std::to_string(c.stride));
+      GemmEpilogue e;
+      if (c.epilogue) e.act = GemmEpilogue::Act::kRelu, e.residual = res.data<float>(), e.ldr = OH * OW;
+      auto run = [&](void (*pack)(PackedA&, const float*), void (*conv)(const ConvDirectArgs&),
+                     const float* input) {
+        PackedA packed;
+        packed.M = c.M, packed.K = c.C * c.K * c.K;
+        pack(packed, w.data<float>());
+        std::vector<float> y(size_t(c.M * OH * OW), std::nanf(""));  // every output must be written
+        const float* bias = c.bias ? b.data<float>() : nullptr;
+        if (input == own.data())  // [C][H][W] as its own layout, outputs `stride` apart
+          conv({input, c.C, c.H, 1, c.W, 1, 1, 1, 1, c.stride, OH, OW, &packed, bias, y.data(), e, c.stride});
+        else
+          conv({input, c.C, Hp, c.stride, Wq, c.K, c.K, 1, 1, c.stride, OH, OW, &packed, bias, y.data(), e});
+        return y;
+      };
+      const std::vector<float> positions = run(isa.fn.pack, isa.fn.conv, padded.data());
+      const std::vector<float> channels =
+          run(isa.fn.channels_pack, isa.fn.channels, in_place ? own.data() : padded.data());
+      for (size_t i = 0; i < channels.size(); ++i)
+        ASSERT_NEAR(channels[i], want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K)))
+            << "at " << i;
+      EXPECT_EQ(channels, positions);
+      if (isa.fma) channel_outputs.push_back(channels);
+    }
+    if (channel_outputs.size() == 2) {
+      EXPECT_EQ(channel_outputs[0], channel_outputs[1]) << "AVX2 and AVX-512 differ";
     }
   }
 }

@@ -159,18 +159,32 @@ void add_bias(float* y, const float* b, int64_t N, int64_t M, int64_t vol) {
       8);
 }
 
+// Weights [Mg x K] in the layout of `kernel`'s tiles.
+std::shared_ptr<const PackedA> pack_weights(ConvKernel kernel, int64_t Mg, int64_t K, const float* w) {
+  switch (kernel) {
+    case ConvKernel::kDirectPositions:
+      return conv_direct_pack_weights(Mg, K, w);
+    case ConvKernel::kDirectChannels:
+      return conv_channels_pack_weights(Mg, K, w);
+    case ConvKernel::kGemm:
+      break;
+  }
+  return sgemm_pack_a(Mg, K, w, K, 1);
+}
+
 // Constant weights are packed once and kept (keyed by their storage, which the cache holds alive so the
-// key cannot be reused, the group and the layout: sgemm's or the direct kernel's). Entries whose weights
-// only the cache still holds belong to models that are gone (a runtime that loads and unloads modules) and
-// are dropped. Bounded; cleared when full.
+// key cannot be reused, the group and the kernel whose layout they take). Entries whose weights only the
+// cache still holds belong to models that are gone (a runtime that loads and unloads modules) and are
+// dropped. Bounded; cleared when full.
 std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64_t Mg, int64_t K,
-                                              bool direct) {
+                                              ConvKernel kernel) {
   static std::mutex mu;
-  static std::map<std::tuple<const void*, int64_t, bool>, std::pair<Tensor, std::shared_ptr<const PackedA>>>
+  static std::map<std::tuple<const void*, int64_t, ConvKernel>,
+                  std::pair<Tensor, std::shared_ptr<const PackedA>>>
       cache;
   static size_t bytes = 0;
   std::lock_guard<std::mutex> lk(mu);
-  auto key = std::make_tuple(W.raw(), gi, direct);
+  auto key = std::make_tuple(W.raw(), gi, kernel);
   auto it = cache.find(key);
   if (it != cache.end() && it->second.first.shape() == W.shape()) return it->second.second;
   if (bytes > (size_t(1) << 30)) {
@@ -182,8 +196,7 @@ std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64
     if (gone) bytes -= entry.second.second->data.size() * sizeof(float);
     return gone;
   });
-  const float* wg = W.data<float>() + gi * Mg * K;
-  auto p = direct ? conv_direct_pack_weights(Mg, K, wg) : sgemm_pack_a(Mg, K, wg, K, 1);
+  auto p = pack_weights(kernel, Mg, K, W.data<float>() + gi * Mg * K);
   bytes += p->data.size() * sizeof(float);
   cache[key] = {W, p};
   return p;
@@ -263,13 +276,16 @@ void run_conv(const KernelContext& c) {
           16384);
     return apply_fused_activation(c.node(), y, Y.numel());
   }
-  bool pointwise = kvol == 1;
-  for (int i = 0; i < 3; ++i)
-    pointwise = pointwise && g.s[size_t(i)] == 1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
-  // Direct unless the output rows are too short to fill a tile with stride > 1 (then the GEMM wastes less)
-  // or the convolution reads its input as it is (pointwise: the GEMM needs no im2col and no padded copy).
-  const bool stride1 = g.s[1] == 1 && g.s[2] == 1;
-  const bool direct = planar && !pointwise && (stride1 || g.out[2] * 4 >= conv_direct_tile_cols() * 3);
+  // A 1x1 convolution without padding: the GEMM reads its input in place at stride 1 (pointwise), the
+  // channel tiles at stride 1 or 2 (a ResNet's downsampling layers), instead of a padded copy.
+  bool unpadded_1x1 = kvol == 1;
+  for (int i = 0; i < 3; ++i) unpadded_1x1 = unpadded_1x1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
+  const bool pointwise = unpadded_1x1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1;
+  const bool in_place = planar && unpadded_1x1 && g.s[1] == g.s[2] && g.s[1] <= 2;
+  const ConvKernel kernel = planar
+                                ? conv_choose_kernel({Mg, K, g.out[1], g.out[2], in_place ? g.in[2] : dl.Wq,
+                                                      in_place ? 1 : dl.S, g.s[1], pointwise, in_place})
+                                : ConvKernel::kGemm;
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < G; ++gi) {
       const float* xg = x + (n * g.C + gi * Cg) * ivol;
@@ -277,14 +293,33 @@ void run_conv(const KernelContext& c) {
       const float* wg = w + gi * Mg * K;
       const float* bg = b ? b + gi * Mg : nullptr;
       epilogue.residual = residual ? residual + (n * M + gi * Mg) * ovol : nullptr;
-      if (direct) {
+      if (kernel != ConvKernel::kGemm) {
         const auto pw =
-            c.is_constant(1) ? packed_weights(W, gi, Mg, K, true) : conv_direct_pack_weights(Mg, K, wg);
-        conv_direct({pad(xg, Cg), Cg, dl.Hp, dl.S, dl.Wq, g.k[1], g.k[2], g.d[1], g.d[2], g.s[1], g.out[1],
-                     g.out[2], pw.get(), bg, yg, epilogue});
+            c.is_constant(1) ? packed_weights(W, gi, Mg, K, kernel) : pack_weights(kernel, Mg, K, wg);
+        const ConvDirectArgs args{in_place ? xg : pad(xg, Cg),
+                                  Cg,
+                                  in_place ? g.in[1] : dl.Hp,
+                                  in_place ? 1 : dl.S,
+                                  in_place ? g.in[2] : dl.Wq,
+                                  g.k[1],
+                                  g.k[2],
+                                  g.d[1],
+                                  g.d[2],
+                                  g.s[1],
+                                  g.out[1],
+                                  g.out[2],
+                                  pw.get(),
+                                  bg,
+                                  yg,
+                                  epilogue,
+                                  in_place ? g.s[2] : 1};
+        if (kernel == ConvKernel::kDirectChannels)
+          conv_direct_channels(args);
+        else
+          conv_direct(args);
         continue;
       }
-      std::shared_ptr<const PackedA> pw = c.is_constant(1) ? packed_weights(W, gi, Mg, K, false) : nullptr;
+      std::shared_ptr<const PackedA> pw = c.is_constant(1) ? packed_weights(W, gi, Mg, K, kernel) : nullptr;
       const PackB im2col = [&](int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t panel, float* dst) {
         pack_im2col(g, xg, k0, kc, j0, nc, panel, dst);
       };
