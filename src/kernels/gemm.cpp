@@ -26,43 +26,34 @@ struct Choice {
   const gemm_isa::TileShapes* shapes;
 };
 
+// Every kernel of one ISA (gemm_<isa>.cpp), named after it.
+#define DLAKIT_ISA_KERNELS(isa)                                                            \
+  Choice {                                                                                 \
+    .fn = sgemm_##isa, .pack = pack_a_##isa, .epilogue = epilogue_##isa, .name = #isa,     \
+    .conv = conv_direct_##isa, .conv_pack = conv_pack_##isa, .depthwise = depthwise_##isa, \
+    .conv_channels = conv_channels_##isa, .conv_channels_pack = conv_channels_pack_##isa,  \
+    .shapes = &tile_shapes_##isa                                                           \
+  }
+
 Choice choose() {
   using namespace gemm_isa;
 #if defined(__x86_64__) && defined(DLAKIT_HAVE_X86_KERNELS)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    return {.fn = sgemm_avx512,
-            .pack = pack_a_avx512,
-            .epilogue = epilogue_avx512,
-            .name = "avx512",
-            .conv = conv_direct_avx512,
-            .conv_pack = conv_pack_avx512,
-            .depthwise = depthwise_avx512,
-            .conv_channels = conv_channels_avx512,
-            .conv_channels_pack = conv_channels_pack_avx512,
-            .shapes = &tile_shapes_avx512};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return {.fn = sgemm_avx2,
-            .pack = pack_a_avx2,
-            .epilogue = epilogue_avx2,
-            .name = "avx2",
-            .conv = conv_direct_avx2,
-            .conv_pack = conv_pack_avx2,
-            .depthwise = depthwise_avx2,
-            .conv_channels = conv_channels_avx2,
-            .conv_channels_pack = conv_channels_pack_avx2,
-            .shapes = &tile_shapes_avx2};
+  if (__builtin_cpu_supports("avx512f")) return DLAKIT_ISA_KERNELS(avx512);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return DLAKIT_ISA_KERNELS(avx2);
 #endif
-  return {.fn = sgemm_generic,
-          .pack = pack_a_generic,
-          .epilogue = epilogue_generic,
-          .name = "generic",
-          .conv = conv_direct_generic,
-          .conv_pack = conv_pack_generic,
-          .depthwise = depthwise_generic,
-          .conv_channels = conv_channels_generic,
-          .conv_channels_pack = conv_channels_pack_generic,
-          .shapes = &tile_shapes_generic};
+  return DLAKIT_ISA_KERNELS(generic);
+}
+#undef DLAKIT_ISA_KERNELS
+
+// Weights [M x K] in the layout of one of the direct kernels' packers.
+std::shared_ptr<const PackedA> packed_by(void (*pack)(PackedA&, const float*), int64_t M, int64_t K,
+                                         const float* w) {
+  auto p = std::make_shared<PackedA>();
+  p->M = M;
+  p->K = K;
+  pack(*p, w);
+  return p;
 }
 
 const Choice& choice() {
@@ -90,11 +81,7 @@ void conv_depthwise_direct(const DepthwiseArgs& a) { choice().depthwise(a); }
 void conv_direct_channels(const ConvDirectArgs& a) { choice().conv_channels(a); }
 
 std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, const float* w) {
-  auto p = std::make_shared<PackedA>();
-  p->M = M;
-  p->K = K;
-  choice().conv_channels_pack(*p, w);
-  return p;
+  return packed_by(choice().conv_channels_pack, M, K, w);
 }
 
 ConvKernel conv_choose_kernel(const ConvShape2d& s) {
@@ -127,11 +114,7 @@ ConvKernel conv_choose_kernel(const ConvShape2d& s) {
 }
 
 std::shared_ptr<const PackedA> conv_direct_pack_weights(int64_t M, int64_t K, const float* w) {
-  auto p = std::make_shared<PackedA>();
-  p->M = M;
-  p->K = K;
-  choice().conv_pack(*p, w);
-  return p;
+  return packed_by(choice().conv_pack, M, K, w);
 }
 
 int64_t conv_direct_layout(int64_t Wp, int64_t S) { return (Wp + S - 1) / S; }

@@ -244,6 +244,44 @@ TEST(ConvTranspose, BothPathsGiveTheDefinitionsBits) {
   }
 }
 
+namespace {
+
+// One convolution for the direct kernels' tests: random data, its padded layout, and the plain convolution's
+// result (with the epilogue the tests use: + a random residual, then ReLU).
+struct DirectCase {
+  int64_t C, H, W, M, K, stride, pad;
+  bool epilogue, bias;
+  int64_t OH() const { return (H + 2 * pad - K) / stride + 1; }
+  int64_t OW() const { return (W + 2 * pad - K) / stride + 1; }
+  int64_t Hp() const { return (OH() - 1) * stride + K; }
+  int64_t Wq() const { return conv_direct_layout((OW() - 1) * stride + K, stride); }
+};
+struct DirectData {
+  Tensor x, w, b, res, want;
+  std::vector<float> padded;
+  GemmEpilogue epilogue;
+};
+DirectData direct_data(const DirectCase& c, uint32_t& seed) {
+  DirectData d;
+  d.x = random_tensor({1, c.C, c.H, c.W}, seed++);
+  d.w = random_tensor({c.M, c.C, c.K, c.K}, seed++);
+  d.b = c.bias ? random_tensor({c.M}, seed++) : Tensor(DType::kF32, {c.M});
+  d.res = random_tensor({1, c.M, c.OH(), c.OW()}, seed++);
+  d.want = direct_conv(d.x, d.w, d.b, c.stride, c.pad, 1, 1);
+  if (c.epilogue) {
+    for (int64_t i = 0; i < d.want.numel(); ++i)
+      d.want.data<float>()[i] = std::max(d.want.data<float>()[i] + d.res.data<float>()[i], 0.f);
+    d.epilogue.act = GemmEpilogue::Act::kRelu, d.epilogue.residual = d.res.data<float>();
+    d.epilogue.ldr = c.OH() * c.OW();
+  }
+  d.padded.resize(size_t(conv_direct_buffer_size(c.C, c.Hp(), c.stride, c.Wq())));
+  conv_direct_pad_input(d.x.data<float>(), c.C, c.H, c.W, c.pad, c.pad, c.Hp(), c.stride, c.Wq(),
+                        d.padded.data());
+  return d;
+}
+
+}  // namespace
+
 // The direct kernel of every ISA this CPU runs (the engine uses only the widest), on tiles that end inside a
 // vector: flat tiles over short padded rows, row tiles with a partial last tile, stride 2, with and without
 // the epilogue (residual + ReLU, applied in registers to the stored lanes only). AVX2 and AVX-512 compute
@@ -257,44 +295,28 @@ TEST(ConvDirect, EveryIsaOnThisCpuAgrees) {
   const auto isas = test_isa::usable(Kernels{gemm_isa::conv_pack_generic, gemm_isa::conv_direct_generic},
                                      Kernels{gemm_isa::conv_pack_avx2, gemm_isa::conv_direct_avx2},
                                      Kernels{gemm_isa::conv_pack_avx512, gemm_isa::conv_direct_avx512});
-  struct Case {
-    int64_t C, H, W, M, K, stride, pad;
-    bool epilogue;
-  };
-  const Case cases[] = {
-      {19, 7, 7, 21, 3, 1, 1, true},   // flat: every tile ends rows inside a vector
-      {5, 13, 11, 9, 3, 1, 1, false},  // flat, no epilogue
-      {7, 6, 30, 13, 3, 1, 1, true},   // row tiles (flat would take as many), a partial last one
-      {6, 15, 71, 10, 3, 2, 1, true},  // stride 2 (phase-split rows), row tiles
-      {4, 9, 40, 17, 5, 1, 2, false},  // 5x5
+  const DirectCase cases[] = {
+      {19, 7, 7, 21, 3, 1, 1, true, true},   // flat: every tile ends rows inside a vector
+      {5, 13, 11, 9, 3, 1, 1, false, true},  // flat, no epilogue
+      {7, 6, 30, 13, 3, 1, 1, true, true},   // row tiles (flat would take as many), a partial last one
+      {6, 15, 71, 10, 3, 2, 1, true, true},  // stride 2 (phase-split rows), row tiles
+      {4, 9, 40, 17, 5, 1, 2, false, true},  // 5x5
   };
   uint32_t seed = 500;
-  for (const Case& c : cases) {
-    const int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
-    const int64_t Hp = (OH - 1) * c.stride + c.K,
-                  Wq = conv_direct_layout((OW - 1) * c.stride + c.K, c.stride);
-    const Tensor x = random_tensor({1, c.C, c.H, c.W}, seed++),
-                 w = random_tensor({c.M, c.C, c.K, c.K}, seed++), b = random_tensor({c.M}, seed++),
-                 res = random_tensor({1, c.M, OH, OW}, seed++);
-    Tensor want = direct_conv(x, w, b, c.stride, c.pad, 1, 1);
-    if (c.epilogue)
-      for (int64_t i = 0; i < want.numel(); ++i)
-        want.data<float>()[i] = std::max(want.data<float>()[i] + res.data<float>()[i], 0.f);
-    std::vector<float> padded(size_t(conv_direct_buffer_size(c.C, Hp, c.stride, Wq)));
-    conv_direct_pad_input(x.data<float>(), c.C, c.H, c.W, c.pad, c.pad, Hp, c.stride, Wq, padded.data());
+  for (const DirectCase& c : cases) {
+    const DirectData d = direct_data(c, seed);
+    const int64_t OH = c.OH(), OW = c.OW();
     std::vector<std::vector<float>> got;
     for (const auto& isa : isas) {
       SCOPED_TRACE(std::string(isa.name) + " C=" + std::to_string(c.C) + " W=" + std::to_string(c.W));
       PackedA packed;
       packed.M = c.M, packed.K = c.C * c.K * c.K;
-      isa.fn.pack(packed, w.data<float>());
+      isa.fn.pack(packed, d.w.data<float>());
       std::vector<float> y(size_t(c.M * OH * OW), std::nanf(""));  // every output must be written
-      GemmEpilogue e;
-      if (c.epilogue) e.act = GemmEpilogue::Act::kRelu, e.residual = res.data<float>(), e.ldr = OH * OW;
-      isa.fn.conv({padded.data(), c.C, Hp, c.stride, Wq, c.K, c.K, 1, 1, c.stride, OH, OW, &packed,
-                   b.data<float>(), y.data(), e});
+      isa.fn.conv({d.padded.data(), c.C, c.Hp(), c.stride, c.Wq(), c.K, c.K, 1, 1, c.stride, OH, OW, &packed,
+                   d.b.data<float>(), y.data(), d.epilogue});
       for (size_t i = 0; i < y.size(); ++i)
-        ASSERT_NEAR(y[i], want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K))) << "at " << i;
+        ASSERT_NEAR(y[i], d.want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K))) << "at " << i;
       if (isa.fma) got.push_back(y);
     }
     if (got.size() == 2) {
@@ -379,11 +401,7 @@ TEST(ConvDirect, ChannelTilesMatchPositionTilesOnEveryIsa) {
       Kernels{conv_pack_generic, conv_direct_generic, conv_channels_pack_generic, conv_channels_generic},
       Kernels{conv_pack_avx2, conv_direct_avx2, conv_channels_pack_avx2, conv_channels_avx2},
       Kernels{conv_pack_avx512, conv_direct_avx512, conv_channels_pack_avx512, conv_channels_avx512});
-  struct Case {
-    int64_t C, H, W, M, K, stride, pad;
-    bool epilogue, bias;
-  };
-  const Case cases[] = {
+  const DirectCase cases[] = {
       {19, 7, 7, 37, 3, 1, 1, true, true},    // 7x7: one tile a row; 37 = a panel and 5 channels
       {6, 5, 13, 70, 3, 1, 1, false, true},   // 13 columns: tiles of unequal width
       {11, 14, 14, 33, 3, 2, 1, true, true},  // stride 2 (phase-split rows), 7 outputs a row
@@ -393,48 +411,37 @@ TEST(ConvDirect, ChannelTilesMatchPositionTilesOnEveryIsa) {
       {17, 9, 13, 36, 1, 2, 0, true, true},   // 1x1 stride 2, read in place (every other value)
   };
   uint32_t seed = 900;
-  for (const Case& c : cases) {
-    const int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
-    const int64_t Hp = (OH - 1) * c.stride + c.K,
-                  Wq = conv_direct_layout((OW - 1) * c.stride + c.K, c.stride);
-    const Tensor x = random_tensor({1, c.C, c.H, c.W}, seed++),
-                 w = random_tensor({c.M, c.C, c.K, c.K}, seed++), b = random_tensor({c.M}, seed++),
-                 res = random_tensor({1, c.M, OH, OW}, seed++);
-    const Tensor zero_bias(DType::kF32, {c.M});
-    Tensor want = direct_conv(x, w, c.bias ? b : zero_bias, c.stride, c.pad, 1, 1);
-    if (c.epilogue)
-      for (int64_t i = 0; i < want.numel(); ++i)
-        want.data<float>()[i] = std::max(want.data<float>()[i] + res.data<float>()[i], 0.f);
-    std::vector<float> padded(size_t(conv_direct_buffer_size(c.C, Hp, c.stride, Wq)));
-    conv_direct_pad_input(x.data<float>(), c.C, c.H, c.W, c.pad, c.pad, Hp, c.stride, Wq, padded.data());
+  for (const DirectCase& c : cases) {
+    const DirectData d = direct_data(c, seed);
+    const int64_t OH = c.OH(), OW = c.OW();
     // A 1x1 input without padding in place: exactly its own values (the kernel must read nothing past
     // them), at stride 2 every other one.
     const bool in_place = c.K == 1 && c.pad == 0;
-    const std::vector<float> own(x.data<float>(), x.data<float>() + x.numel());
+    const std::vector<float> own(d.x.data<float>(), d.x.data<float>() + d.x.numel());
     std::vector<std::vector<float>> channel_outputs;
     for (const auto& isa : isas) {
       SCOPED_TRACE(std::string(isa.name) + " C=" + std::to_string(c.C) + " W=" + std::to_string(c.W) +
                    " K=" + std::to_string(c.K) + " stride=" + std::to_string(c.stride));
-      GemmEpilogue e;
-      if (c.epilogue) e.act = GemmEpilogue::Act::kRelu, e.residual = res.data<float>(), e.ldr = OH * OW;
       auto run = [&](void (*pack)(PackedA&, const float*), void (*conv)(const ConvDirectArgs&),
                      const float* input) {
         PackedA packed;
         packed.M = c.M, packed.K = c.C * c.K * c.K;
-        pack(packed, w.data<float>());
+        pack(packed, d.w.data<float>());
         std::vector<float> y(size_t(c.M * OH * OW), std::nanf(""));  // every output must be written
-        const float* bias = c.bias ? b.data<float>() : nullptr;
+        const float* bias = c.bias ? d.b.data<float>() : nullptr;
         if (input == own.data())  // [C][H][W] as its own layout, outputs `stride` apart
-          conv({input, c.C, c.H, 1, c.W, 1, 1, 1, 1, c.stride, OH, OW, &packed, bias, y.data(), e, c.stride});
+          conv({input, c.C, c.H, 1, c.W, 1, 1, 1, 1, c.stride, OH, OW, &packed, bias, y.data(), d.epilogue,
+                c.stride});
         else
-          conv({input, c.C, Hp, c.stride, Wq, c.K, c.K, 1, 1, c.stride, OH, OW, &packed, bias, y.data(), e});
+          conv({input, c.C, c.Hp(), c.stride, c.Wq(), c.K, c.K, 1, 1, c.stride, OH, OW, &packed, bias,
+                y.data(), d.epilogue});
         return y;
       };
-      const std::vector<float> positions = run(isa.fn.pack, isa.fn.conv, padded.data());
+      const std::vector<float> positions = run(isa.fn.pack, isa.fn.conv, d.padded.data());
       const std::vector<float> channels =
-          run(isa.fn.channels_pack, isa.fn.channels, in_place ? own.data() : padded.data());
+          run(isa.fn.channels_pack, isa.fn.channels, in_place ? own.data() : d.padded.data());
       for (size_t i = 0; i < channels.size(); ++i)
-        ASSERT_NEAR(channels[i], want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K)))
+        ASSERT_NEAR(channels[i], d.want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K)))
             << "at " << i;
       EXPECT_EQ(channels, positions);
       if (isa.fma) channel_outputs.push_back(channels);
