@@ -34,7 +34,10 @@ void pin(int core) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(core, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+    std::fprintf(stderr, "bench_cross_core: cannot pin a thread to core %d (it needs two cores)\n", core);
+    std::exit(1);
+  }
 }
 
 struct Times {

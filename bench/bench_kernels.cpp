@@ -144,6 +144,41 @@ BENCHMARK(BM_ConvTiles)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// A 1x1 convolution read in place, on the GEMM (weights packed once) or on the channel tiles: the other
+// choice conv_choose_kernel makes. C, H(=W), M, then 0 for the GEMM, 1 for the channel tiles.
+static void BM_ConvPointwise(benchmark::State& st) {
+  using namespace dlakit;
+  const int64_t C = st.range(0), H = st.range(1), M = st.range(2), N = H * H;
+  const bool channels = st.range(3) == 1;
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> x(size_t(C * N)), w(size_t(M * C)), b(static_cast<size_t>(M)), y(size_t(M * N));
+  for (auto* v : {&x, &w, &b})
+    for (float& f : *v) f = d(gen);
+  const auto packed =
+      channels ? conv_channels_pack_weights(M, C, w.data()) : sgemm_pack_a(M, C, w.data(), C, 1);
+  for (auto _ : st) {
+    if (channels)
+      conv_direct_channels({x.data(), C, H, 1, H, 1, 1, 1, 1, 1, H, H, packed.get(), b.data(), y.data(), {}});
+    else
+      sgemm({M, N, C, w.data(), C, 1, x.data(), N, 1, y.data(), N, false, b.data(), packed.get()});
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * double(M * N * C), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+// ResNet-50's and MobileNetV2's 1x1 layers at 14x14 and 7x7.
+BENCHMARK(BM_ConvPointwise)
+    ->ArgsProduct({{1024}, {14}, {256}, {0, 1}})
+    ->ArgsProduct({{256}, {14}, {1024}, {0, 1}})
+    ->ArgsProduct({{2048}, {7}, {512}, {0, 1}})
+    ->ArgsProduct({{512}, {7}, {2048}, {0, 1}})
+    ->ArgsProduct({{960}, {7}, {160}, {0, 1}})
+    ->ArgsProduct({{64}, {14}, {384}, {0, 1}})
+    ->ArgsProduct({{96}, {14}, {576}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // The exact INT8 convolution (kernels/conv_int8.h) from planar levels into an int8 chw32 surface, as the
 // CPU executor runs it: C, H(=W), M, kernel, stride, group, and a 7th argument 1 to read the input from an
 // int8 chw32 surface too (the depthwise path between surfaces). GMAC/s counts the convolution's

@@ -85,12 +85,14 @@ std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, 
 }
 
 ConvKernel conv_choose_kernel(const ConvShape2d& s) {
+  if (s.K == 0) return ConvKernel::kGemm;  // no input channels: only the GEMM writes the bias alone
   const gemm_isa::TileShapes& c = *choice().shapes;
   auto round_up = [](int64_t v, int64_t to) { return double((v + to - 1) / to * to); };
-  // Costs in multiply-adds computed per step of K, wasted lanes included. The factors were measured with
-  // bench/bench_kernels.cpp's BM_ConvTiles (docs/design.md): with every lane useful the two direct tilings
-  // run within 3 % of each other; a channel tile's transposed store costs about 16 steps of K; the GEMM
-  // on an im2col pays about a third for it.
+  // Costs in multiply-adds computed per step of K, wasted lanes included (docs/design.md). Measured with
+  // bench/bench_kernels.cpp: with every lane useful the two direct tilings run within 3 % of each other
+  // (BM_ConvTiles); a channel tile's transposed store costs about 16 steps of K, which BM_ConvPointwise
+  // bears out against the GEMM on 1x1 layers. Not measured: the 1.3 charged to the GEMM for its im2col
+  // (an estimate that keeps the earlier rule's choices between it and the position tiles).
   const int64_t ohw = s.OH * s.OW;
   // The position tiles run along the rows, or flat along the padded rows at stride 1 (conv_direct).
   const int64_t row_tiles = s.OH * ((s.OW + c.direct_nr - 1) / c.direct_nr),

@@ -24,7 +24,7 @@ case "${1:-}" in
     : "${OUT:?set OUT to the results folder}"
     parts="${2:-suite bench}"
     rc=0
-    [ -d devrun ] || tar xJf devpack/devrun.tar.xz || exit 9
+    rm -rf devrun && tar xJf devpack/devrun.tar.xz || exit 9  # a warm machine may keep an older devrun/
     mkdir -p "$OUT/suite" /tmp/ld
     if [[ $parts == *suite* ]]; then
       (cd devrun && OUT="$OUT/suite" bash run_gpu.sh) > "$OUT/suite.txt" 2>&1 || rc=1
