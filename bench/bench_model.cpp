@@ -39,8 +39,10 @@ double cpu_ms() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODEL name=input.npy [...] [--iterations N] [--warmUp N] [--threads N] [--nodes N]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s MODEL name=input.npy [...] [--iterations N] [--warmUp N] [--threads N] [--nodes N]\n",
+        argv[0]);
     return 2;
   }
   try {
