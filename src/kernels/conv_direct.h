@@ -78,8 +78,8 @@ enum class ConvKernel { kGemm, kDirectPositions, kDirectChannels };
 struct ConvShape2d {
   int64_t M, K, OH, OW;
   int64_t Wq, S, sh;  // the padded layout's row length, the horizontal and the vertical stride
-  bool pointwise;     // 1x1, stride 1, no padding: the GEMM reads the input in place
-  bool in_place;      // 1x1, stride 1 or 2, no padding: the channel tiles read the input in place
+  bool in_place;      // 1x1, stride 1 or 2, no padding: the channel tiles (at stride 1 the GEMM too) read the
+                      // input in place
 };
 ConvKernel conv_choose_kernel(const ConvShape2d& shape);
 

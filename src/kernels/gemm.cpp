@@ -92,7 +92,7 @@ ConvKernel conv_choose_kernel(const ConvShape2d& s) {
   // bench/bench_kernels.cpp: with every lane useful the two direct tilings run within 3 % of each other
   // (BM_ConvTiles); a channel tile's transposed store costs about 16 steps of K, which BM_ConvPointwise
   // bears out against the GEMM on 1x1 layers. Not measured: the 1.3 charged to the GEMM for its im2col
-  // (an estimate that keeps the earlier rule's choices between it and the position tiles).
+  // (an estimate).
   const int64_t ohw = s.OH * s.OW;
   // The position tiles run along the rows, or flat along the padded rows at stride 1 (conv_direct).
   const int64_t row_tiles = s.OH * ((s.OW + c.direct_nr - 1) / c.direct_nr),
@@ -100,7 +100,8 @@ ConvKernel conv_choose_kernel(const ConvShape2d& s) {
   const bool stride1 = s.S == 1 && s.sh == 1;
   const double positions = round_up(s.M, c.direct_mr) *
                            double((stride1 ? std::min(row_tiles, flat_tiles) : row_tiles) * c.direct_nr);
-  const double gemm = round_up(s.M, c.gemm_mr) * round_up(ohw, c.gemm_nr) * (s.pointwise ? 1.0 : 1.3);
+  const double gemm =
+      round_up(s.M, c.gemm_mr) * round_up(ohw, c.gemm_nr) * (s.in_place && s.sh == 1 ? 1.0 : 1.3);
   // Channel tiles of fewer than 4 positions have too few independent FMA chains to hide their latency.
   const ConvChannelTiles rt = conv_channel_tiles(s.OW, c.channel_p);
   const int64_t last = s.OW - (rt.per_row - 1) * rt.width;

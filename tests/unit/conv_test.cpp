@@ -94,11 +94,11 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
     if (c.group < c.C) {
       const int64_t OH = (c.H + 2 * c.pad - (c.K - 1) * c.dil - 1) / c.stride + 1,
                     OW = (c.W + 2 * c.pad - (c.K - 1) * c.dil - 1) / c.stride + 1;
-      const bool in_place = c.K == 1 && c.pad == 0 && c.stride <= 2, pointwise = in_place && c.stride == 1;
+      const bool in_place = c.K == 1 && c.pad == 0 && c.stride <= 2;
       const int64_t Wq = conv_direct_layout((OW - 1) * c.stride + (c.K - 1) * c.dil + 1, c.stride);
       kernels_taken.insert(
           conv_choose_kernel({c.M / c.group, c.C / c.group * c.K * c.K, OH, OW, in_place ? c.W : Wq,
-                              in_place ? 1 : c.stride, c.stride, pointwise, in_place}));
+                              in_place ? 1 : c.stride, c.stride, in_place}));
     }
     Graph g;
     int x = g.add_value("x", {DType::kF32, {c.N, c.C, c.H, c.W}});

@@ -282,10 +282,11 @@ void run_conv(const KernelContext& c) {
   for (int i = 0; i < 3; ++i) unpadded_1x1 = unpadded_1x1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
   const bool pointwise = unpadded_1x1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1;
   const bool in_place = planar && unpadded_1x1 && g.s[1] == g.s[2] && g.s[1] <= 2;
-  const ConvKernel kernel = planar
-                                ? conv_choose_kernel({Mg, K, g.out[1], g.out[2], in_place ? g.in[2] : dl.Wq,
-                                                      in_place ? 1 : dl.S, g.s[1], pointwise, in_place})
-                                : ConvKernel::kGemm;
+  // The direct kernels' input layout: the padded copy's, or [C][H][W] itself.
+  const DirectLayout in = in_place ? DirectLayout{g.in[1], g.in[2], 1} : dl;
+  const ConvKernel kernel =
+      planar ? conv_choose_kernel({Mg, K, g.out[1], g.out[2], in.Wq, in.S, g.s[1], in_place})
+             : ConvKernel::kGemm;
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < G; ++gi) {
       const float* xg = x + (n * g.C + gi * Cg) * ivol;
@@ -298,9 +299,9 @@ void run_conv(const KernelContext& c) {
             c.is_constant(1) ? packed_weights(W, gi, Mg, K, kernel) : pack_weights(kernel, Mg, K, wg);
         const ConvDirectArgs args{in_place ? xg : pad(xg, Cg),
                                   Cg,
-                                  in_place ? g.in[1] : dl.Hp,
-                                  in_place ? 1 : dl.S,
-                                  in_place ? g.in[2] : dl.Wq,
+                                  in.Hp,
+                                  in.S,
+                                  in.Wq,
                                   g.k[1],
                                   g.k[2],
                                   g.d[1],
