@@ -5,6 +5,7 @@
 // name=file.npy ...` with every input as a .npy file, the outputs read back from --output-dir.
 // Usage: dlakit_conformance DATA_ROOT SKIP_FILE REPORT.md [--via-cli=DLAKIT]
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <unistd.h>
 
@@ -129,7 +131,7 @@ Result run_case(const fs::path& dir, const std::string& suite, const std::string
       }
     }
     if (r.status == "pass" && !via_cli.empty()) {
-      const fs::path tmp = fs::temp_directory_path() / cat("dlakit_conformance_", getpid()) / r.name;
+      const fs::path tmp = fs::temp_directory_path() / cat("dlakit_conformance_", getpid()) / suite / r.name;
       r.cli = run_via_cli(via_cli, model, given, expected, tmp);
       fs::remove_all(tmp);
     }
@@ -176,7 +178,8 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<Result> results;
-  std::map<std::string, int> out_of_scope;  // op -> cases not run because of it
+  std::vector<std::pair<size_t, fs::path>> to_run;  // (slot in results, case directory)
+  std::map<std::string, int> out_of_scope;          // op -> cases not run because of it
   int out_of_scope_cases = 0;
   for (const char* suite : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
     if (!fs::exists(root / suite)) {
@@ -203,9 +206,25 @@ int main(int argc, char** argv) {
         for (auto& m : missing) ++out_of_scope[m];
         continue;
       }
-      results.push_back(run_case(c, suite, via_cli));
+      to_run.emplace_back(results.size(), c);
+      results.push_back({suite, c.filename().string(), "", ""});
     }
   }
+  // The cases are independent: one per core at a time (under the sanitizers, each `dlakit run` of
+  // --via-cli costs a process start that would otherwise leave the other core idle).
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < to_run.size();) {
+      Result& slot = results[to_run[i].first];
+      slot = run_case(to_run[i].second, slot.suite, via_cli);
+    }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned k = 1; k < std::max(1u, std::thread::hardware_concurrency()); ++k)
+    workers.emplace_back(worker);
+  worker();
+  for (std::thread& t : workers) t.join();
+  fs::remove_all(fs::temp_directory_path() / cat("dlakit_conformance_", getpid()));
   int pass = 0, fail = 0, skip = 0, unexpected = 0, cli_pass = 0;
   std::ostringstream fails, cli_fails;
   for (auto& r : results) {
