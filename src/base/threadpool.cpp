@@ -13,6 +13,7 @@
 
 namespace dlakit {
 namespace {
+thread_local int t_index = 0;  // the pool's workers are 1..W; every other thread is 0
 
 // Waits for `ready` by spinning for up to kSpin (the gap between two parallel regions of one inference is
 // usually shorter: sleeping on a condition variable and being woken costs more than that), then returns
@@ -37,7 +38,11 @@ bool spin_until(bool spin, Ready ready) {
 class Pool {
  public:
   explicit Pool(int workers) : spin_(may_spin(workers + 1)) {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+    for (int i = 0; i < workers; ++i)
+      threads_.emplace_back([this, i] {
+        t_index = i + 1;
+        loop();
+      });
   }
   ~Pool() {
     {
@@ -142,6 +147,26 @@ Pool& pool() {
 }  // namespace
 
 int num_threads() { return g_threads; }
+int thread_index() { return t_index; }
+
+HomeTasks::HomeTasks(int64_t n, int threads) : blocks_(size_t(std::max(threads, 1))) {
+  const int64_t parts = int64_t(blocks_.size());
+  for (int64_t k = 0; k < parts; ++k) {
+    blocks_[size_t(k)].next = k * n / parts;
+    blocks_[size_t(k)].end = (k + 1) * n / parts;
+  }
+}
+
+int64_t HomeTasks::next(int thread) {
+  const size_t parts = blocks_.size();
+  for (size_t k = 0; k < parts; ++k) {
+    Block& b = blocks_[(size_t(thread) + k) % parts];
+    if (b.next.load(std::memory_order_relaxed) >= b.end) continue;
+    const int64_t t = b.next.fetch_add(1);
+    if (t < b.end) return t;
+  }
+  return -1;
+}
 void set_num_threads(int n) { g_threads = std::clamp(n, 1, 256); }
 
 void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t min_chunk) {

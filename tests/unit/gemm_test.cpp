@@ -194,6 +194,35 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
   set_num_threads(2);
 }
 
+TEST(ThreadPool, HomeTasksGiveEachThreadItsOwnBlockFirstThenTheOthers) {
+  HomeTasks tasks(10, 3);  // blocks [0, 3), [3, 6), [6, 10)
+  std::vector<int64_t> order;
+  for (int64_t t; (t = tasks.next(1)) >= 0;) order.push_back(t);
+  EXPECT_EQ(order, (std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9, 0, 1, 2}));
+  EXPECT_EQ(HomeTasks(0, 2).next(0), -1);
+  HomeTasks more_threads_than_tasks(2, 4);  // blocks [0, 0), [0, 1), [1, 1), [1, 2)
+  EXPECT_EQ(more_threads_than_tasks.next(3), 1);
+  EXPECT_EQ(more_threads_than_tasks.next(3), 0);
+  EXPECT_EQ(more_threads_than_tasks.next(0), -1);
+}
+
+TEST(ThreadPool, HomeTasksClaimEveryTaskOnceAcrossThePool) {
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    for (int64_t n : {1, 7, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      HomeTasks tasks(n, threads);
+      parallel_for(threads, [&](int64_t, int64_t) {
+        const int me = thread_index();
+        ASSERT_LT(me, threads);
+        for (int64_t t; (t = tasks.next(me)) >= 0;) hits[size_t(t)]++;
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1) << threads << " threads, " << n << " tasks";
+    }
+  }
+  set_num_threads(2);
+}
+
 TEST(ThreadPool, ExceptionsPropagateAndPoolKeepsWorking) {
   EXPECT_THROW(parallel_for(100,
                             [](int64_t b, int64_t) {
