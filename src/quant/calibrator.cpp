@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include "base/error.h"
+#include "base/threadpool.h"
 
 namespace dlakit::quant {
 
@@ -33,11 +35,22 @@ void AbsHistogram::grow_to(float max_abs) {
 }
 
 void AbsHistogram::add(const float* x, int64_t n) {
-  float m = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    if (a > m && std::isfinite(a)) m = a;
-  }
+  // Both passes run on the threads, a run of values each: maxima and counts are the same in any order
+  // (counts are whole numbers, summed exactly), so the histogram does not depend on the thread count.
+  constexpr int64_t kRun = int64_t(1) << 15;
+  const int64_t runs = (n + kRun - 1) / kRun;
+  std::vector<float> run_max(size_t(runs), 0.f);
+  parallel_for(runs, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float m = 0;
+      for (int64_t i = r * kRun; i < std::min(n, (r + 1) * kRun); ++i) {
+        const float a = std::fabs(x[i]);
+        if (a > m && std::isfinite(a)) m = a;
+      }
+      run_max[size_t(r)] = m;
+    }
+  });
+  const float m = runs ? *std::max_element(run_max.begin(), run_max.end()) : 0.f;
   amax_ = std::max(amax_, m);
   if (counts_.empty() && m == 0) {
     // All zeros so far: nothing fixes the width yet; remember the zeros.
@@ -51,12 +64,20 @@ void AbsHistogram::add(const float* x, int64_t n) {
   }
   const double inv = 1.0 / width_;
   const int64_t last = int64_t(counts_.size()) - 1;
-  for (int64_t i = 0; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    if (!std::isfinite(a)) continue;
-    const int64_t b = std::min<int64_t>(int64_t(double(a) * inv), last);
-    counts_[size_t(b)] += 1;
-  }
+  auto count = [&](int64_t from, int64_t to, double* into) {
+    for (int64_t i = from; i < to; ++i) {
+      const float a = std::fabs(x[i]);
+      if (std::isfinite(a)) into[std::min<int64_t>(int64_t(double(a) * inv), last)] += 1;
+    }
+  };
+  if (runs <= 1) return count(0, n, counts_.data());
+  std::mutex merge;
+  parallel_for(runs, [&](int64_t r0, int64_t r1) {
+    std::vector<double> local(counts_.size(), 0.0);
+    count(r0 * kRun, std::min(n, r1 * kRun), local.data());
+    std::lock_guard<std::mutex> lock(merge);
+    for (size_t b = 0; b < local.size(); ++b) counts_[b] += local[b];
+  });
 }
 
 CalibAlgo parse_calib_algo(const std::string& s) {

@@ -241,23 +241,30 @@ TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<Te
     Tensor tuned = w.clone();  // new storage: the old tensor may be shared with other graphs
     float* wt = tuned.data<float>();
     if (s.rounding_stats && s.rows > 0) {
+      // Channels are independent: in parallel, each with its own counts, summed in channel order after.
+      std::vector<double> reductions(size_t(s.m), 0.0);
+      std::vector<int64_t> flips(size_t(s.m), 0);
+      parallel_for(s.m, [&](int64_t k0, int64_t k1) {
+        for (int64_t k = k0; k < k1; ++k) {
+          if (!(scales[size_t(k)] > 0)) continue;
+          const int64_t grp = k / per_group;
+          const std::vector<float> level = choose_levels(
+              w.data<float>() + k * P, P, scales[size_t(k)], s.rounding, s.qq.data() + grp * P * P,
+              s.qx.data() + grp * P * P, &flips[size_t(k)], &reductions[size_t(k)]);
+          float peak = 0;
+          for (int64_t i = 0; i < P; ++i) peak = std::max(peak, std::fabs(w.data<float>()[k * P + i]));
+          for (int64_t i = 0; i < P; ++i) {
+            float& v = wt[k * P + i];
+            // +-127 is the channel's largest |w| itself, so the scale max|w|/127 does not move.
+            v = std::fabs(level[size_t(i)]) == 127.f ? std::copysign(peak, level[size_t(i)])
+                                                     : level[size_t(i)] * scales[size_t(k)];
+          }
+        }
+      });
       double reduction_sum = 0;
       for (int64_t k = 0; k < s.m; ++k) {
-        if (!(scales[size_t(k)] > 0)) continue;
-        const int64_t grp = k / per_group;
-        double reduction = 0;
-        const std::vector<float> level =
-            choose_levels(w.data<float>() + k * P, P, scales[size_t(k)], s.rounding,
-                          s.qq.data() + grp * P * P, s.qx.data() + grp * P * P, &t.flipped, &reduction);
-        reduction_sum += reduction;
-        float peak = 0;
-        for (int64_t i = 0; i < P; ++i) peak = std::max(peak, std::fabs(w.data<float>()[k * P + i]));
-        for (int64_t i = 0; i < P; ++i) {
-          float& v = wt[k * P + i];
-          // +-127 is the channel's largest |w| itself, so the scale max|w|/127 does not move.
-          v = std::fabs(level[size_t(i)]) == 127.f ? std::copysign(peak, level[size_t(i)])
-                                                   : level[size_t(i)] * scales[size_t(k)];
-        }
+        reduction_sum += reductions[size_t(k)];
+        t.flipped += flips[size_t(k)];
       }
       t.objective_reduction = reduction_sum / double(s.m);
       // The DLA's rounding of the new weights must give exactly the chosen levels with the same scales.
