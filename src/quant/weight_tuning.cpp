@@ -103,19 +103,20 @@ void observe(ConvStats& s, const Tensor& x) {
       1);
   s.positions += double(positions * w.N);
   if (!s.rounding_stats) return;
-  // Every stride-th patch for the rounding statistics.
-  std::vector<float> q(static_cast<size_t>(P)), f(static_cast<size_t>(P)), rows_q, rows_x;
+  // Every stride-th patch for the rounding statistics, each into its own row (on the threads).
+  const int64_t R = (positions + s.stride - 1) / s.stride;
+  std::vector<float> rows_q(size_t(R * P)), rows_x(size_t(R * P));
   for (int64_t b = 0; b < w.N; ++b)
     for (int64_t grp = 0; grp < s.groups; ++grp) {
-      rows_q.clear();
-      rows_x.clear();
-      for (int64_t pos = 0; pos < positions; pos += s.stride) {
-        const int64_t o0 = pos / (w.out[1] * w.out[2]), o1 = (pos / w.out[2]) % w.out[1], o2 = pos % w.out[2];
-        patch_at(s, x.data<float>(), xq.data<float>(), b, grp, o0, o1, o2, q.data(), f.data());
-        rows_q.insert(rows_q.end(), q.begin(), q.end());
-        rows_x.insert(rows_x.end(), f.begin(), f.end());
-      }
-      const int64_t R = int64_t(rows_q.size()) / P;
+      parallel_for(R, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t pos = r * s.stride;
+          const int64_t o0 = pos / (w.out[1] * w.out[2]), o1 = (pos / w.out[2]) % w.out[1],
+                        o2 = pos % w.out[2];
+          patch_at(s, x.data<float>(), xq.data<float>(), b, grp, o0, o1, o2, rows_q.data() + r * P,
+                   rows_x.data() + r * P);
+        }
+      });
       if (grp == 0) s.rows += double(R);
       // qq += Q^T Q, qx += Q^T X (Q, X: R x P row-major).
       for (auto [B, out] : {std::pair{&rows_q, &s.qq}, std::pair{&rows_x, &s.qx}})
