@@ -122,5 +122,7 @@ void depthwise_avx512(const DepthwiseArgs& a);
 void depthwise_avx2(const DepthwiseArgs& a);
 void depthwise_generic(const DepthwiseArgs& a);
 }  // namespace gemm_isa
+// conv_choose_kernel with another ISA's tiles: the tests check every ISA's choices on one CPU.
+ConvKernel conv_choose_kernel(const ConvShape2d& shape, const gemm_isa::TileShapes& tiles);
 
 }  // namespace dlakit

@@ -84,9 +84,10 @@ std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, 
   return packed_by(choice().conv_channels_pack, M, K, w);
 }
 
-ConvKernel conv_choose_kernel(const ConvShape2d& s) {
+ConvKernel conv_choose_kernel(const ConvShape2d& s) { return conv_choose_kernel(s, *choice().shapes); }
+
+ConvKernel conv_choose_kernel(const ConvShape2d& s, const gemm_isa::TileShapes& c) {
   if (s.K == 0) return ConvKernel::kGemm;  // no input channels: only the GEMM writes the bias alone
-  const gemm_isa::TileShapes& c = *choice().shapes;
   auto round_up = [](int64_t v, int64_t to) { return double((v + to - 1) / to * to); };
   // Costs in multiply-adds computed per step of K, wasted lanes included (docs/design.md). Measured with
   // bench/bench_kernels.cpp: with every lane useful the two direct tilings run within 3 % of each other

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -89,16 +90,23 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       {1, 72, 14, 15, 64, 1, 2, 0, 1, 1, "Relu"},           // 1x1 stride 2 on channel tiles, read in place
   };
   uint32_t seed = 10;
-  std::set<ConvKernel> kernels_taken;  // the planar, non-depthwise cases' kernels on this CPU
+  // The planar, non-depthwise cases' kernels with each ISA's tiles (this CPU runs one of them below).
+  const std::pair<const char*, const gemm_isa::TileShapes*> isa_tiles[] = {
+      {"avx512", &gemm_isa::tile_shapes_avx512},
+      {"avx2", &gemm_isa::tile_shapes_avx2},
+      {"generic", &gemm_isa::tile_shapes_generic}};
+  std::map<std::string, std::set<ConvKernel>> kernels_taken;
   for (const Case& c : cases) {
     if (c.group < c.C) {
       const int64_t OH = (c.H + 2 * c.pad - (c.K - 1) * c.dil - 1) / c.stride + 1,
                     OW = (c.W + 2 * c.pad - (c.K - 1) * c.dil - 1) / c.stride + 1;
       const bool in_place = c.K == 1 && c.pad == 0 && c.stride <= 2;
       const int64_t Wq = conv_direct_layout((OW - 1) * c.stride + (c.K - 1) * c.dil + 1, c.stride);
-      kernels_taken.insert(
-          conv_choose_kernel({c.M / c.group, c.C / c.group * c.K * c.K, OH, OW, in_place ? c.W : Wq,
-                              in_place ? 1 : c.stride, c.stride, in_place}));
+      for (const auto& [isa, tiles] : isa_tiles)
+        kernels_taken[isa].insert(
+            conv_choose_kernel({c.M / c.group, c.C / c.group * c.K * c.K, OH, OW, in_place ? c.W : Wq,
+                                in_place ? 1 : c.stride, c.stride, in_place},
+                               *tiles));
     }
     Graph g;
     int x = g.add_value("x", {DType::kF32, {c.N, c.C, c.H, c.W}});
@@ -144,7 +152,8 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K)))
           << "case C=" << c.C << " M=" << c.M << " K=" << c.K << " group=" << c.group << " at " << i;
   }
-  EXPECT_EQ(kernels_taken.size(), 3u) << "the cases no longer reach all three convolution kernels";
+  for (const auto& [isa, taken] : kernels_taken)
+    EXPECT_EQ(taken.size(), 3u) << "with " << isa << " tiles the cases no longer reach all three kernels";
 }
 
 // ConvTranspose against its definition: y[n, m, o] = b[m] + the sum of x[n, c, i] * w[c, m, k] over every
