@@ -231,8 +231,9 @@ TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<Te
   });
   for (const TensorMap& s : samples) ref.run(s);
 
-  for (auto& [n, s] : stats) {
-    Node& node = g.nodes[n];
+  for (auto& entry : stats) {
+    const ConvStats& s = entry.second;  // not a structured binding: the channel lambda below captures it
+    Node& node = g.nodes[entry.first];
     TunedLayer t;
     t.layer = node.name;
     Value& wv = g.value(node.inputs[1]);
