@@ -18,8 +18,8 @@ int thread_index();
 void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t min_chunk = 1);
 
 // Tasks [0, n) in one contiguous block per thread. Each thread takes its own block's tasks first, in
-// order, then helps with the others'. With the same n and thread count the same thread starts on the same
-// block in every region, so a layer's output rows stay in the cache of the core that reads them next.
+// order, then helps with the others' (from their front). With the same n and thread count the same thread
+// starts on the same block in every region: each thread walks contiguous output rows, layer after layer.
 class HomeTasks {
  public:
   HomeTasks(int64_t n, int threads);

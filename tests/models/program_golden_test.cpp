@@ -207,8 +207,17 @@ std::string read_text(const fs::path& f) {
   return ss.str();
 }
 
-// The whole text, made before the file is opened: a recording that throws leaves the old file as it was.
-void write_text(const fs::path& f, const std::string& text) { std::ofstream(f) << text; }
+// The whole text, made before anything is written, into a file beside f that then replaces it: a recording
+// that throws or fails to write leaves the old file as it was.
+void write_text(const fs::path& f, const std::string& text) {
+  const fs::path part = f.string() + ".part";
+  {
+    std::ofstream out(part);
+    out << text;
+    if (!out) throw std::runtime_error("cannot write " + part.string());
+  }
+  fs::rename(part, f);
+}
 
 class ProgramGolden : public ::testing::TestWithParam<std::tuple<ModelSpec, bool>> {};
 

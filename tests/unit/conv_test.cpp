@@ -62,6 +62,8 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
     int64_t N, C, H, W, M, K, stride, pad, dil, group;
     const char* act = nullptr;  // fused activation ("dlakit_activation"), applied to the oracle after
   };
+  // The comments name the kernel each case takes with AVX-512 tiles; AVX2 and generic tiles choose
+  // differently for some (all three kernels are reached with each, asserted below).
   const Case cases[] = {
       {1, 3, 17, 19, 8, 3, 1, 1, 1, 1},                // position tiles, flat over padded rows
       {2, 8, 12, 12, 16, 3, 2, 1, 1, 2},               // grouped, strided, batch 2: im2col + gemm
