@@ -126,14 +126,13 @@ void observe(ConvStats& s, const Tensor& x) {
 
 // Chooses each weight's level (floor or ceil of w/s) for one output channel by coordinate descent on
 // E[(d.x_q + w.(x_q - x))^2] = d^T A d + 2 d^T (A - B) w + const, d = w' - w, A = E[x_q x_q^T],
-// B = E[x_q x^T]. Returns the levels; `reduction` gets the relative drop of the d-dependent part.
-std::vector<float> choose_levels(const float* w, int64_t P, float scale, Rounding r, const float* A,
-                                 const float* B, int64_t* flipped, double* reduction) {
+// B = E[x_q x^T]; `peak`, the channel's largest |w|, keeps its level. Returns the levels; `reduction` gets
+// the relative drop of the d-dependent part.
+std::vector<float> choose_levels(const float* w, int64_t P, float peak, float scale, Rounding r,
+                                 const float* A, const float* B, int64_t* flipped, double* reduction) {
   const size_t n = static_cast<size_t>(P);
   std::vector<float> level(n), lo(n);
   std::vector<double> d(n), c(n, 0.0), grad(n, 0.0);
-  float peak = 0;
-  for (int64_t i = 0; i < P; ++i) peak = std::max(peak, std::fabs(w[i]));
   for (int64_t i = 0; i < P; ++i) {
     level[size_t(i)] = std::clamp(round_with(w[i] / scale, r), -127.f, 127.f);
     lo[size_t(i)] = std::floor(w[i] / scale);
@@ -250,11 +249,11 @@ TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<Te
         for (int64_t k = k0; k < k1; ++k) {
           if (!(scales[size_t(k)] > 0)) continue;
           const int64_t grp = k / per_group;
-          const std::vector<float> level = choose_levels(
-              w.data<float>() + k * P, P, scales[size_t(k)], s.rounding, s.qq.data() + grp * P * P,
-              s.qx.data() + grp * P * P, &flips[size_t(k)], &reductions[size_t(k)]);
-          float peak = 0;
+          float peak = 0;  // the channel's largest |w|
           for (int64_t i = 0; i < P; ++i) peak = std::max(peak, std::fabs(w.data<float>()[k * P + i]));
+          const std::vector<float> level = choose_levels(
+              w.data<float>() + k * P, P, peak, scales[size_t(k)], s.rounding, s.qq.data() + grp * P * P,
+              s.qx.data() + grp * P * P, &flips[size_t(k)], &reductions[size_t(k)]);
           for (int64_t i = 0; i < P; ++i) {
             float& v = wt[k * P + i];
             // +-127 is the channel's largest |w| itself, so the scale max|w|/127 does not move.
