@@ -97,6 +97,21 @@ void plan_memory(prog::Program& p, const MemoryBudgets& budgets) {
     }
     for (uint32_t s : p.ops[t].reads) last[size_t(root[s])] = std::max(last[size_t(root[s])], int(t));
   }
+  // A convolution whose result the next operation's Add takes runs with it as one pass (NVDLA's SDP takes
+  // one operand of an element-wise layer from the convolution pipeline, the other from memory: nvdla.org
+  // hw/v1 hwarch, SDP; that Orin's DLA fuses it so is an assumption. dlakit's CUDA executor writes the sum
+  // from the convolution's epilogue): the convolution's inputs are still read while the sum is written, so
+  // they live until the Add.
+  for (size_t t = 0; t + 1 < p.ops.size(); ++t) {
+    const prog::Op &conv = p.ops[t], &next = p.ops[t + 1];
+    if (conv.engine != prog::Engine::kConv || next.steps.empty() || next.steps[0].op != OpKind::Add) continue;
+    const bool takes_result = std::any_of(next.reads.begin(), next.reads.end(), [&](uint32_t r) {
+      return std::any_of(conv.writes.begin(), conv.writes.end(),
+                         [&](uint32_t w) { return root[r] == root[w]; });
+    });
+    if (!takes_result) continue;
+    for (uint32_t s : conv.reads) last[size_t(root[s])] = std::max(last[size_t(root[s])], int(t + 1));
+  }
   std::vector<size_t> order;
   for (size_t s = 0; s < ns; ++s) {
     const prog::Surface& x = p.surfaces[s];
