@@ -3,11 +3,9 @@
 // over (tap, input atom), 32 channels at a time, as ConvInt8Gemm::atom_weights orders the weights, so a
 // tap's slice of an output pixel's row is the 32 bytes of one input atom, copied to shared memory as they
 // are (padding taps zero-filled). The bytes must be ConvInt8Gemm::run_on_atoms's with identity levels (the
-// input surface's scale is the layer's input scale). Status (2026-12-05): written and compiled, not yet run
-// on a GPU (no device was lent that session), so run_on_atoms takes it only with
-// DLAKIT_CUDA_IMPLICIT_GEMM=1 (for identity levels, where conv_atoms_mma_tile finds a tile and
-// conv_atoms_mma_aliases is false). The device suite runs its unit test (tests/gpu/conv_atoms_mma_test.cpp)
-// and every GPU test again with the switch on; once they pass, it becomes the default.
+// input surface's scale is the layer's input scale). run_on_atoms takes it by default where
+// conv_atoms_mma_tile finds a tile and conv_atoms_mma_aliases is false (DLAKIT_CUDA_IMPLICIT_GEMM=0: never);
+// its unit test is tests/gpu/conv_atoms_mma_test.cpp, and the device suite runs every GPU test both ways.
 // Host code of the CUDA backend only.
 #pragma once
 #include <cuda_runtime.h>

@@ -22,10 +22,30 @@ using k::ConvGeom;
 // and writes run along the contiguous axis on each side (pixels in NCHW, K or filters in the GEMM matrices).
 constexpr int kTile = 32, kRowsPerPass = 8;
 
+// The input's levels, each element once (the im2col reads each up to KH * KW times: gathering bytes
+// instead of floats moves a quarter of the data). Four elements a step where the count and x's alignment
+// allow.
+__global__ void input_levels_kernel(int64_t n, bool by_four, const float* x, float s_in, int rounding,
+                                    int8_t* levels) {
+  const float inv_in = numerics::usable_inverse(s_in);
+  auto level = [&](float v) -> int8_t {
+    return s_in > 0 ? numerics::level_byte(numerics::fast_level(v, s_in, inv_in, rounding)) : int8_t(0);
+  };
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (by_four) {
+    for (int64_t i = first; i < n / 4; i += stride) {
+      const float4 v = reinterpret_cast<const float4*>(x)[i];
+      reinterpret_cast<char4*>(levels)[i] = make_char4(level(v.x), level(v.y), level(v.z), level(v.w));
+    }
+    return;
+  }
+  for (int64_t i = first; i < n; i += stride) levels[i] = level(x[i]);
+}
+
 // cols[p][k] = the level of input tap k of output pixel p, zero outside the image (padding is level 0)
 // and past K.
-__global__ void im2col_levels_kernel(ConvGeom g, int64_t k_padded, const float* x, float s_in, int rounding,
-                                     int8_t* cols) {
+__global__ void im2col_levels_kernel(ConvGeom g, int64_t k_padded, const int8_t* x, int8_t* cols) {
   __shared__ int8_t tile[kTile][kTile + 4];  // [pixel][k]
   // The block's 32 taps: offset in the image (c * H * W + kh * DH * W + kw * DW) and row and column
   // shifts, once per block: divisions per element would bound the kernel. Pixel and K coordinates in 32
@@ -43,19 +63,15 @@ __global__ void im2col_levels_kernel(ConvGeom g, int64_t k_padded, const float* 
     tap_offset[tx] = real ? c * H * W + tap_dh[tx] * W + tap_dw[tx] : 0;
   }
   __syncthreads();
-  const float inv_in = numerics::usable_inverse(s_in);
   {
     const int p = p0 + tx;
     int n, oh, ow;
     k::split_pixel(unsigned(p), OW, OH, n, oh, ow);
     const int ih0 = oh * int(g.SH) - int(g.PT), iw0 = ow * int(g.SW) - int(g.PL);
-    const float* image = x + int64_t(n) * g.C * H * W + int64_t(ih0) * W + iw0;
+    const int8_t* image = x + int64_t(n) * g.C * H * W + int64_t(ih0) * W + iw0;
     for (int j = ty; j < kTile; j += kRowsPerPass) {
       const int ih = ih0 + tap_dh[j], iw = iw0 + tap_dw[j];
-      int8_t v = 0;
-      if (p < pixels && s_in > 0 && ih >= 0 && ih < H && iw >= 0 && iw < W)
-        v = numerics::level_byte(numerics::fast_level(image[tap_offset[j]], s_in, inv_in, rounding));
-      tile[tx][j] = v;
+      tile[tx][j] = p < pixels && ih >= 0 && ih < H && iw >= 0 && iw < W ? image[tap_offset[j]] : int8_t(0);
     }
   }
   __syncthreads();
@@ -214,13 +230,13 @@ auto atoms_kernel(k::Act act) {
   }
 }
 
-// Whether run_on_atoms may take the implicit GEMM (conv_atoms_mma.h): only with DLAKIT_CUDA_IMPLICIT_GEMM=1
-// until the kernel has passed its tests on a GPU (it was written in a session without one); the device
-// suite runs the GPU tests once without and once with it, and the benchmarks both ways.
+// Whether run_on_atoms takes the implicit GEMM (conv_atoms_mma.h) where it applies: by default, since it
+// passed the GPU tests on an H100 (2026-12-06); DLAKIT_CUDA_IMPLICIT_GEMM=0 keeps every layer on im2col +
+// cuBLASLt, so that the device suite tests that path on every model too and the benchmarks time both.
 bool implicit_gemm_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("DLAKIT_CUDA_IMPLICIT_GEMM");
-    return v && std::string(v) == "1";
+    return !(v && std::string(v) == "0");
   }();
   return on;
 }
@@ -322,7 +338,7 @@ void ConvInt8Gemm::run_to_atoms(const float* x, float s_in, int rounding, const 
                                 const double* bq, const float* bias, ActParams act, const k::StoreRule& store,
                                 const Int8Atoms& out, void* cols, void* sums, void* workspace,
                                 cudaStream_t s) const {
-  im2col_levels(x, s_in, rounding, cols, s);
+  im2col_levels(x, s_in, rounding, sums, cols, s);
   matmul(w, cols, sums, workspace, s);
   write_atoms(sums, mult, bq, bias, act, store, out, nullptr, s);
 }
@@ -350,11 +366,16 @@ void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double
                                       e, out, add ? *add : AtomAdd{}, pixel_tiles);
 }
 
-void ConvInt8Gemm::im2col_levels(const float* x, float s_in, int rounding, void* cols, cudaStream_t s) const {
+void ConvInt8Gemm::im2col_levels(const float* x, float s_in, int rounding, void* levels, void* cols,
+                                 cudaStream_t s) const {
+  const int64_t n = g_.N * g_.C * g_.H * g_.W;
+  const bool by_four = n % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  input_levels_kernel<<<k::blocks_for(by_four ? n / 4 : n), k::kThreads, 0, s>>>(
+      n, by_four, x, s_in, rounding, static_cast<int8_t*>(levels));
   const dim3 threads(kTile, kRowsPerPass);
   const unsigned pixel_tiles = unsigned((pixels_ + kTile - 1) / kTile);
   im2col_levels_kernel<<<dim3(pixel_tiles, unsigned(k_padded_ / kTile)), threads, 0, s>>>(
-      g_, k_padded_, x, s_in, rounding, static_cast<int8_t*>(cols));
+      g_, k_padded_, static_cast<const int8_t*>(levels), static_cast<int8_t*>(cols));
 }
 
 void ConvInt8Gemm::matmul(const int8_t* w, const void* cols, void* sums, void* workspace,
@@ -365,7 +386,7 @@ void ConvInt8Gemm::matmul(const int8_t* w, const void* cols, void* sums, void* w
 void ConvInt8Gemm::run(const float* x, float s_in, int rounding, const int8_t* w, const float* mult,
                        const double* bq, const float* bias, ActParams act, const k::StoreRule& store,
                        float* y, void* cols, void* sums, void* workspace, cudaStream_t s) const {
-  im2col_levels(x, s_in, rounding, cols, s);
+  im2col_levels(x, s_in, rounding, sums, cols, s);
   matmul(w, cols, sums, workspace, s);
   const dim3 threads(kTile, kRowsPerPass);
   const unsigned pixel_tiles = unsigned((pixels_ + kTile - 1) / kTile);

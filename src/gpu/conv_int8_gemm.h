@@ -8,6 +8,7 @@
 // machine without it, a convolution with groups, or a shape cuBLASLt has no int8 algorithm for keeps
 // conv_int8_mma. Host code of the CUDA backend only.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -39,8 +40,12 @@ class ConvInt8Gemm {
   // dimensions in multiples of 4); the rows past M are zeros.
   int64_t filters_padded() const { return m_padded_; }
   // Scratch the runs need: the im2col matrix, the int32 sums and cuBLASLt's workspace.
+  // run() and run_to_atoms() put the input's levels where the sums go: the im2col reads them before the
+  // product writes the sums.
   size_t cols_bytes() const { return size_t(pixels_ * k_padded_); }
-  size_t sums_bytes() const { return size_t(pixels_ * m_padded_) * 4; }
+  size_t sums_bytes() const {
+    return std::max(size_t(pixels_ * m_padded_) * 4, size_t(g_.N * g_.C * g_.H * g_.W));
+  }
   size_t workspace_bytes() const { return lt_->workspace_bytes(); }
 
   // run()'s weight matrix, [filters_padded][depth] from wq [M][C][KH][KW], zeros past M and K.
@@ -82,7 +87,9 @@ class ConvInt8Gemm {
 
  private:
   void matmul(const int8_t* w, const void* cols, void* sums, void* workspace, cudaStream_t s) const;
-  void im2col_levels(const float* x, float s_in, int rounding, void* cols, cudaStream_t s) const;
+  // From float x: its levels (into `levels`, the sums' scratch), then the im2col matrix from them.
+  void im2col_levels(const float* x, float s_in, int rounding, void* levels, void* cols,
+                     cudaStream_t s) const;
   // The epilogue from the int32 sums to an int8 chw32 surface (or through a fused Add to its result).
   void write_atoms(const void* sums, const float* mult, const double* bq, const float* bias, k::ActParams act,
                    const k::StoreRule& store, const Int8Atoms& out, const AtomAdd* add, cudaStream_t s) const;

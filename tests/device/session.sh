@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One whole device call for issue #14: the device suite, then the GPU benchmarks with and without the
-# opt-in implicit GEMM (DLAKIT_CUDA_IMPLICIT_GEMM=1), then ncu's kernel times at ResNet-50 batch 32 both
-# ways. Here (the development machine), after a build:
+# One whole device call for issue #14: the device suite, then the GPU benchmarks with the implicit GEMM (the
+# default) and without it (DLAKIT_CUDA_IMPLICIT_GEMM=0: im2col + cuBLASLt), then ncu's kernel times at
+# ResNet-50 batch 32 both ways. Here (the development machine), after a build:
 #   bash tests/device/session.sh pack [BUILD]   -> devpack/devrun.tar.xz (git-ignored; pass it as carry)
 # On the device, from the repository root (every step's exit status counts; results under $OUT):
 #   bash tests/device/session.sh run [suite|bench]   (default both; one call may not fit both in its limit)
@@ -29,7 +29,7 @@ case "${1:-}" in
     if [[ $parts == *suite* ]]; then
       (cd devrun && OUT="$OUT/suite" bash run_gpu.sh) > "$OUT/suite.txt" 2>&1 || rc=1
       grep -E "^== .*exit|RUN_GPU_RC" "$OUT/suite.txt"
-      grep -h -E "tests passed|FAILED|PASSED" "$OUT/suite/gpu_tests.log" "$OUT/suite/gpu_tests_implicit.log" | head -30
+      grep -h -E "tests passed|FAILED|PASSED" "$OUT/suite/gpu_tests.log" "$OUT/suite/gpu_tests_cublaslt.log" | head -30
     fi
     if [[ $parts != *bench* ]]; then
       echo "SESSION_RC=$rc"
@@ -40,8 +40,8 @@ case "${1:-}" in
     # shellcheck disable=SC2086  # SPECS is a list
     bash bench/gpu_loadables_on_device.sh "$D" devrun/.cache/images /tmp/ld $SPECS > "$OUT/loadables.txt" 2>&1 || rc=1
     for mode in cublaslt implicit; do
-      flag=0
-      [ "$mode" = implicit ] && flag=1
+      flag=1
+      [ "$mode" = cublaslt ] && flag=0
       mkdir -p "$OUT/$mode"
       # shellcheck disable=SC2086
       DLAKIT_CUDA_IMPLICIT_GEMM=$flag bash bench/gpu.sh "$D" /tmp/ld "$OUT/$mode/gpu.json" $SPECS \

@@ -93,24 +93,25 @@ TEST(Int8AtomsCuda, MaxPoolEqualsTheCpuKernel) {
   };
   for (const Shape& s : {Shape{1, 45, 9, 11}, Shape{2, 64, 8, 8}})
     for (const Pool& p : {Pool{3, 2, 1}, Pool{2, 2, 0}, Pool{3, 1, 1}})
-      for (float sy : {0.02f, 0.031f}) {
-        SCOPED_TRACE(shape_str(s) + " k" + std::to_string(p.k) + " s" + std::to_string(p.stride) + " p" +
-                     std::to_string(p.pad) + " scale " + std::to_string(sy));
-        const int64_t oh = (s[2] + 2 * p.pad - p.k) / p.stride + 1,
-                      ow = (s[3] + 2 * p.pad - p.k) / p.stride + 1;
-        const PoolWindow w{p.k, p.k, p.stride, p.stride, p.pad, p.pad, oh, ow};
-        const Surface x = surface(s, 0.02f, rng, true);
-        Surface want = surface({s[0], s[1], oh, ow}, sy, rng, false);
-        OnDevice dev;
-        void *dx = dev.put(x), *dy = dev.put(want);
-        dev.q.synchronize();
-        const bool keep_levels = quant::same_levels(0.02f, sy);
-        max_pool_int8_atoms(s[0], s[1], s[2], s[3], w, atoms(x, const_cast<uint8_t*>(x.bytes.data())),
-                            keep_levels, atoms(want, want.bytes.data()));
-        gpu::k::max_pool_int8_atoms(s[0], s[1], s[2], s[3], w, atoms(x, dx), keep_levels, atoms(want, dy),
-                                    static_cast<cudaStream_t>(dev.q.stream()));
-        EXPECT_EQ(dev.get(dy, want.bytes.size()), want.bytes);
-      }
+      for (float sy : {0.02f, 0.031f})
+        for (size_t shift : {0, 1}) {  // aligned: a word of 4 channels a thread; not: a byte
+          SCOPED_TRACE(shape_str(s) + " k" + std::to_string(p.k) + " s" + std::to_string(p.stride) + " p" +
+                       std::to_string(p.pad) + " scale " + std::to_string(sy) + (shift ? " unaligned" : ""));
+          const int64_t oh = (s[2] + 2 * p.pad - p.k) / p.stride + 1,
+                        ow = (s[3] + 2 * p.pad - p.k) / p.stride + 1;
+          const PoolWindow w{p.k, p.k, p.stride, p.stride, p.pad, p.pad, oh, ow};
+          const Surface x = surface(s, 0.02f, rng, true);
+          Surface want = surface({s[0], s[1], oh, ow}, sy, rng, false);
+          OnDevice dev;
+          void *dx = dev.put(x, shift), *dy = dev.put(want);
+          dev.q.synchronize();
+          const bool keep_levels = quant::same_levels(0.02f, sy);
+          max_pool_int8_atoms(s[0], s[1], s[2], s[3], w, atoms(x, const_cast<uint8_t*>(x.bytes.data())),
+                              keep_levels, atoms(want, want.bytes.data()));
+          gpu::k::max_pool_int8_atoms(s[0], s[1], s[2], s[3], w, atoms(x, dx), keep_levels, atoms(want, dy),
+                                      static_cast<cudaStream_t>(dev.q.stream()));
+          EXPECT_EQ(dev.get(dy, want.bytes.size()), want.bytes);
+        }
 }
 
 #endif  // DLAKIT_WITH_CUDA
