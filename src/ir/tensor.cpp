@@ -93,7 +93,7 @@ Tensor Tensor::from_i64(const Shape& shape, const std::vector<int64_t>& v) {
 }
 
 Tensor Tensor::clone() const {
-  Tensor t(type_.dtype, type_.shape);
+  Tensor t = uninitialized(type_.dtype, type_.shape);  // every byte is copied below
   if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
   return t;
 }
