@@ -39,7 +39,9 @@ struct PackedInt8Conv {
   std::vector<int32_t> compensation;  // [group][block][16]: 128 * sum of each output channel's weights
   // Depthwise layers (one input channel per output channel) instead: [M][tap] for planar input (the sums
   // run along an output row, 16 pixels at a time), and [M / 16][tap][16] for input and output in int8
-  // chw32 surfaces (16 channels of a pixel at a time, read and written in place). On AVX2, two taps of a
+  // chw32 surfaces (16 channels of a pixel at a time, read and written in place), there each level in the
+  // low 16 bits of its lane and the high bits zero, for a 16-bit multiply-add (vpmaddwd) with the
+  // sign-extended input levels. On AVX2, two taps of a
   // kernel row go into one 16-bit multiply-add: depthwise_pairs is [M / 16][tap][pair, alone][2][16] int16,
   // tap t's weights interleaved with tap t + 1's (of the same row; 0 past its end) or with 0, in the order
   // of _mm256_unpacklo/hi_epi16 over 16 channels; packed whatever the kernel in use (a few KB a layer),

@@ -6,6 +6,7 @@
 #endif
 
 #include "base/threadpool.h"
+#include "numerics/fast_level.h"
 
 namespace dlakit::quant {
 
@@ -42,23 +43,58 @@ __attribute__((target("avx2"))) void levels_avx2(const float* x, float* q, int64
     q[i] = dequant ? float(quantize(x[i], scale, r)) * scale : float(quantize(x[i], scale, r));
 }
 const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+
+// levels_avx2's results by fast_level's shortcut (numerics/fast_level.h), sixteen lanes at a time: the
+// product by RN(1 / scale) instead of the division, where it lies further than kTieMargin from every
+// half-integer (then both roundings agree and the product rounds as the quotient would); the lanes near a
+// tie or NaN take quantize() itself. inv: usable_inverse(scale), not 0.
+__attribute__((target("avx512f"))) void levels_avx512(const float* x, float* q, int64_t n, float scale,
+                                                      float inv, Rounding r, bool dequant) {
+  const __m512 s = _mm512_set1_ps(scale), vinv = _mm512_set1_ps(inv), lo = _mm512_set1_ps(-128.f),
+               hi = _mm512_set1_ps(127.f), half = _mm512_set1_ps(0.5f),
+               margin = _mm512_set1_ps(numerics::kTieMargin);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 xv = _mm512_loadu_ps(x + i);
+    const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(xv, vinv), lo), hi);  // NaN: caught below
+    const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 off_tie = _mm512_abs_ps(_mm512_sub_ps(_mm512_abs_ps(_mm512_sub_ps(v, t)), half));
+    // Ordered compares: a NaN product (x NaN) is never "far", so it takes quantize() (level 0).
+    const __mmask16 far = _mm512_cmp_ps_mask(off_tie, margin, _CMP_GT_OQ) &
+                          _mm512_cmp_ps_mask(_mm512_mul_ps(xv, vinv), _mm512_mul_ps(xv, vinv), _CMP_ORD_Q);
+    alignas(64) float original[16];
+    if (far != 0xffff) _mm512_store_ps(original, xv);  // q may be x: keep the inputs of the near lanes
+    _mm512_storeu_ps(q + i, dequant ? _mm512_mul_ps(t, s) : t);
+    for (unsigned near = ~unsigned(far) & 0xffffu; near; near &= near - 1) {
+      const int lane = __builtin_ctz(near);
+      const float level = float(quantize(original[lane], scale, r));
+      q[i + lane] = dequant ? level * scale : level;
+    }
+  }
+  for (; i < n; ++i)
+    q[i] = dequant ? float(quantize(x[i], scale, r)) * scale : float(quantize(x[i], scale, r));
+}
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 #endif
+
+// The vector kernel for a run of values; the plain loop without x86 vectors.
+void levels_run(const float* x, float* q, int64_t n, float scale, float inv, Rounding r, bool dequant) {
+#if defined(__x86_64__)
+  if (kHasAvx512 && inv != 0.f) return levels_avx512(x, q, n, scale, inv, r, dequant);
+  if (kHasAvx2) return levels_avx2(x, q, n, scale, r, dequant);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    q[i] = dequant ? float(quantize(x[i], scale, r)) * scale : float(quantize(x[i], scale, r));
+}
 
 void levels(const float* x, float* q, int64_t n, float scale, Rounding r, bool dequant) {
   if (!(scale > 0)) {  // zero range: everything quantizes to 0
     std::fill(q, q + n, 0.f);
     return;
   }
+  const float inv = numerics::usable_inverse(scale);
   parallel_for(
-      n,
-      [&](int64_t s, int64_t e) {
-#if defined(__x86_64__)
-        if (kHasAvx2) return levels_avx2(x + s, q + s, e - s, scale, r, dequant);
-#endif
-        for (int64_t i = s; i < e; ++i)
-          q[i] = dequant ? float(quantize(x[i], scale, r)) * scale : float(quantize(x[i], scale, r));
-      },
-      16384);
+      n, [&](int64_t s, int64_t e) { levels_run(x + s, q + s, e - s, scale, inv, r, dequant); }, 16384);
 }
 
 }  // namespace
@@ -68,17 +104,12 @@ void quantize_to_int8(const float* x, int8_t* q, int64_t n, float scale, Roundin
     std::fill(q, q + n, int8_t(0));
     return;
   }
+  const float inv = numerics::usable_inverse(scale);
   float levels[256];
   for (int64_t i = 0; i < n; i += 256) {
     const int64_t len = std::min<int64_t>(256, n - i);
-#if defined(__x86_64__)
-    if (kHasAvx2) {
-      levels_avx2(x + i, levels, len, scale, r, false);
-      for (int64_t k = 0; k < len; ++k) q[i + k] = int8_t(levels[k]);
-      continue;
-    }
-#endif
-    for (int64_t k = 0; k < len; ++k) q[i + k] = quantize(x[i + k], scale, r);
+    levels_run(x + i, levels, len, scale, inv, r, false);
+    for (int64_t k = 0; k < len; ++k) q[i + k] = int8_t(levels[k]);
   }
 }
 

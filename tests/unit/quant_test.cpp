@@ -82,6 +82,41 @@ TEST(Quantize, VectorPathMatchesTheScalarDefinition) {
     }
 }
 
+// The vector path takes a product by the inverse instead of the division where it is far from a tie
+// (fast_level's shortcut): every tie k + 0.5 of the level range, as x = tie * scale rounds, with its
+// neighbours, at random scales over the exponent range, in place (fake_quantize) and not, both roundings.
+TEST(Quantize, VectorPathMatchesTheScalarDefinitionAtTiesOverManyScales) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> mantissa(1.f, 2.f), value(-200.f, 200.f);
+  std::uniform_int_distribution<int> scale_exp(-110, 100);
+  size_t checked = 0;
+  for (int i = 0; i < 300; ++i) {
+    const float scale = std::ldexp(mantissa(rng), scale_exp(rng));
+    std::vector<float> x;
+    for (int k = -131; k <= 130; ++k) {
+      float v = (float(k) + 0.5f) * scale;
+      for (int step = 0; step < 3; ++step) v = std::nextafter(v, -INFINITY);
+      for (int step = 0; step < 7; ++step, v = std::nextafter(v, INFINITY)) x.push_back(v);
+    }
+    for (int j = 0; j < 501; ++j) x.push_back(value(rng) * scale);  // 501: a partial last vector
+    x[7] = NAN;
+    for (Rounding r : {Rounding::kHalfAwayFromZero, Rounding::kHalfToEven}) {
+      std::vector<float> fq = x, lv(x.size());
+      std::vector<int8_t> bytes(x.size());
+      fake_quantize(fq.data(), int64_t(fq.size()), scale, r);
+      quantize_to_levels(x.data(), lv.data(), int64_t(x.size()), scale, r);
+      quantize_to_int8(x.data(), bytes.data(), int64_t(x.size()), scale, r);
+      for (size_t k = 0; k < x.size(); ++k, ++checked) {
+        const int8_t want = quantize(x[k], scale, r);
+        ASSERT_EQ(lv[k], float(want)) << x[k] << " / " << scale << " (" << rounding_name(r) << ")";
+        ASSERT_EQ(fq[k], float(want) * scale) << x[k] << " / " << scale;
+        ASSERT_EQ(bytes[k], want) << x[k] << " / " << scale;
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000000u);
+}
+
 TEST(Quantize, PerOutputChannelWeightScales) {
   // [2 out, 1 in, 1, 3]: channel 0 max 0.5, channel 1 max 2.54.
   Tensor w = Tensor::from_f32({2, 1, 1, 3}, {0.5f, -0.25f, 0.1f, -2.54f, 1.27f, 0.f});
