@@ -16,6 +16,13 @@ const char* rounding_name(Rounding r) {
 
 namespace {
 
+// One value's level (times the scale when `dequant`), by the scalar rule: the vector kernels' tails and the
+// lanes they leave.
+inline float level_of(float x, float scale, Rounding r, bool dequant) {
+  const float level = float(quantize(x, scale, r));
+  return dequant ? level * scale : level;
+}
+
 // q[i] = quantize(x[i]) (* scale when `dequant`), eight lanes at a time; the same arithmetic as
 // quantize(): x / scale, round (ties by the mode), clamp to [-128, 127], NaN -> 0.
 #if defined(__x86_64__)
@@ -39,15 +46,15 @@ __attribute__((target("avx2"))) void levels_avx2(const float* x, float* q, int64
     if (dequant) t = _mm256_mul_ps(t, s);
     _mm256_storeu_ps(q + i, t);
   }
-  for (; i < n; ++i)
-    q[i] = dequant ? float(quantize(x[i], scale, r)) * scale : float(quantize(x[i], scale, r));
+  for (; i < n; ++i) q[i] = level_of(x[i], scale, r, dequant);
 }
 const bool kHasAvx2 = __builtin_cpu_supports("avx2");
 
 // levels_avx2's results by fast_level's shortcut (numerics/fast_level.h), sixteen lanes at a time: the
 // product by RN(1 / scale) instead of the division, where it lies further than kTieMargin from every
 // half-integer (then both roundings agree and the product rounds as the quotient would); the lanes near a
-// tie or NaN take quantize() itself. inv: usable_inverse(scale), not 0.
+// tie or NaN take quantize() itself. inv: usable_inverse(scale), not 0. (kernels/int8_simd.h's quantize16
+// takes the same shortcut for bytes, ties away from zero only; numerics cannot include kernels.)
 __attribute__((target("avx512f"))) void levels_avx512(const float* x, float* q, int64_t n, float scale,
                                                       float inv, Rounding r, bool dequant) {
   const __m512 s = _mm512_set1_ps(scale), vinv = _mm512_set1_ps(inv), lo = _mm512_set1_ps(-128.f),
@@ -55,24 +62,22 @@ __attribute__((target("avx512f"))) void levels_avx512(const float* x, float* q, 
                margin = _mm512_set1_ps(numerics::kTieMargin);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512 xv = _mm512_loadu_ps(x + i);
-    const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(xv, vinv), lo), hi);  // NaN: caught below
+    const __m512 xv = _mm512_loadu_ps(x + i), product = _mm512_mul_ps(xv, vinv);
+    const __m512 v = _mm512_min_ps(_mm512_max_ps(product, lo), hi);  // NaN: caught below
     const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 off_tie = _mm512_abs_ps(_mm512_sub_ps(_mm512_abs_ps(_mm512_sub_ps(v, t)), half));
     // Ordered compares: a NaN product (x NaN) is never "far", so it takes quantize() (level 0).
-    const __mmask16 far = _mm512_cmp_ps_mask(off_tie, margin, _CMP_GT_OQ) &
-                          _mm512_cmp_ps_mask(_mm512_mul_ps(xv, vinv), _mm512_mul_ps(xv, vinv), _CMP_ORD_Q);
+    const __mmask16 far =
+        _mm512_cmp_ps_mask(off_tie, margin, _CMP_GT_OQ) & _mm512_cmp_ps_mask(product, product, _CMP_ORD_Q);
     alignas(64) float original[16];
     if (far != 0xffff) _mm512_store_ps(original, xv);  // q may be x: keep the inputs of the near lanes
     _mm512_storeu_ps(q + i, dequant ? _mm512_mul_ps(t, s) : t);
     for (unsigned near = ~unsigned(far) & 0xffffu; near; near &= near - 1) {
       const int lane = __builtin_ctz(near);
-      const float level = float(quantize(original[lane], scale, r));
-      q[i + lane] = dequant ? level * scale : level;
+      q[i + lane] = level_of(original[lane], scale, r, dequant);
     }
   }
-  for (; i < n; ++i)
-    q[i] = dequant ? float(quantize(x[i], scale, r)) * scale : float(quantize(x[i], scale, r));
+  for (; i < n; ++i) q[i] = level_of(x[i], scale, r, dequant);
 }
 const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 #endif
@@ -83,8 +88,7 @@ void levels_run(const float* x, float* q, int64_t n, float scale, float inv, Rou
   if (kHasAvx512 && inv != 0.f) return levels_avx512(x, q, n, scale, inv, r, dequant);
   if (kHasAvx2) return levels_avx2(x, q, n, scale, r, dequant);
 #endif
-  for (int64_t i = 0; i < n; ++i)
-    q[i] = dequant ? float(quantize(x[i], scale, r)) * scale : float(quantize(x[i], scale, r));
+  for (int64_t i = 0; i < n; ++i) q[i] = level_of(x[i], scale, r, dequant);
 }
 
 void levels(const float* x, float* q, int64_t n, float scale, Rounding r, bool dequant) {

@@ -154,8 +154,9 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K)))
           << "case C=" << c.C << " M=" << c.M << " K=" << c.K << " group=" << c.group << " at " << i;
   }
-  for (const auto& [isa, taken] : kernels_taken)
-    EXPECT_EQ(taken.size(), 3u) << "with " << isa << " tiles the cases no longer reach all three kernels";
+  for (const auto& isa : isa_tiles)  // every ISA, so that no entry can be missing unnoticed
+    EXPECT_EQ(kernels_taken[isa.first].size(), 3u)
+        << "with " << isa.first << " tiles the cases no longer reach all three kernels";
 }
 
 // ConvTranspose against its definition: y[n, m, o] = b[m] + the sum of x[n, c, i] * w[c, m, k] over every
