@@ -34,7 +34,8 @@ class GpuEngine {
 
   struct NodeInfo {
     bool on_gpu = false;
-    std::string why;  // why it runs on the host
+    std::string why;      // why it runs on the host
+    int fused_into = -1;  // the node whose launches compute this one (a residual Add or ReLU in a Conv's)
   };
   const std::vector<NodeInfo>& nodes() const;
   int gpu_nodes() const;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "engine/gpu_engine.h"
 #include "gpu/gpu.h"
@@ -63,8 +64,19 @@ struct GpuEngine::Impl {
     return static_cast<const float*>(d);
   }
 
-  // GPU kernels for node n (layer_emit), or false with the reason (the node then runs on the host).
-  bool emit_gpu(size_t n, std::string& why);
+  // The Add (and ReLU) that node n's epilogue can run (ResidualTail), where the layers allow it.
+  struct ResidualTail {
+    size_t add = 0, relu = 0;        // nodes; relu == add: none
+    int other = -1, out = -1;        // the Add's other operand; the last fused layer's output
+    numerics::InputRule other_rule;  // the Add's rule for it, applied before the Conv where it changes values
+    HalfResidual residual;           // the rules (`other` filled in at emit)
+  };
+  std::optional<ResidualTail> residual_tail(size_t n) const;
+  std::vector<int> uses, producer;  // per value: reads by nodes (a graph output counts one); its node or -1
+
+  // GPU kernels for node n (layer_emit), or false with the reason (the node then runs on the host); with a
+  // tail, node n's launches also compute the tail's layers, or it is false.
+  bool emit_gpu(size_t n, std::string& why, const ResidualTail* tail = nullptr);
   void emit_host(size_t n);
   void record();
 };
@@ -77,7 +89,58 @@ void GpuEngine::Impl::record() {
   });
 }
 
-bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
+// A float Conv whose result only a same-shape Add reads (then, optionally, whose sum only a ReLU reads), with
+// the Add's other operand computed before the Conv: the three layers' arithmetic in the convolution's
+// epilogue equals running them apart (each store rule applied in turn; the results the Add and the ReLU
+// read from the layer before are already on the fp16 grid where their input rules round to it, and the
+// other operand gets its rule before the Conv runs).
+std::optional<GpuEngine::Impl::ResidualTail> GpuEngine::Impl::residual_tail(size_t n) const {
+  const Node& conv = g.nodes[n];
+  const Mode mode = plan().nodes[n].mode;
+  auto only_reader = [&](int v) -> std::optional<size_t> {
+    if (v < 0 || uses[size_t(v)] != 1) return std::nullopt;
+    for (size_t r = n + 1; r < g.nodes.size(); ++r)
+      for (int in : g.nodes[r].inputs)
+        if (in == v) return r;
+    return std::nullopt;  // a graph output
+  };
+  auto keeps = [&](const numerics::InputRule& rule, bool half) {
+    return !(rule.quantize_scale > 0) && (half || !rule.round_fp16);
+  };
+  auto stores_half = [](const k::StoreRule& r) {
+    return r.kind == k::StoreRule::Kind::kFp16 || (r.half_first && r.kind == k::StoreRule::Kind::kKeep);
+  };
+  if (conv.op != OpKind::Conv || mode == Mode::kINT8 || conv.outputs.size() != 1) return std::nullopt;
+  const int conv_out = conv.outputs[0];
+  const std::optional<size_t> add = only_reader(conv_out);
+  if (!add) return std::nullopt;
+  const Node& add_node = g.nodes[*add];
+  if (add_node.op != OpKind::Add || add_node.inputs.size() != 2 || add_node.outputs.size() != 1 ||
+      plan().nodes[*add].mode != mode)
+    return std::nullopt;
+  const size_t conv_side = add_node.inputs[0] == conv_out ? 0 : 1;
+  const int other = add_node.inputs[1 - conv_side];
+  if (other < 0 || other == conv_out || g.value(other).constant || !is_f32(g, other) ||
+      !(g.value(other).type.shape == g.value(conv_out).type.shape) || producer[size_t(other)] >= int(n) ||
+      !is_f32(g, add_node.outputs[0]))
+    return std::nullopt;
+  const numerics::StepRules& add_rules = runner.rules(*add);
+  if (!keeps(add_rules.inputs[conv_side], stores_half(store_rule(runner.rules(n))))) return std::nullopt;
+  ResidualTail t;
+  t.add = t.relu = *add, t.other = other, t.out = add_node.outputs[0];
+  t.other_rule = add_rules.inputs[1 - conv_side];
+  t.residual.store = store_rule(add_rules);
+  const std::optional<size_t> relu = only_reader(t.out);
+  if (relu && g.nodes[*relu].op == OpKind::Relu && g.nodes[*relu].outputs.size() == 1 &&
+      plan().nodes[*relu].mode == mode && is_f32(g, g.nodes[*relu].outputs[0]) &&
+      keeps(runner.rules(*relu).inputs[0], stores_half(t.residual.store))) {
+    t.relu = *relu, t.out = g.nodes[*relu].outputs[0];
+    t.residual.relu = true, t.residual.relu_store = store_rule(runner.rules(*relu));
+  }
+  return t;
+}
+
+bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why, const ResidualTail* tail) {
   const Node& node = g.nodes[n];
   const bool fp32 = plan().nodes[n].mode == Mode::kFP32;
   const numerics::StepRules& rules = runner.rules(n);
@@ -88,13 +151,22 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
   const int out = node.outputs.empty() ? -1 : node.outputs[0];
   if (!is_f32(g, out)) return why = "no float32 output", false;
   LayerCall c;
+  if (tail) {
+    c.residual = tail->residual;
+    const int v = tail->other;
+    const numerics::InputRule& rule = tail->other_rule;
+    c.residual->other = half_valued[size_t(v)] && rounds_to_half_only(rule)  // already on the fp16 grid
+                            ? dev(v)
+                            : apply_input_rule(dev(v), numel(g.value(v).type.shape), rule,
+                                               runner.rules(tail->add).rounding, arena, steps[n]);
+  }
   c.node = &node;
   c.int8 = plan().nodes[n].mode == Mode::kINT8;
   c.conv = runner.conv_int8(n);
   c.rounding = rounding_code(rules.rounding);
   const int in0 = node.inputs.empty() ? -1 : node.inputs[0];
   set_input0(c, node.op, rules, in0 >= 0 && half_valued[size_t(in0)]);
-  c.out = dev(out);
+  c.out = dev(tail ? tail->out : out);
   c.out_shape = g.value(out).type.shape;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
     const int v = node.inputs[k];
@@ -122,8 +194,11 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why) {
     steps[n].resize(mark);
     return false;
   }
-  half_valued[size_t(out)] = c.store.kind == k::StoreRule::Kind::kFp16 ||
-                             (c.store.half_first && c.store.kind == k::StoreRule::Kind::kKeep);
+  const k::StoreRule& last = !tail                 ? c.store
+                             : tail->residual.relu ? tail->residual.relu_store
+                                                   : tail->residual.store;
+  half_valued[size_t(tail ? tail->out : out)] =
+      last.kind == k::StoreRule::Kind::kFp16 || (last.half_first && last.kind == k::StoreRule::Kind::kKeep);
   return true;
 }
 
@@ -195,15 +270,36 @@ GpuEngine::GpuEngine(const Graph& g, quant::NumericsPlan plan)
   m.steps.resize(g.nodes.size());
   m.info.resize(g.nodes.size());
   m.pinned.resize(g.nodes.size());
+  m.uses.assign(g.values.size(), 0);
+  m.producer.assign(g.values.size(), -1);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
+    for (int v : g.nodes[n].inputs)
+      if (v >= 0) ++m.uses[size_t(v)];
+    for (int v : g.nodes[n].outputs)
+      if (v >= 0) m.producer[size_t(v)] = int(n);
+  }
+  for (int v : g.outputs) ++m.uses[size_t(v)];
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (m.info[n].fused_into >= 0) {
+      m.info[n].on_gpu = true;
+      continue;
+    }
     std::string why;
     bool ok = false;
-    try {
-      ok = m.emit_gpu(n, why);
-    } catch (const Error& e) {
-      why = e.what();
-      m.steps[n].clear();
+    auto emit = [&](const Impl::ResidualTail* tail) {
+      try {
+        ok = m.emit_gpu(n, why, tail);
+      } catch (const Error& e) {
+        why = e.what();
+        ok = false;
+      }
+      if (!ok) m.steps[n].clear();
+    };
+    if (const std::optional<Impl::ResidualTail> tail = m.residual_tail(n)) {
+      emit(&*tail);
+      if (ok) m.info[tail->add].fused_into = m.info[tail->relu].fused_into = int(n);
     }
+    if (!ok) emit(nullptr);
     m.info[n].on_gpu = ok;
     if (!ok) {
       m.info[n].why = why;

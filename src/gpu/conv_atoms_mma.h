@@ -4,7 +4,7 @@
 // tap's slice of an output pixel's row is the 32 bytes of one input atom, copied to shared memory as they
 // are (padding taps zero-filled). The bytes must be ConvInt8Gemm::run_on_atoms's with identity levels (the
 // input surface's scale is the layer's input scale). run_on_atoms takes it by default where
-// conv_atoms_mma_tile finds a tile and conv_atoms_mma_aliases is false (DLAKIT_CUDA_IMPLICIT_GEMM=0: never);
+// implicit_gemm_tile finds a tile and conv_atoms_mma_aliases is false (DLAKIT_CUDA_IMPLICIT_GEMM=0: never);
 // its unit test is tests/gpu/conv_atoms_mma_test.cpp, and the device suite runs every GPU test both ways.
 // Host code of the CUDA backend only.
 #pragma once
@@ -13,17 +13,10 @@
 #include <cstdint>
 
 #include "gpu/conv_int8_gemm.h"
+#include "gpu/implicit_gemm.h"
 #include "gpu/kernels.h"
 
 namespace dlakit::gpu {
-
-// A block's tile of output pixels x filters (warps of 64 x 32 each).
-enum class MmaTile { k128x128, k128x64, k64x64 };
-
-// The largest tile whose grid gives every one of `sms` multiprocessors a block, or none (a grid of few
-// blocks leaves the GPU idle: cuBLASLt's split-K kernels serve those shapes better). With the geometry's
-// limits: 32-bit pixel indices and in-image offsets (ConvInt8Gemm::plan and atoms_fit hold them).
-bool conv_atoms_mma_tile(const k::ConvGeom& g, int sms, MmaTile& tile);
 
 // Whether the surface the kernel writes (`out`, or the fused Add's result) shares bytes with its input.
 // One launch reads the input while its other blocks already write, so such a layer must keep the im2col

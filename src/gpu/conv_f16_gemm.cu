@@ -3,8 +3,10 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "base/fp16.h"
 #include "gpu/conv_f16_gemm.h"
+#include "gpu/conv_half_mma.h"
 #include "gpu/device_math.cuh"
 
 namespace dlakit::gpu {
@@ -79,7 +81,15 @@ ConvF16Gemm::ConvF16Gemm(const ConvGeom& g)
 
 ConvF16Gemm::~ConvF16Gemm() = default;
 
-std::shared_ptr<const ConvF16Gemm> ConvF16Gemm::plan(const ConvGeom& g) {
+std::shared_ptr<const ConvF16Gemm> ConvF16Gemm::plan(const ConvGeom& g, Route route) {
+  MmaTile tile;
+  const int64_t padded_channels = (g.C + 15) / 16 * 16;
+  if (route == Route::kChoose && implicit_gemm_enabled() && half_atoms_fit(g) &&
+      4 * (padded_channels - g.C) <= g.C && implicit_gemm_tile(g, multiprocessors(), tile)) {
+    std::shared_ptr<ConvF16Gemm> c(new ConvF16Gemm(g));
+    c->tile_ = tile;
+    return c;
+  }
   // grid.y runs over K (im2col) and over the filters (epilogue); pixels and their offsets in 32 bits.
   const int64_t k_padded = round_up_8(g.C * g.KH * g.KW), pixels_padded = round_up_8(g.N * g.OH * g.OW);
   if (g.G != 1 || pixels_padded < 8 || pixels_padded > INT32_MAX || k_padded > 65535 || g.M > 65535 ||
@@ -94,6 +104,10 @@ std::shared_ptr<const ConvF16Gemm> ConvF16Gemm::plan(const ConvGeom& g) {
   return c;
 }
 
+size_t ConvF16Gemm::cols_bytes() const {
+  return lt_ ? size_t(k_padded_ * pixels_padded_) * 2 : half_atoms_bytes(g_);
+}
+
 bool ConvF16Gemm::half_values(const float* w, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (!(round_to_half(w[i]) == w[i])) return false;  // NaN included: no exact product claim
@@ -101,6 +115,7 @@ bool ConvF16Gemm::half_values(const float* w, size_t n) {
 }
 
 std::vector<uint16_t> ConvF16Gemm::weights(const float* w) const {
+  if (!lt_) return half_atoms_weights(g_, w);
   const int64_t k = g_.C * g_.KH * g_.KW;
   std::vector<uint16_t> out(size_t(g_.M * k_padded_), 0);
   for (int64_t m = 0; m < g_.M; ++m)
@@ -109,8 +124,10 @@ std::vector<uint16_t> ConvF16Gemm::weights(const float* w) const {
 }
 
 void ConvF16Gemm::run(const float* x, const uint16_t* w, const float* bias, k::ActParams act,
-                      const k::StoreRule& store, float* y, void* cols, void* sums, void* workspace,
-                      cudaStream_t s) const {
+                      const k::StoreRule& store, const HalfResidual* residual, float* y, void* cols,
+                      void* sums, void* workspace, cudaStream_t s) const {
+  if (!lt_) return conv_half_mma(g_, tile_, x, cols, w, bias, act, store, residual, y, s);
+  if (residual) fail(Status::kInternal, "a fused residual Add on the im2col route");
   const int pixels = int(pixels_), padded = int(pixels_padded_);
   auto* cols_h = static_cast<__half*>(cols);
   const unsigned eights = unsigned(padded / 8), quads = unsigned((pixels + 3) / 4);

@@ -2,15 +2,14 @@
 // Compiled with -fmad=false like the other exact kernels.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
-#include <string>
 
 #include "base/error.h"
 #include "gpu/atom_epilogue.cuh"
 #include "gpu/conv_atoms_mma.h"
 #include "gpu/conv_int8_gemm.h"
 #include "gpu/gpu_check.h"
+#include "gpu/implicit_gemm.h"
 
 namespace dlakit::gpu {
 namespace {
@@ -230,25 +229,6 @@ auto atoms_kernel(k::Act act) {
   }
 }
 
-// Whether run_on_atoms takes the implicit GEMM (conv_atoms_mma.h) where it applies: by default, since it
-// passed the GPU tests on an H100 (2026-12-06); DLAKIT_CUDA_IMPLICIT_GEMM=0 keeps every layer on im2col +
-// cuBLASLt, so that the device suite tests that path on every model too and the benchmarks time both.
-bool implicit_gemm_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("DLAKIT_CUDA_IMPLICIT_GEMM");
-    return !(v && std::string(v) == "0");
-  }();
-  return on;
-}
-
-// The current device's multiprocessors (the launches size their grids by them).
-int multiprocessors() {
-  int device = 0, sms = 1;
-  DLAKIT_CUDA(cudaGetDevice(&device));
-  DLAKIT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 }  // namespace
 
 ConvInt8Gemm::ConvInt8Gemm(const ConvGeom& g, int64_t k_padded)
@@ -319,7 +299,7 @@ void ConvInt8Gemm::run_on_atoms(const Int8Atoms& in, const int8_t* levels, bool 
                                 void* cols, void* sums, void* workspace, cudaStream_t s) const {
   MmaTile tile;
   if (identity && implicit_gemm_enabled() && !conv_atoms_mma_aliases(g_, in, add ? add->y : out) &&
-      conv_atoms_mma_tile(g_, multiprocessors(), tile)) {
+      implicit_gemm_tile(g_, multiprocessors(), tile)) {
     conv_atoms_mma(g_, tile, in, w, k_padded_, mult, bq, bias, act, store, out, add, s);
     return;
   }

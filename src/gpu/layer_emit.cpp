@@ -292,7 +292,7 @@ bool emit_half_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& aren
       !ConvF16Gemm::half_values(w_host->data<float>(), size_t(w_host->numel())))
     return false;
   const std::shared_ptr<const ConvF16Gemm> gemm = ConvF16Gemm::plan(cg);
-  if (!gemm) return false;
+  if (!gemm || (c.residual && !gemm->implicit())) return false;
   const std::vector<uint16_t> w = gemm->weights(w_host->data<float>());
   const auto* wd = static_cast<const uint16_t*>(arena.upload(w.data(), w.size() * 2));
   const float* x = c.in[0].dev;
@@ -302,8 +302,11 @@ bool emit_half_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& aren
   void* work = arena.scratch(2, gemm->workspace_bytes());
   const k::ActParams act = fused_act(*c.node);
   const k::StoreRule store = c.store;
+  const std::optional<HalfResidual> residual = c.residual;
   float* y = c.out;
-  launches.push_back([=](cudaStream_t s) { gemm->run(x, wd, bias, act, store, y, cols, sums, work, s); });
+  launches.push_back([=](cudaStream_t s) {
+    gemm->run(x, wd, bias, act, store, residual ? &*residual : nullptr, y, cols, sums, work, s);
+  });
   return true;
 }
 
@@ -379,6 +382,10 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     if (has_bias && !c.in[2].constant) return give_up("a bias computed at run time");
     const k::ConvGeom cg = conv_geom(node, xs, ws, ys);
     const k::ActParams act = fused_act(node);
+    if (c.residual) {
+      if (!int8 && emit_half_conv(c, cg, arena, launches)) return true;
+      return give_up("a fused residual Add needs the FP16 implicit GEMM");
+    }
     if (int8) {
       if (!c.conv) return give_up("INT8 without the integer convolution path");
       if (emit_int8_conv(c, cg, arena, launches)) return true;  // the store rule applied in the epilogue
@@ -466,6 +473,15 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     gg.alpha = gemm ? node.attr_float("alpha", 1.f) : 1.f;
     gg.beta = gemm ? node.attr_float("beta", 1.f) : 1.f;
     gg.M = ys[0], gg.N = ys[1], gg.K = gg.trans_a ? as[0] : as[1];
+    // An FP16 fully connected layer (weights [N][K], a bias of N values) as a 1x1 convolution over
+    // [M, K, 1, 1] on the fp16 tensor cores.
+    const bool per_output_bias = !present(2) || (c.in[2].constant && numel(c.in[2].shape) == gg.N);
+    if (!int8 && gemm && !gg.trans_a && gg.trans_b && gg.alpha == 1.f && (gg.beta == 1.f || !present(2)) &&
+        c.in[1].constant && per_output_bias) {
+      k::ConvGeom fc;
+      fc.N = gg.M, fc.C = gg.K, fc.M = gg.N;
+      if (emit_half_conv(c, fc, arena, launches)) return true;  // the store rule applied in the epilogue
+    }
     const float* pa = input(0);
     const float* pb = input(1);
     const float* pc = nullptr;

@@ -5,9 +5,11 @@
 #include <cuda_runtime.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "gpu/conv_half_mma.h"
 #include "gpu/gpu.h"
 #include "gpu/kernels.h"
 #include "ir/graph.h"
@@ -53,6 +55,9 @@ struct LayerCall {
   bool in0_unrounded = false;  // a float Conv's in[0] is its raw input: the layer rounds it to fp16 itself
   int rounding = 0;            // 0 half away from zero (DLA), 1 half to even
   k::StoreRule store;          // applied to `out` by the layer's launches (store_rule)
+  // A float Conv only: the residual Add (and ReLU) after it, run in its epilogue; `out` is then their result.
+  // Only the FP16 implicit GEMM takes one: emit_layer gives up elsewhere (the caller emits the layers apart).
+  std::optional<HalfResidual> residual;
 };
 
 // Runs each group of launches on `s` between two events and waits for them: milliseconds per group

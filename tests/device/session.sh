@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One whole device call for issue #14: the device suite, then the GPU benchmarks with the implicit GEMM (the
 # default) and without it (DLAKIT_CUDA_IMPLICIT_GEMM=0: im2col + cuBLASLt), then ncu's kernel times at
-# ResNet-50 batch 32 both ways. Here (the development machine), after a build:
+# ResNet-50 batch 32 both ways (the INT8 loadable and the gpu-fp16 configuration). Here (the development machine), after a build:
 #   bash tests/device/session.sh pack [BUILD]   -> devpack/devrun.tar.xz (git-ignored; pass it as carry)
 # On the device, from the repository root (every step's exit status counts; results under $OUT):
 #   bash tests/device/session.sh run [suite|bench]   (default both; one call may not fit both in its limit)
@@ -50,6 +50,9 @@ case "${1:-}" in
       DLAKIT_CUDA_IMPLICIT_GEMM=$flag bash bench/ncu_kernels.sh "$D" /tmp/ld/resnet50_b32.int8.dla "$OUT/$mode" \
         > /dev/null 2>&1 || rc=1
       head -12 "$OUT/$mode/ncu_resnet50_b32.int8.dla.txt"
+      DLAKIT_CUDA_IMPLICIT_GEMM=$flag bash bench/ncu_kernels.sh "$D" /tmp/ld/resnet50_b32.onnx "$OUT/$mode" \
+        > /dev/null 2>&1 || rc=1
+      head -12 "$OUT/$mode/ncu_resnet50_b32.onnx.txt"
     done
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv
     echo "SESSION_RC=$rc"

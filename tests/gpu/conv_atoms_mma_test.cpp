@@ -178,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ConvAtomsMmaTest, ::testing::ValuesIn(cases()),
 
 // Where run_on_atoms takes the implicit GEMM: a grid that gives each multiprocessor a block, with the widest
 // tile that still does; none for a batch-1 layer of ResNet-50's last stage (cuBLASLt's split-K serves it).
-TEST(ConvAtomsMmaTile, TheWidestTileThatFillsTheGpu) {
+TEST(ImplicitGemmTile, TheWidestTileThatFillsTheGpu) {
   // Square images (geom's are 3 columns wider), as ResNet-50's at batch 32 and 1.
   auto square = [](int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k) {
     ConvGeom g = geom(n, c, hw, m, k, 1, k / 2, 1);
@@ -186,13 +186,13 @@ TEST(ConvAtomsMmaTile, TheWidestTileThatFillsTheGpu) {
     return g;
   };
   MmaTile tile;
-  ASSERT_TRUE(gpu::conv_atoms_mma_tile(square(32, 512, 7, 2048, 1), 132, tile));  // 13 x 16 wide tiles
+  ASSERT_TRUE(gpu::implicit_gemm_tile(square(32, 512, 7, 2048, 1), 132, tile));  // 13 x 16 wide tiles
   EXPECT_EQ(tile, MmaTile::k128x128);
-  ASSERT_TRUE(gpu::conv_atoms_mma_tile(square(32, 64, 56, 64, 3), 132, tile));  // 64 filters
+  ASSERT_TRUE(gpu::implicit_gemm_tile(square(32, 64, 56, 64, 3), 132, tile));  // 64 filters
   EXPECT_EQ(tile, MmaTile::k128x64);
-  ASSERT_TRUE(gpu::conv_atoms_mma_tile(square(32, 512, 7, 512, 3), 132, tile));  // 13 x 4, 13 x 8, 25 x 8
+  ASSERT_TRUE(gpu::implicit_gemm_tile(square(32, 512, 7, 512, 3), 132, tile));  // 13 x 4, 13 x 8, 25 x 8
   EXPECT_EQ(tile, MmaTile::k64x64);
-  EXPECT_FALSE(gpu::conv_atoms_mma_tile(square(1, 512, 7, 512, 3), 132, tile));  // 8 small tiles
+  EXPECT_FALSE(gpu::implicit_gemm_tile(square(1, 512, 7, 512, 3), 132, tile));  // 8 small tiles
 }
 
 // The written surface against the input's bytes: one byte of overlap at either end counts, touching does not.

@@ -1,6 +1,8 @@
-// The FP16 convolution on cuBLASLt (ConvF16Gemm) against the plain CUDA path (round_to_half of the input,
-// conv_f32: one thread per output, then apply_store) on odd geometries: filters not a multiple of 8, pixels
-// not a multiple of 8, stride 2, padding, dilation, batch 3, 1x1 and 7x7 windows. The products are exact
+// The FP16 convolution's two routes (ConvF16Gemm: im2col + cuBLASLt; conv_half_mma: the implicit GEMM with
+// each block tile) against the plain CUDA path (round_to_half of the input, conv_f32: one thread per
+// output, then apply_store) on odd geometries: filters not a multiple of 8 nor of the tiles, channels not a
+// multiple of 16, pixels not a multiple of 8 nor of the tiles, stride 2, padding, dilation, batch 3, 1x1 and
+// 7x7 windows. The products are exact
 // in both, so only the fp32 sums differ (their order, and the tensor cores' rounding): the results must
 // agree within the sums' rounding bound (plus one fp16 step where stored in fp16), and with fp16 storage
 // 97 % of them bit for bit. Skips without a GPU; fails with
@@ -8,7 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <string>
+#include <tuple>
 
 #include "../common/require_gpu.h"
 #include "base/fp16.h"
@@ -18,6 +23,7 @@
 
 #include "conv_test_data.h"
 #include "gpu/conv_f16_gemm.h"
+#include "gpu/conv_half_mma.h"
 #include "gpu/gpu.h"
 #include "gpu/kernels.h"
 
@@ -34,13 +40,31 @@ struct Case {
   bool fp16_store;  // the DLA's FP16 layer (fp16 storage) or a fused fp32 result
 };
 
-class ConvF16GemmTest : public ::testing::TestWithParam<Case> {};
+enum class Route { kIm2col, kImplicit128x128, kImplicit128x64, kImplicit64x64 };
+const char* route_name(Route r) {
+  const char* names[] = {"im2col", "implicit128x128", "implicit128x64", "implicit64x64"};
+  return names[int(r)];
+}
+
+gpu::MmaTile tile_of(Route r) {
+  const gpu::MmaTile tiles[] = {gpu::MmaTile::k128x128, gpu::MmaTile::k128x64, gpu::MmaTile::k64x64};
+  return tiles[int(r) - 1];
+}
+
+class ConvF16GemmTest : public ::testing::TestWithParam<std::tuple<Case, Route>> {};
 
 TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
   REQUIRE_GPU();
-  const ConvGeom g = GetParam().g;
-  const std::shared_ptr<const ConvF16Gemm> gemm = ConvF16Gemm::plan(g);
-  ASSERT_TRUE(gemm) << "cuBLASLt took no fp16 algorithm for this shape (or libcublasLt.so.13 is missing)";
+  const Case& param = std::get<0>(GetParam());
+  const Route route = std::get<1>(GetParam());
+  const ConvGeom g = param.g;
+  std::shared_ptr<const ConvF16Gemm> gemm;
+  if (route == Route::kIm2col) {
+    gemm = ConvF16Gemm::plan(g, ConvF16Gemm::Route::kIm2col);
+    ASSERT_TRUE(gemm) << "cuBLASLt took no fp16 algorithm for this shape (or libcublasLt.so.13 is missing)";
+  } else {
+    ASSERT_TRUE(gpu::half_atoms_fit(g));
+  }
   std::mt19937 gen(5);
   std::normal_distribution<float> normal(0.f, 1.f);
   // The input is not on the fp16 grid: run() must round it as it reads it, as the input rule would.
@@ -51,28 +75,36 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
   for (float& v : bias) v = normal(gen);
   ASSERT_TRUE(ConvF16Gemm::half_values(w.data(), w.size()));
   gpu::k::StoreRule store;
-  store.kind = GetParam().fp16_store ? gpu::k::StoreRule::Kind::kFp16 : gpu::k::StoreRule::Kind::kKeep;
+  store.kind = param.fp16_store ? gpu::k::StoreRule::Kind::kFp16 : gpu::k::StoreRule::Kind::kKeep;
   const gpu::k::ActParams act{g.M % 2 ? gpu::k::Act::kRelu : gpu::k::Act::kNone, 0, 0};
 
   std::vector<gpu::DeviceBuffer> keep;
   const float* xd = to_device(x, keep);
   const float* wd = to_device(w, keep);
   const float* bd = to_device(bias, keep);
-  const std::vector<uint16_t> wh = gemm->weights(w.data());
+  const std::vector<uint16_t> wh = gemm ? gemm->weights(w.data()) : gpu::half_atoms_weights(g, w.data());
   const uint16_t* whd = to_device(wh, keep);
   const int64_t count = g.N * g.M * g.OH * g.OW;
   std::vector<float> y_init(static_cast<size_t>(count), 1e30f);
   float* want_d = to_device(y_init, keep);
   float* got_d = to_device(y_init, keep);
   float* x_half = to_device(x, keep);
-  void* cols = to_device(std::vector<uint8_t>(gemm->cols_bytes(), 0x7f), keep);  // stale values, not zeros
-  void* sums = to_device(std::vector<uint8_t>(gemm->sums_bytes(), 0x7f), keep);
-  void* work = to_device(std::vector<uint8_t>(std::max<size_t>(gemm->workspace_bytes(), 4), 0), keep);
+  // stale values, not zeros
+  void* cols =
+      to_device(std::vector<uint8_t>(gemm ? gemm->cols_bytes() : gpu::half_atoms_bytes(g), 0x7f), keep);
+  void* sums =
+      to_device(std::vector<uint8_t>(std::max<size_t>(gemm ? gemm->sums_bytes() : 0, 4), 0x7f), keep);
+  void* work =
+      to_device(std::vector<uint8_t>(std::max<size_t>(gemm ? gemm->workspace_bytes() : 0, 4), 0), keep);
 
   gpu::k::round_to_half(xd, x_half, int64_t(x.size()), nullptr);
   gpu::k::conv_f32(g, x_half, wd, bd, act, want_d, nullptr);
   gpu::k::apply_store(store, want_d, count, nullptr);
-  gemm->run(xd, whd, bd, act, store, got_d, cols, sums, work, nullptr);
+  if (gemm) {
+    gemm->run(xd, whd, bd, act, store, nullptr, got_d, cols, sums, work, nullptr);
+  } else {
+    gpu::conv_half_mma(g, tile_of(route), xd, cols, whd, bd, act, store, nullptr, got_d, nullptr);
+  }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const size_t n_out = static_cast<size_t>(count);
   std::vector<float> want(n_out), got(n_out);
@@ -102,30 +134,62 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
               }
           const size_t i = size_t(((n * g.M + m) * g.OH + oh) * g.OW + ow);
           equal += want[i] == got[i], nonzero += want[i] != 0;
-          not_half += GetParam().fp16_store && round_to_half(got[i]) != got[i];
+          not_half += param.fp16_store && round_to_half(got[i]) != got[i];
           const double sums = 2.0 * double(taps) * 0x1p-23 * magnitude,
-                       half_step = GetParam().fp16_store ? std::fabs(double(want[i])) * 0x1p-10 : 0.0;
+                       half_step = param.fp16_store ? std::fabs(double(want[i])) * 0x1p-10 : 0.0;
           worst = std::max(worst, std::fabs(double(want[i]) - double(got[i])) / (sums + half_step + 0x1p-24));
         }
   EXPECT_GT(nonzero, want.size() / 3) << "mostly zero outputs would show little";
   EXPECT_EQ(not_half, 0u) << "results the fp16 store rule left off the fp16 grid";
   EXPECT_LE(worst, 1.0) << "a result further from the plain kernel's than the sums' rounding allows";
-  if (GetParam().fp16_store) {
+  if (param.fp16_store) {
     // the longer the sums, the more of them land on the other side of an fp16 rounding boundary: 98.9 %
     // equal at K = 2304 on an H100 (2026-12-05)
     EXPECT_GE(equal, want.size() * 97 / 100) << "of " << want.size();
   }
+  if (route == Route::kIm2col) return;
+
+  // The residual Add (and a ReLU where the convolution has no activation) in the implicit GEMM's epilogue:
+  // the same sums, so bit for bit the separate layers' arithmetic on the result above (fp32 sum, fp16
+  // stores).
+  std::vector<float> other(n_out);
+  for (float& v : other) v = round_to_half(normal(gen) * 2.f);
+  gpu::HalfResidual residual;
+  residual.other = to_device(other, keep);
+  residual.store.kind = gpu::k::StoreRule::Kind::kFp16;
+  residual.relu = act.act == gpu::k::Act::kNone;
+  residual.relu_store.kind = gpu::k::StoreRule::Kind::kFp16;
+  float* fused_d = to_device(y_init, keep);
+  gpu::conv_half_mma(g, tile_of(route), xd, cols, whd, bd, act, store, &residual, fused_d, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> fused(n_out);
+  ASSERT_EQ(cudaMemcpy(fused.data(), fused_d, fused.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  size_t differ = 0, negative_sums = 0;
+  for (size_t i = 0; i < n_out; ++i) {
+    float sum = round_to_half(got[i] + other[i]);
+    negative_sums += sum < 0;
+    if (residual.relu) sum = sum > 0.f ? sum : 0.f;
+    differ += std::memcmp(&sum, &fused[i], 4) != 0;
+  }
+  EXPECT_EQ(differ, 0u) << "of " << n_out;
+  EXPECT_GT(negative_sums, n_out / 10) << "the ReLU would show little";
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ConvF16GemmTest,
-    ::testing::Values(Case{"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1), true},
-                      Case{"c45_m17_1x1", geom(1, 45, 13, 17, 1, 1, 0, 1), true},
-                      Case{"c17_m96_3x3_p1_n3", geom(3, 17, 11, 96, 3, 1, 1, 1), true},
-                      Case{"c256_m130_3x3_s2_p1", geom(1, 256, 15, 130, 3, 2, 1, 1), true},
-                      Case{"c40_m64_3x3_d2_p2_fp32", geom(1, 40, 17, 64, 3, 1, 2, 2), false},
-                      Case{"c64_m1000_1x1_fp32", geom(1, 64, 1, 1000, 1, 1, 0, 1), false}),
-    [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+    ::testing::Combine(::testing::Values(Case{"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1), true},
+                                         Case{"c45_m17_1x1", geom(1, 45, 13, 17, 1, 1, 0, 1), true},
+                                         Case{"c17_m96_3x3_p1_n3", geom(3, 17, 11, 96, 3, 1, 1, 1), true},
+                                         Case{"c256_m130_3x3_s2_p1", geom(1, 256, 15, 130, 3, 2, 1, 1), true},
+                                         Case{"c40_m64_3x3_d2_p2_fp32", geom(1, 40, 17, 64, 3, 1, 2, 2),
+                                              false},
+                                         Case{"c64_m1000_1x1_fp32", geom(1, 64, 1, 1000, 1, 1, 0, 1), false},
+                                         Case{"c96_m200_1x1_n2", geom(2, 96, 9, 200, 1, 1, 0, 1), true}),
+                       ::testing::Values(Route::kIm2col, Route::kImplicit128x128, Route::kImplicit128x64,
+                                         Route::kImplicit64x64)),
+    [](const ::testing::TestParamInfo<std::tuple<Case, Route>>& i) {
+      return std::string(std::get<0>(i.param).name) + "_" + route_name(std::get<1>(i.param));
+    });
 
 TEST(ConvF16Gemm, TakesOnlyWeightsOnTheFp16Grid) {
   const std::vector<float> on = {1.f, -0.5f, 65504.f, 0x1p-24f, 0.f};
@@ -135,6 +199,18 @@ TEST(ConvF16Gemm, TakesOnlyWeightsOnTheFp16Grid) {
     w.push_back(off);
     EXPECT_FALSE(ConvF16Gemm::half_values(w.data(), w.size())) << off;
   }
+}
+
+// ResNet-50's second convolution at batch 32 takes the implicit GEMM (unless DLAKIT_CUDA_IMPLICIT_GEMM=0),
+// its first (3 channels: 13 of 16 would be padding) and a forced im2col do not.
+TEST(ConvF16Gemm, ChoosesTheImplicitGemmWhereItFillsTheGpu) {
+  REQUIRE_GPU();
+  const ConvGeom big = geom(32, 64, 56, 64, 3, 1, 1, 1), first = geom(32, 3, 224, 64, 7, 2, 3, 1);
+  ASSERT_TRUE(ConvF16Gemm::plan(big) && ConvF16Gemm::plan(first) &&
+              ConvF16Gemm::plan(big, ConvF16Gemm::Route::kIm2col));
+  EXPECT_EQ(ConvF16Gemm::plan(big)->implicit(), gpu::implicit_gemm_enabled());
+  EXPECT_FALSE(ConvF16Gemm::plan(first)->implicit());
+  EXPECT_FALSE(ConvF16Gemm::plan(big, ConvF16Gemm::Route::kIm2col)->implicit());
 }
 
 // Where cuBLASLt answers (a GPU), so that a null plan is the groups rule's, not a missing library's; the

@@ -9,8 +9,10 @@
 
 #include "../common/require_gpu.h"
 #include "../common/test_data.h"
+#include "base/fp16.h"
 #include "engine/gpu_engine.h"
 #include "gpu/gpu.h"
+#include "kernels/registry.h"
 #include "loadable/plan.h"
 #include "loadable/plan_executor.h"
 #include "onnx/importer.h"
@@ -18,6 +20,10 @@
 #include "placement/placement.h"
 #include "quant/calibrate.h"
 #include "quant/numerics.h"
+
+#if DLAKIT_WITH_CUDA
+#include "gpu/implicit_gemm.h"
+#endif
 
 using namespace dlakit;
 using dlakit::test_data::cosine;
@@ -202,3 +208,70 @@ TEST(GpuBackend, HybridPlanGpuSegmentsRunOnCudaLikeTheReferenceEngine) {
     EXPECT_GE(c, 0.99999) << name;
   }
 }
+
+#if DLAKIT_WITH_CUDA
+namespace {
+// y = Add(a, conv2(a)) with a = Relu(Add(conv1(x), r)): 64 channels of 28 x 28 at batch 32, so that both
+// convolutions fill an H100 with the FP16 implicit GEMM's tiles.
+Graph residual_blocks() {
+  Graph g;
+  const Shape shape = {32, 64, 28, 28};
+  const int x = g.add_value("x", {DType::kF32, shape}), r = g.add_value("r", {DType::kF32, shape});
+  g.inputs = {x, r};
+  std::mt19937 gen(13);
+  auto node = [&](OpKind op, std::vector<int> inputs, const std::string& name) {
+    Node n;
+    n.op = op;
+    n.name = name;
+    n.opset = 13;
+    n.inputs = std::move(inputs);
+    if (op == OpKind::Conv) {
+      Tensor w(DType::kF32, {64, 64, 3, 3}), b(DType::kF32, {64});
+      test_data::fill_random(w, gen);
+      test_data::fill_random(b, gen);
+      for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] *= 0.05f;  // sums of the inputs' size
+      n.inputs.push_back(g.add_constant(name + "_w", w));
+      n.inputs.push_back(g.add_constant(name + "_b", b));
+      n.attrs["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+    }
+    n.outputs = {g.add_value(name + "_out", op_impl(op).infer(InferContext(g, n))[0])};
+    g.nodes.push_back(n);
+    return n.outputs[0];
+  };
+  const int a =
+      node(OpKind::Relu, {node(OpKind::Add, {node(OpKind::Conv, {x}, "conv1"), r}, "add1")}, "relu1");
+  g.outputs = {node(OpKind::Add, {a, node(OpKind::Conv, {a}, "conv2")}, "add2")};
+  g.relink();
+  return g;
+}
+}  // namespace
+
+// FP16 residual Adds (and the ReLU after one) run in their convolution's epilogue where it takes the implicit
+// GEMM (on by default; DLAKIT_CUDA_IMPLICIT_GEMM=0: apart), with the CPU emulation's results up to the
+// sums' order: every value on the fp16 grid, 97 % equal.
+TEST(GpuBackend, Fp16ResidualAddsRunInTheConvolutionsEpilogue) {
+  REQUIRE_GPU();
+  const Graph g = residual_blocks();
+  const quant::NumericsPlan plan = quant::plan_uniform(g, quant::Mode::kFP16, nullptr);
+  gpu::GpuEngine gpu_engine(g, plan);
+  const int fused = gpu::implicit_gemm_enabled() ? 0 : -1;
+  ASSERT_EQ(g.nodes.size(), 5u);  // conv1 add1 relu1 conv2 add2
+  EXPECT_EQ(gpu_engine.nodes()[1].fused_into, fused);
+  EXPECT_EQ(gpu_engine.nodes()[2].fused_into, fused);
+  EXPECT_EQ(gpu_engine.nodes()[4].fused_into, fused < 0 ? -1 : 3);
+  EXPECT_EQ(gpu_engine.gpu_nodes(), 5);
+  quant::EmulatedEngine cpu_engine(g, plan);
+  const TensorMap in = random_inputs(g, 17);
+  const Tensor want = cpu_engine.run(in).at("add2_out"), got = gpu_engine.run(in).at("add2_out");
+  ASSERT_EQ(got.numel(), want.numel());
+  int64_t off_grid = 0, equal = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const float v = got.data<float>()[i];
+    off_grid += round_to_half(v) != v;
+    equal += v == want.data<float>()[i];
+  }
+  EXPECT_EQ(off_grid, 0);
+  EXPECT_GE(equal, got.numel() * 97 / 100) << "of " << got.numel();
+  EXPECT_GE(cosine(got, want), 0.99999);
+}
+#endif

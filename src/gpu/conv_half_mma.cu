@@ -1,0 +1,193 @@
+// conv_half_mma (conv_half_mma.h): the pack kernel and the implicit GEMM with fp16 operands, its epilogue
+// writing float NCHW straight from the accumulators. Compiled with -fmad=false: the bias add and the
+// activation round as the plain kernel's do.
+#include <cuda_fp16.h>
+
+#include "base/fp16.h"
+#include "gpu/conv_half_mma.h"
+#include "gpu/device_math.cuh"
+#include "gpu/gpu_check.h"
+#include "gpu/implicit_gemm.cuh"
+
+namespace dlakit::gpu {
+namespace {
+
+using igemm::kWarpCols;
+using igemm::kWarpRows;
+
+constexpr int kAtomHalves = 16;  // channels a pixel in an atom: 32 bytes, as an int8 chw32 atom
+
+int64_t atoms_of(int64_t channels) { return (channels + kAtomHalves - 1) / kAtomHalves; }
+
+// One thread a (pixel, atom): its 16 channels' values rounded to fp16 (zero past C) as two 16-byte stores.
+// Consecutive threads read consecutive pixels of each channel plane.
+__global__ void pack_half_atoms_kernel(const float* x, unsigned count, FastDivide plane, FastDivide atoms,
+                                       int C, __half* out) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;  // (n, atom, pixel) flattened
+  if (i >= count) return;
+  const unsigned image_atom = plane.quotient(i), pixel = i - image_atom * plane.divisor;
+  const unsigned n = atoms.quotient(image_atom), atom = image_atom - n * atoms.divisor;
+  union {
+    int4 word[2];
+    __half h[kAtomHalves];
+  } v;
+#pragma unroll
+  for (int c = 0; c < kAtomHalves; ++c) {
+    const int channel = int(atom) * kAtomHalves + c;
+    v.h[c] = __float2half_rn(channel < C ? x[(int64_t(n) * C + channel) * plane.divisor + pixel] : 0.f);
+  }
+  int4* dst = reinterpret_cast<int4*>(out + int64_t(i) * kAtomHalves);
+  dst[0] = v.word[0], dst[1] = v.word[1];
+}
+
+struct HalfConvArgs {
+  igemm::Operands op;
+  const float* bias;
+  k::ActParams act;
+  k::StoreRule store;
+  HalfResidual residual;
+  bool has_residual;
+  float* y;
+};
+
+// The epilogue: bias, activation and store rule on the accumulators in registers, then, 32 filters at a
+// time, through shared memory as [filter][pixel] so that a warp reads the residual's operand and writes the
+// output as 32 consecutive pixels of one NCHW plane (a lane's own values are 8 pixels of 4 filters apart).
+template <int kWarpsM, int kWarpsN>
+__global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(const HalfConvArgs a) {
+  using B = igemm::Block<kWarpsM, kWarpsN>;
+  constexpr int kPitch = B::kRows + 4;  // the 4 filters one store instruction covers in 4 bank groups
+  static_assert(kWarpCols * kPitch * 4 <= B::kStagesBytes, "the output chunk fits the stages' memory");
+  __shared__ __align__(128) int8_t shared[B::kStagesBytes];
+  const k::ConvGeom& g = a.op.g;
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
+  const unsigned p0 = blockIdx.x * unsigned(B::kRows);
+  const int m0 = int(blockIdx.y) * B::kCols;
+  float acc[4][4][4] = {};
+  igemm::accumulate<kWarpsM, kWarpsN>(a.op, shared, p0, m0, acc);
+
+#pragma unroll
+  for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int m = m0 + warp_n * kWarpCols + ni * 8 + (lane & 3) * 2 + e;
+      const float bias_m = a.bias && m < g.M ? __ldg(a.bias + m) : 0.f;
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float& v = acc[mi][ni][h * 2 + e];
+          if (a.bias) v += bias_m;  // no bias: the sum as it is (+0 would turn -0 into +0)
+          v = k::stored(a.store, k::activate(a.act, v));
+        }
+    }
+  float* chunk = reinterpret_cast<float*>(shared);  // [kWarpCols][kPitch]
+  const int64_t plane = g.OH * g.OW;
+  for (int part = 0; part < kWarpsN; ++part) {
+    if (part) __syncthreads();  // every thread is done with the previous chunk
+    if (warp_n == part) {
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+        for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+          for (int v = 0; v < 4; ++v) {
+            const int f = ni * 8 + (lane & 3) * 2 + (v & 1),
+                      r = warp_m * kWarpRows + mi * 16 + (lane >> 2) + (v >> 1) * 8;
+            chunk[f * kPitch + r] = acc[mi][ni][v];
+          }
+    }
+    __syncthreads();
+    // 8 values a thread at a time, their loads before their stores: the compiler cannot know that y does not
+    // alias the residual's operand, so a load after a store would wait for it.
+    constexpr int kBatch = 8, kPerThread = kWarpCols * B::kRows / B::kThreads;
+    static_assert(kPerThread % kBatch == 0, "whole batches");
+    for (int first = 0; first < kPerThread; first += kBatch) {
+      int64_t at[kBatch];
+      float v[kBatch], other[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const int i = t + (first + j) * B::kThreads, f = i / B::kRows, r = i % B::kRows;
+        const int m = m0 + part * kWarpCols + f;
+        const unsigned p = p0 + unsigned(r);
+        at[j] = -1;
+        if (p < a.op.pixels && m < g.M) {
+          int n, oh, ow;
+          a.op.pixel.split(p, n, oh, ow);
+          at[j] = (int64_t(n) * g.M + m) * plane + int64_t(oh) * g.OW + ow;
+          v[j] = chunk[f * kPitch + r];
+          if (a.has_residual) other[j] = __ldg(a.residual.other + at[j]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (at[j] < 0) continue;
+        if (a.has_residual) {
+          const HalfResidual& res = a.residual;
+          v[j] = k::stored(res.store, v[j] + other[j]);
+          if (res.relu) v[j] = k::stored(res.relu_store, k::activated<k::Act::kRelu>(a.act, v[j]));
+        }
+        a.y[at[j]] = v[j];
+      }
+    }
+  }
+}
+
+template <int kWarpsM, int kWarpsN>
+void launch(const HalfConvArgs& a, cudaStream_t s) {
+  const dim3 grid((a.op.pixels + kWarpRows * kWarpsM - 1) / (kWarpRows * kWarpsM),
+                  unsigned((a.op.g.M + kWarpCols * kWarpsN - 1) / (kWarpCols * kWarpsN)));
+  conv_half_mma_kernel<kWarpsM, kWarpsN><<<grid, 32 * kWarpsM * kWarpsN, 0, s>>>(a);
+  DLAKIT_CUDA(cudaGetLastError());
+}
+
+}  // namespace
+
+size_t half_atoms_bytes(const k::ConvGeom& g) { return size_t(g.N * atoms_of(g.C) * g.H * g.W * 32); }
+
+int64_t half_atoms_k_bytes(const k::ConvGeom& g) { return g.KH * g.KW * atoms_of(g.C) * 32; }
+
+bool half_atoms_fit(const k::ConvGeom& g) {
+  // the pack's (pixel, atom) index and the count of K chunks in 32 bits
+  return g.G == 1 && g.N * atoms_of(g.C) * g.H * g.W <= INT32_MAX && half_atoms_k_bytes(g) / 32 <= INT32_MAX;
+}
+
+std::vector<uint16_t> half_atoms_weights(const k::ConvGeom& g, const float* w) {
+  const int64_t atoms = atoms_of(g.C), k_halves = half_atoms_k_bytes(g) / 2, taps = g.KH * g.KW;
+  std::vector<uint16_t> out(size_t(g.M * k_halves), 0);
+  for (int64_t m = 0; m < g.M; ++m)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        const int64_t k = (tap * atoms + c / kAtomHalves) * kAtomHalves + c % kAtomHalves;
+        out[size_t(m * k_halves + k)] = float_to_half(w[(m * g.C + c) * taps + tap]);
+      }
+  return out;
+}
+
+void conv_half_mma(const k::ConvGeom& g, MmaTile tile, const float* x, void* atoms, const uint16_t* w,
+                   const float* bias, k::ActParams act, const k::StoreRule& store,
+                   const HalfResidual* residual, float* y, cudaStream_t s) {
+  const int64_t atoms_in = atoms_of(g.C), plane = g.H * g.W;
+  const unsigned count = unsigned(g.N * atoms_in * plane);
+  pack_half_atoms_kernel<<<(count + k::kThreads - 1) / k::kThreads, k::kThreads, 0, s>>>(
+      x, count, FastDivide(uint32_t(plane)), FastDivide(uint32_t(atoms_in)), int(g.C),
+      static_cast<__half*>(atoms));
+  DLAKIT_CUDA(cudaGetLastError());
+  HalfConvArgs a;
+  const int64_t line = g.W * 32, group = plane * 32;
+  a.op = igemm::operands(g, static_cast<const int8_t*>(atoms), atoms_in * group, group, line, atoms_in,
+                         reinterpret_cast<const int8_t*>(w), half_atoms_k_bytes(g));
+  a.bias = bias, a.act = act, a.store = store, a.y = y;
+  a.residual = residual ? *residual : HalfResidual{}, a.has_residual = residual != nullptr;
+  switch (tile) {
+    case MmaTile::k128x128:
+      return launch<2, 4>(a, s);
+    case MmaTile::k128x64:
+      return launch<2, 2>(a, s);
+    case MmaTile::k64x64:
+      return launch<1, 2>(a, s);
+  }
+}
+
+}  // namespace dlakit::gpu
