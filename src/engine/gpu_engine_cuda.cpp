@@ -66,10 +66,9 @@ struct GpuEngine::Impl {
 
   // The Add (and ReLU) that node n's epilogue can run (ResidualTail), where the layers allow it.
   struct ResidualTail {
-    size_t add = 0, relu = 0;        // nodes; relu == add: none
-    int other = -1, out = -1;        // the Add's other operand; the last fused layer's output
-    numerics::InputRule other_rule;  // the Add's rule for it, applied before the Conv where it changes values
-    HalfResidual residual;           // the rules (`other` filled in at emit)
+    size_t add = 0, relu = 0;  // nodes; relu == add: none
+    int other = -1, out = -1;  // the Add's other operand; the last fused layer's output
+    HalfResidual residual;     // the rules (`other` filled in at emit)
   };
   std::optional<ResidualTail> residual_tail(size_t n) const;
   std::vector<int> uses, producer;  // per value: reads by nodes (a graph output counts one); its node or -1
@@ -89,11 +88,10 @@ void GpuEngine::Impl::record() {
   });
 }
 
-// A float Conv whose result only a same-shape Add reads (then, optionally, whose sum only a ReLU reads), with
+// An FP16 Conv whose result only a same-shape Add reads (then, optionally, whose sum only a ReLU reads), with
 // the Add's other operand computed before the Conv: the three layers' arithmetic in the convolution's
-// epilogue equals running them apart (each store rule applied in turn; the results the Add and the ReLU
-// read from the layer before are already on the fp16 grid where their input rules round to it, and the
-// other operand gets its rule before the Conv runs).
+// epilogue equals running them apart (each store rule applied in turn; every operand the Add and the ReLU
+// read is already on the fp16 grid where their input rules round to it, so the rules change nothing).
 std::optional<GpuEngine::Impl::ResidualTail> GpuEngine::Impl::residual_tail(size_t n) const {
   const Node& conv = g.nodes[n];
   const Mode mode = plan().nodes[n].mode;
@@ -110,7 +108,7 @@ std::optional<GpuEngine::Impl::ResidualTail> GpuEngine::Impl::residual_tail(size
   auto stores_half = [](const k::StoreRule& r) {
     return r.kind == k::StoreRule::Kind::kFp16 || (r.half_first && r.kind == k::StoreRule::Kind::kKeep);
   };
-  if (conv.op != OpKind::Conv || mode == Mode::kINT8 || conv.outputs.size() != 1) return std::nullopt;
+  if (conv.op != OpKind::Conv || mode != Mode::kFP16 || conv.outputs.size() != 1) return std::nullopt;
   const int conv_out = conv.outputs[0];
   const std::optional<size_t> add = only_reader(conv_out);
   if (!add) return std::nullopt;
@@ -125,10 +123,11 @@ std::optional<GpuEngine::Impl::ResidualTail> GpuEngine::Impl::residual_tail(size
       !is_f32(g, add_node.outputs[0]))
     return std::nullopt;
   const numerics::StepRules& add_rules = runner.rules(*add);
-  if (!keeps(add_rules.inputs[conv_side], stores_half(store_rule(runner.rules(n))))) return std::nullopt;
+  if (!keeps(add_rules.inputs[conv_side], stores_half(store_rule(runner.rules(n)))) ||
+      !keeps(add_rules.inputs[1 - conv_side], half_valued[size_t(other)]))
+    return std::nullopt;
   ResidualTail t;
   t.add = t.relu = *add, t.other = other, t.out = add_node.outputs[0];
-  t.other_rule = add_rules.inputs[1 - conv_side];
   t.residual.store = store_rule(add_rules);
   const std::optional<size_t> relu = only_reader(t.out);
   if (relu && g.nodes[*relu].op == OpKind::Relu && g.nodes[*relu].outputs.size() == 1 &&
@@ -153,12 +152,7 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why, const ResidualTail* t
   LayerCall c;
   if (tail) {
     c.residual = tail->residual;
-    const int v = tail->other;
-    const numerics::InputRule& rule = tail->other_rule;
-    c.residual->other = half_valued[size_t(v)] && rounds_to_half_only(rule)  // already on the fp16 grid
-                            ? dev(v)
-                            : apply_input_rule(dev(v), numel(g.value(v).type.shape), rule,
-                                               runner.rules(tail->add).rounding, arena, steps[n]);
+    c.residual->other = dev(tail->other);
   }
   c.node = &node;
   c.int8 = plan().nodes[n].mode == Mode::kINT8;
@@ -216,9 +210,11 @@ void GpuEngine::Impl::emit_host(size_t n) {
       pins.emplace_back(std::max<size_t>(bytes_of(g, v), 4));
       outs.push_back({v, pins.back().data()});
     }
-  for (auto [v, p] : ins) {
-    void* src = val[size_t(v)].data();
-    const size_t bytes = bytes_of(g, v);
+  // (pairs, not structured bindings: clang before 16 does not capture those in the lambdas)
+  for (const auto& in : ins) {
+    void* p = in.second;
+    void* src = val[size_t(in.first)].data();
+    const size_t bytes = bytes_of(g, in.first);
     steps[n].push_back(
         [=](cudaStream_t s) { DLAKIT_CUDA(cudaMemcpyAsync(p, src, bytes, cudaMemcpyDeviceToHost, s)); });
   }
@@ -252,9 +248,10 @@ void GpuEngine::Impl::emit_host(size_t n) {
       }
     });
   });
-  for (auto [v, p] : outs) {
-    void* dst = val[size_t(v)].data();
-    const size_t bytes = bytes_of(g, v);
+  for (const auto& out : outs) {
+    void* p = out.second;
+    void* dst = val[size_t(out.first)].data();
+    const size_t bytes = bytes_of(g, out.first);
     steps[n].push_back(
         [=](cudaStream_t s) { DLAKIT_CUDA(cudaMemcpyAsync(dst, p, bytes, cudaMemcpyHostToDevice, s)); });
   }

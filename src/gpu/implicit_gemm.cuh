@@ -94,7 +94,8 @@ __device__ inline int swizzled(int r, int u) { return r * kRowBytes + ((u ^ ((r 
 // holds rows warp_m * 64 + mi * 16 + lane / 4 (+ 8 for the second half) and columns warp_n * 32 + ni * 8 +
 // 2 (lane % 4) (and the next) in acc[mi][ni]. `shared` holds Block::kStagesBytes; it is free again on return.
 template <int kWarpsM, int kWarpsN, class Acc>
-__device__ void accumulate(const Operands& a, int8_t* shared, unsigned p0, int m0, Acc (&acc)[4][4][4]) {
+__device__ __forceinline__ void accumulate(const Operands& a, int8_t* shared, unsigned p0, int m0,
+                                           Acc (&acc)[4][4][4]) {
   using B = Block<kWarpsM, kWarpsN>;
   constexpr int kLoadRows = B::kThreads / 4;  // tile rows one pass of the loaders covers (4 units a row)
   constexpr int kRowsPerThread = B::kRows / kLoadRows, kColsPerThread = B::kCols / kLoadRows;

@@ -283,8 +283,9 @@ bool emit_int8_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& aren
   return false;
 }
 
-// A float convolution of fp16 inputs and weights (an FP16 layer) on cuBLASLt's fp16 tensor cores, its
-// store rule in the epilogue; false (nothing appended) where ConvF16Gemm does not apply.
+// A float convolution of fp16 inputs and weights (an FP16 layer) on the fp16 tensor cores (ConvF16Gemm: the
+// implicit GEMM or im2col + cuBLASLt), its store rule (and a fused residual's rules) in the epilogue; false
+// (nothing appended) where ConvF16Gemm does not apply, or a residual is asked for off the implicit GEMM.
 bool emit_half_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& arena,
                     std::vector<Launch>& launches) {
   const Tensor* w_host = c.in.at(1).constant;
@@ -473,11 +474,12 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     gg.alpha = gemm ? node.attr_float("alpha", 1.f) : 1.f;
     gg.beta = gemm ? node.attr_float("beta", 1.f) : 1.f;
     gg.M = ys[0], gg.N = ys[1], gg.K = gg.trans_a ? as[0] : as[1];
-    // An FP16 fully connected layer (weights [N][K], a bias of N values) as a 1x1 convolution over
-    // [M, K, 1, 1] on the fp16 tensor cores.
-    const bool per_output_bias = !present(2) || (c.in[2].constant && numel(c.in[2].shape) == gg.N);
-    if (!int8 && gemm && !gg.trans_a && gg.trans_b && gg.alpha == 1.f && (gg.beta == 1.f || !present(2)) &&
-        c.in[1].constant && per_output_bias) {
+    // A float fully connected layer of fp16 values (an FP16 layer) as a 1x1 convolution over [M, K, 1, 1] on
+    // the fp16 tensor cores, where the DLA's rule maps it to one (numerics::fc_as_conv) and its weight is
+    // already the convolution's ([N][K]: transB).
+    const Shape* bias_shape = present(2) ? &c.in[2].shape : nullptr;
+    if (gemm && gg.trans_b && c.in[1].constant && (!bias_shape || c.in[2].constant) &&
+        numerics::fc_as_conv(node, as, bs, bias_shape)) {
       k::ConvGeom fc;
       fc.N = gg.M, fc.C = gg.K, fc.M = gg.N;
       if (emit_half_conv(c, fc, arena, launches)) return true;  // the store rule applied in the epilogue

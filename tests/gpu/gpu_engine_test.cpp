@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -165,6 +166,48 @@ TEST(GpuBackend, Int8FullyConnectedLayersAreBitExactOnTheGpu) {
   }
 }
 
+// FP16 fully connected layers: Gemm with transB and a bias of M values ([M] or [1, M]) runs as a 1x1
+// convolution on the fp16 tensor cores, the others (a per-row bias [N, 1] with N == M, transB 0, MatMul) on
+// the plain kernel; all within the sums' rounding of the CPU emulation, on the fp16 grid.
+TEST(GpuBackend, Fp16FullyConnectedLayersMatchTheCpu) {
+  REQUIRE_GPU();
+  struct Case {
+    OpKind op;
+    bool trans_b;
+    Shape bias;
+    int64_t N, K, M;
+  };
+  const Case cases[] = {{OpKind::Gemm, true, {13}, 3, 301, 13},
+                        {OpKind::Gemm, true, {1, 1000}, 33, 1280, 1000},
+                        {OpKind::Gemm, true, {13, 1}, 13, 301, 13},
+                        {OpKind::Gemm, false, {1, 37}, 5, 67, 37},
+                        {OpKind::MatMul, false, {}, 1, 2048, 1000}};
+  std::mt19937 rng(19);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  auto random = [&](const Shape& s) {
+    Tensor t(DType::kF32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+    return t;
+  };
+  for (const Case& c : cases) {
+    const Tensor bias = c.bias.empty() ? Tensor() : random(c.bias);
+    const Graph g = test_data::fc_graph(c.op, random(c.trans_b ? Shape{c.M, c.K} : Shape{c.K, c.M}),
+                                        c.bias.empty() ? nullptr : &bias, c.N, c.trans_b, OpKind::Identity);
+    const quant::NumericsPlan plan = quant::plan_uniform(g, quant::Mode::kFP16, nullptr);
+    gpu::GpuEngine gpu_engine(g, plan);
+    quant::EmulatedEngine cpu_engine(g, plan);
+    EXPECT_TRUE(gpu_engine.nodes().at(0).on_gpu) << op_name(c.op);
+    const TensorMap in = {{"x", random({c.N, c.K})}};
+    const Tensor want = cpu_engine.run(in).at("z"), got = gpu_engine.run(in).at("z");
+    ASSERT_EQ(got.numel(), want.numel());
+    int64_t off_grid = 0;
+    for (int64_t i = 0; i < got.numel(); ++i)
+      off_grid += round_to_half(got.data<float>()[i]) != got.data<float>()[i];
+    EXPECT_EQ(off_grid, 0) << op_name(c.op);
+    EXPECT_GE(cosine(got, want), 0.99999) << op_name(c.op) << " N=" << c.N << " K=" << c.K << " M=" << c.M;
+  }
+}
+
 TEST(GpuBackend, AQueuedRunWaitsForTheCallersStreamAndRunsInOrder) {
   REQUIRE_GPU();
   const Graph g = load("squeezenet1_1");
@@ -211,9 +254,10 @@ TEST(GpuBackend, HybridPlanGpuSegmentsRunOnCudaLikeTheReferenceEngine) {
 
 #if DLAKIT_WITH_CUDA
 namespace {
-// y = Add(a, conv2(a)) with a = Relu(Add(conv1(x), r)): 64 channels of 28 x 28 at batch 32, so that both
-// convolutions fill an H100 with the FP16 implicit GEMM's tiles.
-Graph residual_blocks() {
+// y = Add(a, conv2(a)) with a = Relu(Add(conv1(x), Relu(r))): 64 channels of 28 x 28 at batch 32, so that
+// both convolutions fill an H100 with the FP16 implicit GEMM's tiles. `blocked`: the convolutions' and the
+// first Add's results are graph outputs too, so no layer may run in another's epilogue.
+Graph residual_blocks(bool blocked) {
   Graph g;
   const Shape shape = {32, 64, 28, 28};
   const int x = g.add_value("x", {DType::kF32, shape}), r = g.add_value("r", {DType::kF32, shape});
@@ -238,31 +282,41 @@ Graph residual_blocks() {
     g.nodes.push_back(n);
     return n.outputs[0];
   };
-  const int a =
-      node(OpKind::Relu, {node(OpKind::Add, {node(OpKind::Conv, {x}, "conv1"), r}, "add1")}, "relu1");
-  g.outputs = {node(OpKind::Add, {a, node(OpKind::Conv, {a}, "conv2")}, "add2")};
+  const int r_half = node(OpKind::Relu, {r}, "relu_r");  // a layer's result: on the fp16 grid
+  const int c1 = node(OpKind::Conv, {x}, "conv1");
+  const int s1 = node(OpKind::Add, {c1, r_half}, "add1");
+  const int a = node(OpKind::Relu, {s1}, "relu1");
+  const int c2 = node(OpKind::Conv, {a}, "conv2");
+  g.outputs = {node(OpKind::Add, {a, c2}, "add2")};
+  if (blocked) g.outputs.insert(g.outputs.end(), {c1, s1, c2});
   g.relink();
   return g;
 }
 }  // namespace
 
 // FP16 residual Adds (and the ReLU after one) run in their convolution's epilogue where it takes the implicit
-// GEMM (on by default; DLAKIT_CUDA_IMPLICIT_GEMM=0: apart), with the CPU emulation's results up to the
-// sums' order: every value on the fp16 grid, 97 % equal.
+// GEMM (on by default; DLAKIT_CUDA_IMPLICIT_GEMM=0: apart): bit for bit what the layers give when run apart
+// on the GPU, and the CPU emulation's results up to the sums' order (every value on the fp16 grid, 97 %
+// equal).
 TEST(GpuBackend, Fp16ResidualAddsRunInTheConvolutionsEpilogue) {
   REQUIRE_GPU();
-  const Graph g = residual_blocks();
+  const Graph g = residual_blocks(false), apart = residual_blocks(true);
   const quant::NumericsPlan plan = quant::plan_uniform(g, quant::Mode::kFP16, nullptr);
-  gpu::GpuEngine gpu_engine(g, plan);
-  const int fused = gpu::implicit_gemm_enabled() ? 0 : -1;
-  ASSERT_EQ(g.nodes.size(), 5u);  // conv1 add1 relu1 conv2 add2
-  EXPECT_EQ(gpu_engine.nodes()[1].fused_into, fused);
-  EXPECT_EQ(gpu_engine.nodes()[2].fused_into, fused);
-  EXPECT_EQ(gpu_engine.nodes()[4].fused_into, fused < 0 ? -1 : 3);
-  EXPECT_EQ(gpu_engine.gpu_nodes(), 5);
-  quant::EmulatedEngine cpu_engine(g, plan);
+  gpu::GpuEngine gpu_engine(g, plan),
+      apart_engine(apart, quant::plan_uniform(apart, quant::Mode::kFP16, nullptr));
+  ASSERT_EQ(g.nodes.size(), 6u);  // relu_r conv1 add1 relu1 conv2 add2
+  const bool on = gpu::implicit_gemm_enabled();
+  EXPECT_EQ(gpu_engine.nodes()[2].fused_into, on ? 1 : -1);
+  EXPECT_EQ(gpu_engine.nodes()[3].fused_into, on ? 1 : -1);
+  EXPECT_EQ(gpu_engine.nodes()[5].fused_into, on ? 4 : -1);
+  EXPECT_EQ(gpu_engine.gpu_nodes(), 6);
+  for (size_t n = 0; n < apart.nodes.size(); ++n) EXPECT_EQ(apart_engine.nodes()[n].fused_into, -1) << n;
   const TensorMap in = random_inputs(g, 17);
-  const Tensor want = cpu_engine.run(in).at("add2_out"), got = gpu_engine.run(in).at("add2_out");
+  const Tensor got = gpu_engine.run(in).at("add2_out"), separate = apart_engine.run(in).at("add2_out");
+  ASSERT_EQ(got.nbytes(), separate.nbytes());
+  EXPECT_EQ(std::memcmp(got.raw(), separate.raw(), got.nbytes()), 0) << "fused and separate layers differ";
+  quant::EmulatedEngine cpu_engine(g, plan);
+  const Tensor want = cpu_engine.run(in).at("add2_out");
   ASSERT_EQ(got.numel(), want.numel());
   int64_t off_grid = 0, equal = 0;
   for (int64_t i = 0; i < got.numel(); ++i) {
