@@ -142,14 +142,6 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_atoms_mma_kernel(
   }
 }
 
-template <int kWarpsM, int kWarpsN>
-void launch(const MmaConvArgs& a, cudaStream_t s) {
-  const dim3 grid((a.op.pixels + kWarpRows * kWarpsM - 1) / (kWarpRows * kWarpsM),
-                  unsigned((a.op.g.M + kWarpCols * kWarpsN - 1) / (kWarpCols * kWarpsN)));
-  conv_atoms_mma_kernel<kWarpsM, kWarpsN><<<grid, 32 * kWarpsM * kWarpsN, 0, s>>>(a);
-  DLAKIT_CUDA(cudaGetLastError());
-}
-
 // The bytes [begin, end) a surface of N x C x H x W spans.
 std::pair<uintptr_t, uintptr_t> span(const Int8Atoms& s, int64_t N, int64_t C, int64_t H, int64_t W) {
   const uintptr_t begin = reinterpret_cast<uintptr_t>(s.data);
@@ -172,14 +164,11 @@ void conv_atoms_mma(const k::ConvGeom& g, MmaTile tile, const Int8Atoms& in, con
   a.out = out, a.add = add ? *add : AtomAdd{}, a.has_add = add != nullptr;
   a.mult = mult, a.bq = bq, a.bias = bias, a.act = act;
   a.e = atom_epilogue(g, store, out, add);
-  switch (tile) {
-    case MmaTile::k128x128:
-      return launch<2, 4>(a, s);
-    case MmaTile::k128x64:
-      return launch<2, 2>(a, s);
-    case MmaTile::k64x64:
-      return launch<1, 2>(a, s);
-  }
+  igemm::launch_tile(tile, [&](auto warps_m, auto warps_n) {
+    constexpr int kWarpsM = decltype(warps_m)::value, kWarpsN = decltype(warps_n)::value;
+    conv_atoms_mma_kernel<kWarpsM, kWarpsN>
+        <<<igemm::grid_of<kWarpsM, kWarpsN>(a.op), 32 * kWarpsM * kWarpsN, 0, s>>>(a);
+  });
 }
 
 }  // namespace dlakit::gpu

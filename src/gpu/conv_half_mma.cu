@@ -134,14 +134,6 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
   }
 }
 
-template <int kWarpsM, int kWarpsN>
-void launch(const HalfConvArgs& a, cudaStream_t s) {
-  const dim3 grid((a.op.pixels + kWarpRows * kWarpsM - 1) / (kWarpRows * kWarpsM),
-                  unsigned((a.op.g.M + kWarpCols * kWarpsN - 1) / (kWarpCols * kWarpsN)));
-  conv_half_mma_kernel<kWarpsM, kWarpsN><<<grid, 32 * kWarpsM * kWarpsN, 0, s>>>(a);
-  DLAKIT_CUDA(cudaGetLastError());
-}
-
 }  // namespace
 
 size_t half_atoms_bytes(const k::ConvGeom& g) { return size_t(g.N * atoms_of(g.C) * g.H * g.W * 32); }
@@ -180,14 +172,11 @@ void conv_half_mma(const k::ConvGeom& g, MmaTile tile, const float* x, void* ato
                          reinterpret_cast<const int8_t*>(w), half_atoms_k_bytes(g));
   a.bias = bias, a.act = act, a.store = store, a.y = y;
   a.residual = residual ? *residual : HalfResidual{}, a.has_residual = residual != nullptr;
-  switch (tile) {
-    case MmaTile::k128x128:
-      return launch<2, 4>(a, s);
-    case MmaTile::k128x64:
-      return launch<2, 2>(a, s);
-    case MmaTile::k64x64:
-      return launch<1, 2>(a, s);
-  }
+  igemm::launch_tile(tile, [&](auto warps_m, auto warps_n) {
+    constexpr int kWarpsM = decltype(warps_m)::value, kWarpsN = decltype(warps_n)::value;
+    conv_half_mma_kernel<kWarpsM, kWarpsN>
+        <<<igemm::grid_of<kWarpsM, kWarpsN>(a.op), 32 * kWarpsM * kWarpsN, 0, s>>>(a);
+  });
 }
 
 }  // namespace dlakit::gpu

@@ -5,11 +5,15 @@
 // slice of an output pixel's row is one atom's 32 bytes, copied to shared memory as they are (padding taps
 // zero-filled), and the two instructions' fragments lie on the same bytes (ldmatrix moves 16-bit pairs of
 // either). A block computes a tile of output pixels x filters with warps of 64 x 32 (4 x 4 mma each), over K
-// in stages of 64 bytes (two chunks) kept three deep in shared memory by cp.async. Device code only.
+// in stages of 64 bytes (two chunks) kept three deep in shared memory by cp.async. CUDA code: the kernels'
+// device functions and their launch helpers.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/fast_divide.h"
+#include "gpu/gpu_check.h"
+#include "gpu/implicit_gemm.h"
 #include "gpu/kernels.h"
 
 namespace dlakit::gpu::igemm {
@@ -52,6 +56,32 @@ struct Block {
   static constexpr int kStageBytes = (kRows + kCols) * kRowBytes;
   static constexpr int kStagesBytes = kStages * kStageBytes;
 };
+
+// Calls launch(warps_m, warps_n) with the tile's warps as std::integral_constant values (host code: each
+// kernel's launch is a template over them), then checks the launch.
+template <class Launch>
+void launch_tile(MmaTile tile, Launch&& launch) {
+  using std::integral_constant;
+  switch (tile) {
+    case MmaTile::k128x128:
+      launch(integral_constant<int, 2>{}, integral_constant<int, 4>{});
+      break;
+    case MmaTile::k128x64:
+      launch(integral_constant<int, 2>{}, integral_constant<int, 2>{});
+      break;
+    case MmaTile::k64x64:
+      launch(integral_constant<int, 1>{}, integral_constant<int, 2>{});
+      break;
+  }
+  DLAKIT_CUDA(cudaGetLastError());
+}
+
+// The grid of Block<kWarpsM, kWarpsN> over the output pixels x filters.
+template <int kWarpsM, int kWarpsN>
+dim3 grid_of(const Operands& a) {
+  using B = Block<kWarpsM, kWarpsN>;
+  return dim3((a.pixels + B::kRows - 1) / B::kRows, unsigned((a.g.M + B::kCols - 1) / B::kCols));
+}
 
 __device__ inline uint32_t shared_address(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 

@@ -125,41 +125,50 @@ INSTANTIATE_TEST_SUITE_P(RealModels, GpuModel,
                          ::testing::Values("mobilenet_v2", "squeezenet1_1", "ppocr_det"),
                          [](const auto& info) { return info.param; });
 
+namespace {
+// A fully connected layer "fc" then `reader` (test_data::fc_graph), random weights and bias in [-1, 1].
+struct FcCase {
+  OpKind op;
+  bool trans_b;
+  Shape bias;  // empty: none
+  OpKind reader;
+  int64_t N, K, M;
+};
+
+Tensor uniform(const Shape& s, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  Tensor t(DType::kF32, s);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+Graph fc_case_graph(const FcCase& c, std::mt19937& rng) {
+  const Tensor w = uniform(c.trans_b ? Shape{c.M, c.K} : Shape{c.K, c.M}, rng);
+  const Tensor bias = c.bias.empty() ? Tensor() : uniform(c.bias, rng);
+  return test_data::fc_graph(c.op, w, c.bias.empty() ? nullptr : &bias, c.N, c.trans_b, c.reader);
+}
+}  // namespace
+
 // INT8 fully connected layers run on the GPU as 1x1 convolutions (cuBLASLt's int8 GEMM), bit for bit the
 // CPU's exact integer sums: Gemm with either weight layout and a bias of M or 1 x M values, and MatMul; sizes
 // that are no multiple of 4, 16 or 32; followed by a Relu fused into the layer's pipeline (fp32 between
 // them) or an Identity (the layer's output stored as int8).
 TEST(GpuBackend, Int8FullyConnectedLayersAreBitExactOnTheGpu) {
   REQUIRE_GPU();
-  struct Case {
-    OpKind op;
-    bool trans_b;
-    Shape bias;
-    OpKind reader;
-    int64_t N, K, M;
-  };
-  const Case cases[] = {{OpKind::Gemm, true, {13}, OpKind::Identity, 3, 301, 13},
-                        {OpKind::Gemm, false, {1, 37}, OpKind::Relu, 5, 67, 37},
-                        {OpKind::MatMul, false, {}, OpKind::Identity, 1, 2048, 1000},
-                        {OpKind::Gemm, true, {1000}, OpKind::Relu, 33, 1280, 1000}};
+  const FcCase cases[] = {{OpKind::Gemm, true, {13}, OpKind::Identity, 3, 301, 13},
+                          {OpKind::Gemm, false, {1, 37}, OpKind::Relu, 5, 67, 37},
+                          {OpKind::MatMul, false, {}, OpKind::Identity, 1, 2048, 1000},
+                          {OpKind::Gemm, true, {1000}, OpKind::Relu, 33, 1280, 1000}};
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  auto random = [&](const Shape& s) {
-    Tensor t(DType::kF32, s);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-    return t;
-  };
-  for (const Case& c : cases) {
-    const Tensor bias = c.bias.empty() ? Tensor() : random(c.bias);
-    const Graph g = test_data::fc_graph(c.op, random(c.trans_b ? Shape{c.M, c.K} : Shape{c.K, c.M}),
-                                        c.bias.empty() ? nullptr : &bias, c.N, c.trans_b, c.reader);
+  for (const FcCase& c : cases) {
+    const Graph g = fc_case_graph(c, rng);
     const quant::ScaleTable scales = random_calibration(g, 3);
     const quant::NumericsPlan plan = quant::plan_uniform(g, quant::Mode::kINT8, &scales);
     ASSERT_EQ(quant::step_rules(g, plan, 0).exact_int8_conv, true) << op_name(c.op);
     gpu::GpuEngine gpu_engine(g, plan);
     quant::EmulatedEngine cpu_engine(g, plan);
     EXPECT_TRUE(gpu_engine.nodes().at(0).on_gpu) << op_name(c.op) << " K=" << c.K;
-    const TensorMap in = {{"x", random({c.N, c.K})}};
+    const TensorMap in = {{"x", uniform({c.N, c.K}, rng)}};
     const Tensor want = cpu_engine.run(in).at("z"), got = gpu_engine.run(in).at("z");
     ASSERT_EQ(got.numel(), want.numel());
     EXPECT_EQ(differing(got, want), 0) << op_name(c.op) << " N=" << c.N << " K=" << c.K << " M=" << c.M;
@@ -171,33 +180,19 @@ TEST(GpuBackend, Int8FullyConnectedLayersAreBitExactOnTheGpu) {
 // the plain kernel; all within the sums' rounding of the CPU emulation, on the fp16 grid.
 TEST(GpuBackend, Fp16FullyConnectedLayersMatchTheCpu) {
   REQUIRE_GPU();
-  struct Case {
-    OpKind op;
-    bool trans_b;
-    Shape bias;
-    int64_t N, K, M;
-  };
-  const Case cases[] = {{OpKind::Gemm, true, {13}, 3, 301, 13},
-                        {OpKind::Gemm, true, {1, 1000}, 33, 1280, 1000},
-                        {OpKind::Gemm, true, {13, 1}, 13, 301, 13},
-                        {OpKind::Gemm, false, {1, 37}, 5, 67, 37},
-                        {OpKind::MatMul, false, {}, 1, 2048, 1000}};
+  const FcCase cases[] = {{OpKind::Gemm, true, {13}, OpKind::Identity, 3, 301, 13},
+                          {OpKind::Gemm, true, {1, 1000}, OpKind::Identity, 33, 1280, 1000},
+                          {OpKind::Gemm, true, {13, 1}, OpKind::Identity, 13, 301, 13},
+                          {OpKind::Gemm, false, {1, 37}, OpKind::Identity, 5, 67, 37},
+                          {OpKind::MatMul, false, {}, OpKind::Identity, 1, 2048, 1000}};
   std::mt19937 rng(19);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  auto random = [&](const Shape& s) {
-    Tensor t(DType::kF32, s);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-    return t;
-  };
-  for (const Case& c : cases) {
-    const Tensor bias = c.bias.empty() ? Tensor() : random(c.bias);
-    const Graph g = test_data::fc_graph(c.op, random(c.trans_b ? Shape{c.M, c.K} : Shape{c.K, c.M}),
-                                        c.bias.empty() ? nullptr : &bias, c.N, c.trans_b, OpKind::Identity);
+  for (const FcCase& c : cases) {
+    const Graph g = fc_case_graph(c, rng);
     const quant::NumericsPlan plan = quant::plan_uniform(g, quant::Mode::kFP16, nullptr);
     gpu::GpuEngine gpu_engine(g, plan);
     quant::EmulatedEngine cpu_engine(g, plan);
     EXPECT_TRUE(gpu_engine.nodes().at(0).on_gpu) << op_name(c.op);
-    const TensorMap in = {{"x", random({c.N, c.K})}};
+    const TensorMap in = {{"x", uniform({c.N, c.K}, rng)}};
     const Tensor want = cpu_engine.run(in).at("z"), got = gpu_engine.run(in).at("z");
     ASSERT_EQ(got.numel(), want.numel());
     int64_t off_grid = 0;
