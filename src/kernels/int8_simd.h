@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "numerics/fast_level.h"
+#include "numerics/fast_level_avx512.h"
 
 #define DLAKIT_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 #define DLAKIT_AVX2 __attribute__((target("avx2,fma")))
@@ -41,16 +42,9 @@ DLAKIT_VNNI inline __m512 quotient16(__m512 x, const Scale16& s) {
 // quant::quantize of 16 values with ties away from zero: v / scale, rounded to nearest even and a tie
 // rounded towards zero moved one step out, saturated to [-128, 127], NaN to 0.
 DLAKIT_VNNI inline __m128i quantize16(__m512 x, const Scale16& scale) {
-  if (scale.fast) {  // numerics::fast_level's shortcut: no product near a half-integer (nor NaN), no
-                     // corrections
-    const __m512 q = _mm512_mul_ps(x, scale.inv);
-    const __m512 t = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 off_half =
-        _mm512_abs_ps(_mm512_sub_ps(_mm512_abs_ps(_mm512_sub_ps(q, t)), _mm512_set1_ps(0.5f)));
-    if (_mm512_cmp_ps_mask(off_half, _mm512_set1_ps(numerics::kTieMargin), _CMP_NGT_UQ) == 0) {
-      const __m512 saturated = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-128.f)), _mm512_set1_ps(127.f));
-      return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(saturated));
-    }
+  if (scale.fast) {  // numerics::fast_level's shortcut, where every lane takes it
+    const numerics::FastLevels16 fast = numerics::fast_levels16(x, scale.inv);
+    if (fast.far == 0xffff) return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(fast.level));
   }
   const __m512 v = quotient16(x, scale);
   __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -7,6 +7,7 @@
 
 #include "base/threadpool.h"
 #include "numerics/fast_level.h"
+#include "numerics/fast_level_avx512.h"
 
 namespace dlakit::quant {
 
@@ -50,29 +51,19 @@ __attribute__((target("avx2"))) void levels_avx2(const float* x, float* q, int64
 }
 const bool kHasAvx2 = __builtin_cpu_supports("avx2");
 
-// levels_avx2's results by fast_level's shortcut (numerics/fast_level.h), sixteen lanes at a time: the
-// product by RN(1 / scale) instead of the division, where it lies further than kTieMargin from every
-// half-integer (then both roundings agree and the product rounds as the quotient would); the lanes near a
-// tie or NaN take quantize() itself. inv: usable_inverse(scale), not 0. (kernels/int8_simd.h's quantize16
-// takes the same shortcut for bytes, ties away from zero only; numerics cannot include kernels.)
+// levels_avx2's results by fast_level's shortcut (fast_levels16), sixteen lanes at a time; the lanes near a
+// tie or NaN take quantize() itself. inv: usable_inverse(scale), not 0.
 __attribute__((target("avx512f"))) void levels_avx512(const float* x, float* q, int64_t n, float scale,
                                                       float inv, Rounding r, bool dequant) {
-  const __m512 s = _mm512_set1_ps(scale), vinv = _mm512_set1_ps(inv), lo = _mm512_set1_ps(-128.f),
-               hi = _mm512_set1_ps(127.f), half = _mm512_set1_ps(0.5f),
-               margin = _mm512_set1_ps(numerics::kTieMargin);
+  const __m512 s = _mm512_set1_ps(scale), vinv = _mm512_set1_ps(inv);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512 xv = _mm512_loadu_ps(x + i), product = _mm512_mul_ps(xv, vinv);
-    const __m512 v = _mm512_min_ps(_mm512_max_ps(product, lo), hi);  // NaN: caught below
-    const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 off_tie = _mm512_abs_ps(_mm512_sub_ps(_mm512_abs_ps(_mm512_sub_ps(v, t)), half));
-    // Ordered compares: a NaN product (x NaN) is never "far", so it takes quantize() (level 0).
-    const __mmask16 far =
-        _mm512_cmp_ps_mask(off_tie, margin, _CMP_GT_OQ) & _mm512_cmp_ps_mask(product, product, _CMP_ORD_Q);
+    const __m512 xv = _mm512_loadu_ps(x + i);
+    const numerics::FastLevels16 fast = numerics::fast_levels16(xv, vinv);
     alignas(64) float original[16];
-    if (far != 0xffff) _mm512_store_ps(original, xv);  // q may be x: keep the inputs of the near lanes
-    _mm512_storeu_ps(q + i, dequant ? _mm512_mul_ps(t, s) : t);
-    for (unsigned near = ~unsigned(far) & 0xffffu; near; near &= near - 1) {
+    if (fast.far != 0xffff) _mm512_store_ps(original, xv);  // q may be x: keep the inputs of the near lanes
+    _mm512_storeu_ps(q + i, dequant ? _mm512_mul_ps(fast.level, s) : fast.level);
+    for (unsigned near = ~unsigned(fast.far) & 0xffffu; near; near &= near - 1) {
       const int lane = __builtin_ctz(near);
       q[i + lane] = level_of(original[lane], scale, r, dequant);
     }
