@@ -23,6 +23,11 @@ cudaStream_t cs(void* s) { return static_cast<cudaStream_t>(s); }
 size_t bytes_of(const Graph& g, int v) { return nbytes(g.value(v).type); }
 
 bool is_f32(const Graph& g, int v) { return v >= 0 && g.value(v).type.dtype == DType::kF32; }
+
+// Whether a layer's store rule leaves fp16 values (then a later fp16 rounding of them changes nothing).
+bool stores_half(const k::StoreRule& r) {
+  return r.kind == k::StoreRule::Kind::kFp16 || (r.half_first && r.kind == k::StoreRule::Kind::kKeep);
+}
 }  // namespace
 
 struct GpuEngine::Impl {
@@ -104,9 +109,6 @@ std::optional<GpuEngine::Impl::ResidualTail> GpuEngine::Impl::residual_tail(size
   };
   auto keeps = [&](const numerics::InputRule& rule, bool half) {
     return !(rule.quantize_scale > 0) && (half || !rule.round_fp16);
-  };
-  auto stores_half = [](const k::StoreRule& r) {
-    return r.kind == k::StoreRule::Kind::kFp16 || (r.half_first && r.kind == k::StoreRule::Kind::kKeep);
   };
   if (conv.op != OpKind::Conv || mode != Mode::kFP16 || conv.outputs.size() != 1) return std::nullopt;
   const int conv_out = conv.outputs[0];
@@ -191,8 +193,7 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why, const ResidualTail* t
   const k::StoreRule& last = !tail                 ? c.store
                              : tail->residual.relu ? tail->residual.relu_store
                                                    : tail->residual.store;
-  half_valued[size_t(tail ? tail->out : out)] =
-      last.kind == k::StoreRule::Kind::kFp16 || (last.half_first && last.kind == k::StoreRule::Kind::kKeep);
+  half_valued[size_t(tail ? tail->out : out)] = stores_half(last);
   return true;
 }
 

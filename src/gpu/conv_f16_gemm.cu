@@ -83,9 +83,8 @@ ConvF16Gemm::~ConvF16Gemm() = default;
 
 std::shared_ptr<const ConvF16Gemm> ConvF16Gemm::plan(const ConvGeom& g, Route route) {
   MmaTile tile;
-  const int64_t padded_channels = (g.C + 15) / 16 * 16;
   if (route == Route::kChoose && implicit_gemm_enabled() && half_atoms_fit(g) &&
-      4 * (padded_channels - g.C) <= g.C && implicit_gemm_tile(g, multiprocessors(), tile)) {
+      4 * (half_atoms_channels(g.C) - g.C) <= g.C && implicit_gemm_tile(g, multiprocessors(), tile)) {
     std::shared_ptr<ConvF16Gemm> c(new ConvF16Gemm(g));
     c->tile_ = tile;
     return c;

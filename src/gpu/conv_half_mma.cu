@@ -1,6 +1,6 @@
 // conv_half_mma (conv_half_mma.h): the pack kernel and the implicit GEMM with fp16 operands, its epilogue
-// writing float NCHW straight from the accumulators. Compiled with -fmad=false: the bias add and the
-// activation round as the plain kernel's do.
+// writing float NCHW through shared memory. Compiled with -fmad=false: the bias add and the activation
+// round as the plain kernel's do.
 #include <cuda_fp16.h>
 
 #include "base/fp16.h"
@@ -137,6 +137,8 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
 }  // namespace
 
 size_t half_atoms_bytes(const k::ConvGeom& g) { return size_t(g.N * atoms_of(g.C) * g.H * g.W * 32); }
+
+int64_t half_atoms_channels(int64_t channels) { return atoms_of(channels) * kAtomHalves; }
 
 int64_t half_atoms_k_bytes(const k::ConvGeom& g) { return g.KH * g.KW * atoms_of(g.C) * 32; }
 

@@ -29,6 +29,8 @@ struct HalfResidual {
   k::StoreRule relu_store;
 };
 
+// Channels rounded up to whole atoms of 16, as the surface and the weights hold them.
+int64_t half_atoms_channels(int64_t channels);
 // Bytes of the chw16 surface of g's input; the weights' K bytes a filter ((tap, input atom, 16 halves)).
 size_t half_atoms_bytes(const k::ConvGeom& g);
 int64_t half_atoms_k_bytes(const k::ConvGeom& g);

@@ -422,11 +422,12 @@ void depthwise_row_generic(const DepthwiseRow& r, int64_t oh) {
     put(*r.out, r.M, r.OH, r.OW, r.n, r.m, oh, ow, int8_requantize(*r.rq, r.m, depthwise_sum(r, oh, ow)));
 }
 
-#if defined(__x86_64__)
 // A weight level in the low 16 bits of a 32-bit lane, the high bits zero: a 16-bit multiply-add (vpmaddwd,
 // twice the rate of a 32-bit multiply) of it and a sign-extended level in the same lane is their exact
 // product (the high halves add level_high * 0).
 inline int32_t low16(int32_t w) { return int32_t(uint16_t(int16_t(w))); }
+
+#if defined(__x86_64__)
 
 DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
   Requant16 q;
@@ -675,7 +676,7 @@ std::shared_ptr<const PackedInt8Conv> pack_int8_conv(int64_t M, int64_t Cg, int6
     for (int64_t m = 0; m < M; ++m)
       for (int64_t tap = 0; tap < taps; ++tap)
         p->depthwise_w16[size_t(((m / kLanes) * taps + tap) * kLanes + m % kLanes)] =
-            int32_t(uint16_t(int16_t(w_levels[m * taps + tap])));
+            low16(int32_t(w_levels[m * taps + tap]));
     // unpacklo over 16 channels takes channels 0-3 and 8-11, unpackhi 4-7 and 12-15, each beside its
     // partner tap's.
     p->depthwise_pairs.assign(size_t((M + kLanes - 1) / kLanes * taps * 2 * 2 * kLanes), 0);

@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 
+#include "../common/ties.h"
 #include "numerics/quantize.h"
 
 using namespace dlakit;
@@ -67,12 +68,8 @@ TEST(FastLevel, QuantizesAsQuantizeOnRandomValuesTiesAndTheirNeighbours) {
     const float scale = std::ldexp(mantissa(gen), scale_exp(gen));
     for (int j = 0; j < 20; ++j) expect_same_level(value(gen) * scale, scale, checked);
     // every tie k + 0.5 of the level range and beyond it, as x = tie * scale rounds, and its neighbours
-    for (int k = -131; k <= 130; k += (i % 7) + 1) {
-      float x = (float(k) + 0.5f) * scale;
-      for (int step = 0; step < 3; ++step) x = std::nextafter(x, -INFINITY);
-      for (int step = 0; step < 7; ++step, x = std::nextafter(x, INFINITY))
-        expect_same_level(x, scale, checked);
-    }
+    for (float x : test_data::ties_and_neighbours(scale, -131, 130, (i % 7) + 1))
+      expect_same_level(x, scale, checked);
   }
   EXPECT_GT(checked, 1000000u);
 }

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "../common/test_data.h"
+#include "../common/ties.h"
 #include "base/fp16.h"
 #include "numerics/quantize.h"
 #include "numerics/step.h"
@@ -89,15 +90,9 @@ TEST(Quantize, VectorPathMatchesTheScalarDefinitionAtTiesOverManyScales) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> mantissa(1.f, 2.f), value(-200.f, 200.f);
   std::uniform_int_distribution<int> scale_exp(-110, 100);
-  size_t checked = 0;
   for (int i = 0; i < 300; ++i) {
     const float scale = std::ldexp(mantissa(rng), scale_exp(rng));
-    std::vector<float> x;
-    for (int k = -131; k <= 130; ++k) {
-      float v = (float(k) + 0.5f) * scale;
-      for (int step = 0; step < 3; ++step) v = std::nextafter(v, -INFINITY);
-      for (int step = 0; step < 7; ++step, v = std::nextafter(v, INFINITY)) x.push_back(v);
-    }
+    std::vector<float> x = test_data::ties_and_neighbours(scale, -131, 130);
     for (int j = 0; j < 501; ++j) x.push_back(value(rng) * scale);  // 501: a partial last vector
     x[7] = NAN;
     for (Rounding r : {Rounding::kHalfAwayFromZero, Rounding::kHalfToEven}) {
@@ -106,7 +101,7 @@ TEST(Quantize, VectorPathMatchesTheScalarDefinitionAtTiesOverManyScales) {
       fake_quantize(fq.data(), int64_t(fq.size()), scale, r);
       quantize_to_levels(x.data(), lv.data(), int64_t(x.size()), scale, r);
       quantize_to_int8(x.data(), bytes.data(), int64_t(x.size()), scale, r);
-      for (size_t k = 0; k < x.size(); ++k, ++checked) {
+      for (size_t k = 0; k < x.size(); ++k) {
         const int8_t want = quantize(x[k], scale, r);
         ASSERT_EQ(lv[k], float(want)) << x[k] << " / " << scale << " (" << rounding_name(r) << ")";
         ASSERT_EQ(fq[k], float(want) * scale) << x[k] << " / " << scale;
@@ -114,7 +109,6 @@ TEST(Quantize, VectorPathMatchesTheScalarDefinitionAtTiesOverManyScales) {
       }
     }
   }
-  EXPECT_GT(checked, 1000000u);
 }
 
 TEST(Quantize, PerOutputChannelWeightScales) {
