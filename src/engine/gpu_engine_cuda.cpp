@@ -2,6 +2,7 @@
 // output rules, or a host step running quant::NumericsRunner between two copies.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -34,8 +35,14 @@ struct GpuEngine::Impl {
   const Graph& g;
   quant::NumericsRunner runner;
   Queue queue;
-  std::vector<DeviceBuffer> val;  // per runtime value
-  DeviceArena arena;              // constants, temporaries
+  std::vector<DeviceBuffer> val;  // per runtime value: float NCHW, allocated once a layer writes or reads it
+  // Per runtime value: the fp16 chw16 surface that its producer, an FP16 Conv on the implicit GEMM, writes
+  // instead of floats where every reader takes one (surface_result); empty otherwise.
+  std::vector<DeviceBuffer> atoms;
+  std::vector<char> floats_ready;            // a surface's float copy is made (by an earlier reader's unpack)
+  std::vector<std::vector<Launch>> unpacks;  // per node: the float copies it needs, run before its steps
+  std::vector<signed char> implicit_conv;    // per node: implicit_half_conv's answer; -1 not asked yet
+  DeviceArena arena;                         // constants, temporaries
   std::map<std::pair<size_t, int>, const void*> const_dev;
   std::vector<std::vector<Launch>> steps;  // per node
   std::vector<NodeInfo> info;
@@ -52,7 +59,25 @@ struct GpuEngine::Impl {
   ~Impl() { cudaStreamSynchronize(cs(queue.stream())); }  // no replay still running when the graph goes
   const quant::NumericsPlan& plan() const { return runner.plan(); }
 
-  float* dev(int v) { return static_cast<float*>(val[size_t(v)].data()); }
+  float* dev(int v) {
+    DeviceBuffer& b = val[size_t(v)];
+    if (!b.data()) b = DeviceBuffer(std::max<size_t>(bytes_of(g, v), 4));
+    return static_cast<float*>(b.data());
+  }
+  const uint16_t* surface(int v) const { return static_cast<const uint16_t*>(atoms[size_t(v)].data()); }
+  // v's float values for node n: a surface is unpacked into them once, before the first node that reads
+  // floats (nodes run in order).
+  const float* floats(int v, size_t n) {
+    float* f = dev(v);
+    if (surface(v) && !floats_ready[size_t(v)]) {
+      const Shape& s = g.value(v).type.shape;
+      const uint16_t* a = surface(v);
+      const int64_t images = s[0], channels = s[1], plane = s[2] * s[3];
+      unpacks[n].push_back([=](cudaStream_t st) { unpack_half_atoms(a, images, channels, plane, f, st); });
+      floats_ready[size_t(v)] = 1;
+    }
+    return f;
+  }
 
   // A constant input as the node's mode reads it (its stored form when it has one), uploaded once.
   const Tensor& host_constant(size_t n, int k) {
@@ -77,6 +102,15 @@ struct GpuEngine::Impl {
   };
   std::optional<ResidualTail> residual_tail(size_t n) const;
   std::vector<int> uses, producer;  // per value: reads by nodes (a graph output counts one); its node or -1
+  // Whether node n is an FP16 Conv that takes the implicit GEMM (layer_emit's half_conv_implicit).
+  bool implicit_half_conv(size_t n);
+  // Whether node r reads value v (once) as an fp16 chw16 surface: as the input of an implicit FP16 Conv
+  // whose input rule only rounds to fp16, or as the other operand of a residual Add that such a Conv's
+  // epilogue runs (residual_tail; v's half_valued must be set).
+  bool reads_surface(size_t r, int v);
+  // Whether node n's result v (on the fp16 grid) lives as a surface: not a graph output, and every reader
+  // takes one. A reader that then runs apart after all gets floats (floats()).
+  bool surface_result(size_t n, int v);
 
   // GPU kernels for node n (layer_emit), or false with the reason (the node then runs on the host); with a
   // tail, node n's launches also compute the tail's layers, or it is false.
@@ -154,7 +188,11 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why, const ResidualTail* t
   LayerCall c;
   if (tail) {
     c.residual = tail->residual;
-    c.residual->other = dev(tail->other);
+    if (surface(tail->other)) {
+      c.residual->other.atoms = surface(tail->other);
+    } else {
+      c.residual->other.nchw = floats(tail->other, n);
+    }
   }
   c.node = &node;
   c.int8 = plan().nodes[n].mode == Mode::kINT8;
@@ -162,7 +200,8 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why, const ResidualTail* t
   c.rounding = rounding_code(rules.rounding);
   const int in0 = node.inputs.empty() ? -1 : node.inputs[0];
   set_input0(c, node.op, rules, in0 >= 0 && half_valued[size_t(in0)]);
-  c.out = dev(tail ? tail->out : out);
+  const bool surface_in = in0 >= 0 && surface(in0) && node.op == OpKind::Conv && implicit_half_conv(n) &&
+                          rounds_to_half_only(rules.inputs[0]);
   c.out_shape = g.value(out).type.shape;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
     const int v = node.inputs[k];
@@ -172,29 +211,83 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why, const ResidualTail* t
       if (g.value(v).constant) {
         o.constant = &host_constant(n, int(k));
         if (o.constant->dtype() == DType::kF32) o.dev = constant(n, int(k));
+      } else if (k == 0 && surface_in) {  // on the fp16 grid: the rule changes nothing
+        c.in0_atoms = surface(v);
       } else if (fp32 || (k == 0 && (c.conv || c.in0_unrounded))) {  // the layer applies the rule itself
-        o.dev = dev(v);
+        o.dev = floats(v, n);
       } else if (half_valued[size_t(v)] &&
                  rounds_to_half_only(rules.inputs[k])) {  // already on the fp16 grid
-        o.dev = dev(v);
+        o.dev = floats(v, n);
       } else {
-        o.dev = apply_input_rule(dev(v), numel(o.shape), rules.inputs[k], rules.rounding, arena, steps[n]);
+        o.dev =
+            apply_input_rule(floats(v, n), numel(o.shape), rules.inputs[k], rules.rounding, arena, steps[n]);
       }
     }
     c.in.push_back(o);
   }
   if (c.conv) c.s_in = rules.inputs[0].quantize_scale;
   if (!fp32) c.store = store_rule(rules);
-  const size_t mark = steps[n].size();
-  if (!emit_layer(c, arena, steps[n], why)) {
-    steps[n].resize(mark);
-    return false;
-  }
   const k::StoreRule& last = !tail                 ? c.store
                              : tail->residual.relu ? tail->residual.relu_store
                                                    : tail->residual.store;
-  half_valued[size_t(tail ? tail->out : out)] = stores_half(last);
+  const int result = tail ? tail->out : out;
+  half_valued[size_t(result)] = stores_half(last);  // before surface_result: its readers' tails read it
+  if (node.op == OpKind::Conv && !fp32 && !c.int8 && stores_half(last) && surface_result(n, result)) {
+    const Shape& s = g.value(result).type.shape;
+    atoms[size_t(result)] = DeviceBuffer(half_atoms_bytes(s[0], s[1], s[2] * s[3]));
+    c.out_atoms = static_cast<uint16_t*>(atoms[size_t(result)].data());
+  } else {
+    c.out = dev(result);
+  }
+  const size_t mark = steps[n].size();
+  if (!emit_layer(c, arena, steps[n], why)) {
+    steps[n].resize(mark);
+    half_valued[size_t(result)] = 0;
+    atoms[size_t(result)] = DeviceBuffer();
+    return false;
+  }
   return true;
+}
+
+bool GpuEngine::Impl::implicit_half_conv(size_t n) {
+  signed char& known = implicit_conv[n];
+  if (known < 0) {
+    const Node& node = g.nodes[n];
+    known = node.op == OpKind::Conv && plan().nodes[n].mode == Mode::kFP16 && node.inputs.size() >= 2 &&
+            node.outputs.size() == 1 && node.inputs[0] >= 0 && node.inputs[1] >= 0 &&
+            g.value(node.inputs[1]).constant && is_f32(g, node.inputs[0]) && is_f32(g, node.outputs[0]) &&
+            half_conv_implicit(node, g.value(node.inputs[0]).type.shape, host_constant(n, 1),
+                               g.value(node.outputs[0]).type.shape);
+  }
+  return known > 0;
+}
+
+bool GpuEngine::Impl::reads_surface(size_t r, int v) {
+  const Node& node = g.nodes[r];
+  if (std::count(node.inputs.begin(), node.inputs.end(), v) != 1) return false;
+  if (node.op == OpKind::Conv)
+    return node.inputs[0] == v && implicit_half_conv(r) && rounds_to_half_only(runner.rules(r).inputs[0]);
+  if (node.op != OpKind::Add || node.inputs.size() != 2) return false;
+  const int conv_out = node.inputs[0] == v ? node.inputs[1] : node.inputs[0];
+  const int conv = conv_out >= 0 ? producer[size_t(conv_out)] : -1;
+  if (conv < 0 || !implicit_half_conv(size_t(conv))) return false;
+  const std::optional<ResidualTail> tail = residual_tail(size_t(conv));
+  return tail && tail->add == r && tail->other == v;
+}
+
+bool GpuEngine::Impl::surface_result(size_t n, int v) {
+  const Shape& s = g.value(v).type.shape;
+  if (!implicit_half_conv(n) || s.size() != 4 || half_atoms_bytes(s[0], s[1], s[2] * s[3]) / 32 > INT32_MAX ||
+      std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end())
+    return false;
+  int readers = 0;
+  for (size_t r = n + 1; r < g.nodes.size(); ++r) {
+    const std::vector<int>& ins = g.nodes[r].inputs;
+    if (std::find(ins.begin(), ins.end(), v) == ins.end()) continue;
+    if (!reads_surface(r, v)) return false;
+    ++readers;
+  }
+  return readers > 0;
 }
 
 void GpuEngine::Impl::emit_host(size_t n) {
@@ -214,7 +307,7 @@ void GpuEngine::Impl::emit_host(size_t n) {
   // (pairs, not structured bindings: clang before 16 does not capture those in the lambdas)
   for (const auto& in : ins) {
     void* p = in.second;
-    void* src = val[size_t(in.first)].data();
+    const void* src = floats(in.first, n);
     const size_t bytes = bytes_of(g, in.first);
     steps[n].push_back(
         [=](cudaStream_t s) { DLAKIT_CUDA(cudaMemcpyAsync(p, src, bytes, cudaMemcpyDeviceToHost, s)); });
@@ -251,7 +344,7 @@ void GpuEngine::Impl::emit_host(size_t n) {
   });
   for (const auto& out : outs) {
     void* p = out.second;
-    void* dst = val[size_t(out.first)].data();
+    void* dst = dev(out.first);
     const size_t bytes = bytes_of(g, out.first);
     steps[n].push_back(
         [=](cudaStream_t s) { DLAKIT_CUDA(cudaMemcpyAsync(dst, p, bytes, cudaMemcpyHostToDevice, s)); });
@@ -262,10 +355,14 @@ GpuEngine::GpuEngine(const Graph& g, quant::NumericsPlan plan)
     : impl_(std::make_unique<Impl>(g, std::move(plan))) {
   Impl& m = *impl_;
   m.val.resize(g.values.size());
+  m.atoms.resize(g.values.size());
+  m.floats_ready.assign(g.values.size(), 0);
   m.half_valued.assign(g.values.size(), 0);
-  for (size_t v = 0; v < g.values.size(); ++v)
-    if (!g.values[v].constant) m.val[v] = DeviceBuffer(std::max<size_t>(bytes_of(g, int(v)), 4));
+  for (int v : g.inputs) m.dev(v);
+  for (int v : g.outputs) m.dev(v);
   m.steps.resize(g.nodes.size());
+  m.unpacks.resize(g.nodes.size());
+  m.implicit_conv.assign(g.nodes.size(), -1);
   m.info.resize(g.nodes.size());
   m.pinned.resize(g.nodes.size());
   m.uses.assign(g.values.size(), 0);
@@ -304,6 +401,8 @@ GpuEngine::GpuEngine(const Graph& g, quant::NumericsPlan plan)
       m.emit_host(n);
     }
   }
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    m.steps[n].insert(m.steps[n].begin(), m.unpacks[n].begin(), m.unpacks[n].end());
 }
 
 GpuEngine::~GpuEngine() = default;

@@ -122,19 +122,21 @@ std::vector<uint16_t> ConvF16Gemm::weights(const float* w) const {
   return out;
 }
 
-void ConvF16Gemm::run(const float* x, const uint16_t* w, const float* bias, k::ActParams act,
-                      const k::StoreRule& store, const HalfResidual* residual, float* y, void* cols,
+void ConvF16Gemm::run(HalfInput x, const uint16_t* w, const float* bias, k::ActParams act,
+                      const k::StoreRule& store, const HalfResidual* residual, HalfOutput y, void* cols,
                       void* sums, void* workspace, cudaStream_t s) const {
   if (!lt_) return conv_half_mma(g_, tile_, x, cols, w, bias, act, store, residual, y, s);
-  if (residual) fail(Status::kInternal, "a fused residual Add on the im2col route");
+  if (residual || !x.nchw || !y.nchw)
+    fail(Status::kInternal, "a surface or a fused residual Add on the im2col route");
   const int pixels = int(pixels_), padded = int(pixels_padded_);
   auto* cols_h = static_cast<__half*>(cols);
   const unsigned eights = unsigned(padded / 8), quads = unsigned((pixels + 3) / 4);
   im2col_half_kernel<<<dim3((eights + k::kThreads - 1) / k::kThreads, unsigned(k_padded_)), k::kThreads, 0,
-                       s>>>(g_, x, pixels, padded, cols_h);
+                       s>>>(g_, x.nchw, pixels, padded, cols_h);
   lt_->run(cols, w, sums, workspace, s);
   sums_to_output_half_kernel<<<dim3((quads + k::kThreads - 1) / k::kThreads, unsigned(g_.M)), k::kThreads, 0,
-                               s>>>(g_, pixels, padded, static_cast<const float*>(sums), bias, act, store, y);
+                               s>>>(g_, pixels, padded, static_cast<const float*>(sums), bias, act, store,
+                                    y.nchw);
 }
 
 }  // namespace dlakit::gpu

@@ -5,8 +5,8 @@
 //   2. cuBLASLt multiplies it by the weights' fp16 values into fp32 sums [filters][pixels],
 //   3. an epilogue kernel adds the bias, applies the fused activation and the store rule, and writes NCHW,
 //      as conv_f32 and apply_store do;
-// - the implicit GEMM (conv_half_mma.h): the input rounded into an fp16 chw16 surface, then one kernel
-//   that sums on tensor cores and applies the same epilogue to its registers.
+// - the implicit GEMM (conv_half_mma.h): the input rounded into an fp16 chw16 surface (or one given), then
+//   one kernel that sums on tensor cores and applies the same epilogue to its registers.
 // An fp16 x fp16 product is exact in fp32, so either result differs from conv_f32's only in the sums (their
 // order and the tensor cores' accumulation). Host code of the CUDA backend only.
 #pragma once
@@ -46,11 +46,12 @@ class ConvF16Gemm {
   // run()'s weight matrix as fp16 bits from w [M][C][KH][KW] (fp16 values): [M][K rounded up to 8], zeros
   // past K, or half_atoms_weights.
   std::vector<uint16_t> weights(const float* w) const;
-  // x: float NCHW, each value rounded to fp16 (to nearest even) as it is read; w: weights() on the device;
-  // bias: M values or null; residual: a fused Add, only where implicit(); y: float NCHW, as `store` (or the
-  // residual's rules) leave it.
-  void run(const float* x, const uint16_t* w, const float* bias, k::ActParams act, const k::StoreRule& store,
-           const HalfResidual* residual, float* y, void* cols, void* sums, void* workspace,
+  // x: float NCHW, each value rounded to fp16 (to nearest even) as it is read, or, only where implicit(), an
+  // fp16 chw16 surface; w: weights() on the device; bias: M values or null; residual: a fused Add, only where
+  // implicit(); y: float NCHW, as `store` (or the residual's rules) leave it, or, only where implicit() and
+  // those rules store fp16, a surface.
+  void run(HalfInput x, const uint16_t* w, const float* bias, k::ActParams act, const k::StoreRule& store,
+           const HalfResidual* residual, HalfOutput y, void* cols, void* sums, void* workspace,
            cudaStream_t s) const;
 
  private:

@@ -1,6 +1,6 @@
-// conv_half_mma (conv_half_mma.h): the pack kernel and the implicit GEMM with fp16 operands, its epilogue
-// writing float NCHW through shared memory. Compiled with -fmad=false: the bias add and the activation
-// round as the plain kernel's do.
+// conv_half_mma (conv_half_mma.h): the pack and unpack kernels and the implicit GEMM with fp16 operands, its
+// epilogue writing float NCHW or an fp16 surface through shared memory. Compiled with -fmad=false: the bias
+// add and the activation round as the plain kernel's do.
 #include <cuda_fp16.h>
 
 #include "base/fp16.h"
@@ -40,6 +40,27 @@ __global__ void pack_half_atoms_kernel(const float* x, unsigned count, FastDivid
   dst[0] = v.word[0], dst[1] = v.word[1];
 }
 
+// The inverse: one thread a (pixel, atom), two 16-byte loads, 16 float stores (consecutive threads,
+// consecutive pixels of each plane); the padding channels are not written.
+__global__ void unpack_half_atoms_kernel(const __half* atoms, unsigned count, FastDivide plane,
+                                         FastDivide atoms_per_image, int C, float* y) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;  // (n, atom, pixel) flattened
+  if (i >= count) return;
+  const unsigned image_atom = plane.quotient(i), pixel = i - image_atom * plane.divisor;
+  const unsigned n = atoms_per_image.quotient(image_atom), atom = image_atom - n * atoms_per_image.divisor;
+  union {
+    int4 word[2];
+    __half h[kAtomHalves];
+  } v;
+  const int4* src = reinterpret_cast<const int4*>(atoms + int64_t(i) * kAtomHalves);
+  v.word[0] = __ldg(src), v.word[1] = __ldg(src + 1);
+#pragma unroll
+  for (int c = 0; c < kAtomHalves; ++c) {
+    const int channel = int(atom) * kAtomHalves + c;
+    if (channel < C) y[(int64_t(n) * C + channel) * plane.divisor + pixel] = __half2float(v.h[c]);
+  }
+}
+
 struct HalfConvArgs {
   igemm::Operands op;
   const float* bias;
@@ -47,17 +68,37 @@ struct HalfConvArgs {
   k::StoreRule store;
   HalfResidual residual;
   bool has_residual;
-  float* y;
+  HalfOutput y;
+  int atoms_out;  // the output surface's atoms an image (y.atoms; a surface residual operand's too)
 };
 
-// The epilogue: bias, activation and store rule on the accumulators in registers, then, 32 filters at a
-// time, through shared memory as [filter][pixel] so that a warp reads the residual's operand and writes the
-// output as 32 consecutive pixels of one NCHW plane (a lane's own values are 8 pixels of 4 filters apart).
+// The fused residual's layers on the convolution's result v and the Add's other operand.
+__device__ __forceinline__ float add_residual(const HalfConvArgs& a, float v, float other) {
+  const HalfResidual& res = a.residual;
+  v = k::stored(res.store, v + other);
+  if (res.relu) v = k::stored(res.relu_store, k::activated<k::Act::kRelu>(a.act, v));
+  return v;
+}
+
+// The residual's other operand at filter m of output pixel `pixel` of image n, from either form.
+__device__ __forceinline__ float residual_operand(const HalfConvArgs& a, int n, int m, int64_t pixel,
+                                                  int64_t plane) {
+  const HalfInput& o = a.residual.other;
+  if (o.nchw) return __ldg(o.nchw + (int64_t(n) * a.op.g.M + m) * plane + pixel);
+  const int64_t unit = (int64_t(n) * a.atoms_out + m / kAtomHalves) * plane + pixel;
+  return __half2float(reinterpret_cast<const __half*>(o.atoms)[unit * kAtomHalves + m % kAtomHalves]);
+}
+
+// The epilogue: bias, activation and store rule on the accumulators in registers, then, 32 filters (two
+// atoms) at a time, through shared memory as [filter][pixel], so that a warp reads the residual's operand
+// and writes the output as 32 consecutive pixels of one NCHW plane, or as 32 consecutive pixels' 32-byte
+// units of a surface (a lane's own values are 8 pixels of 4 filters apart).
 template <int kWarpsM, int kWarpsN>
 __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(const HalfConvArgs a) {
   using B = igemm::Block<kWarpsM, kWarpsN>;
   constexpr int kPitch = B::kRows + 4;  // the 4 filters one store instruction covers in 4 bank groups
   static_assert(kWarpCols * kPitch * 4 <= B::kStagesBytes, "the output chunk fits the stages' memory");
+  static_assert(kWarpCols == 2 * kAtomHalves, "a chunk is two whole atoms");
   __shared__ __align__(128) int8_t shared[B::kStagesBytes];
   const k::ConvGeom& g = a.op.g;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
@@ -99,6 +140,42 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
           }
     }
     __syncthreads();
+    const int chunk_m = m0 + part * kWarpCols;
+    if (a.y.atoms) {
+      // A thread's step: 8 filters (16 bytes) of one pixel in one of the chunk's two atoms, consecutive
+      // threads on consecutive pixels. The padding filters past M are zeros: the readers' weights for them
+      // are zero, and 0 x NaN would not be.
+      constexpr int kWordHalves = 8;
+      for (int i = t; i < 4 * B::kRows; i += B::kThreads) {
+        const int word = i / B::kRows, r = i % B::kRows, first_f = word * kWordHalves;
+        const int atom = (chunk_m + first_f) / kAtomHalves;
+        const unsigned p = p0 + unsigned(r);
+        if (p >= a.op.pixels || atom >= a.atoms_out) continue;
+        int n, oh, ow;
+        a.op.pixel.split(p, n, oh, ow);
+        const int64_t pixel = int64_t(oh) * g.OW + ow,
+                      at = ((int64_t(n) * a.atoms_out + atom) * plane + pixel) * kAtomHalves +
+                           first_f % kAtomHalves;
+        union {
+          int4 word;
+          __half h[kWordHalves];
+        } other, out;
+        if (a.has_residual && a.residual.other.atoms)
+          other.word = __ldg(reinterpret_cast<const int4*>(a.residual.other.atoms + at));
+#pragma unroll
+        for (int c = 0; c < kWordHalves; ++c) {
+          const int f = first_f + c, m = chunk_m + f;
+          float v = chunk[f * kPitch + r];
+          if (a.has_residual)
+            v = add_residual(
+                a, v,
+                a.residual.other.atoms ? __half2float(other.h[c]) : residual_operand(a, n, m, pixel, plane));
+          out.h[c] = __float2half_rn(m < g.M ? v : 0.f);  // v is on the fp16 grid: exact
+        }
+        *reinterpret_cast<int4*>(a.y.atoms + at) = out.word;
+      }
+      continue;
+    }
     // 8 values a thread at a time, their loads before their stores: the compiler cannot know that y does not
     // alias the residual's operand, so a load after a store would wait for it.
     constexpr int kBatch = 8, kPerThread = kWarpCols * B::kRows / B::kThreads;
@@ -109,26 +186,22 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
         const int i = t + (first + j) * B::kThreads, f = i / B::kRows, r = i % B::kRows;
-        const int m = m0 + part * kWarpCols + f;
+        const int m = chunk_m + f;
         const unsigned p = p0 + unsigned(r);
         at[j] = -1;
         if (p < a.op.pixels && m < g.M) {
           int n, oh, ow;
           a.op.pixel.split(p, n, oh, ow);
-          at[j] = (int64_t(n) * g.M + m) * plane + int64_t(oh) * g.OW + ow;
+          const int64_t pixel = int64_t(oh) * g.OW + ow;
+          at[j] = (int64_t(n) * g.M + m) * plane + pixel;
           v[j] = chunk[f * kPitch + r];
-          if (a.has_residual) other[j] = __ldg(a.residual.other + at[j]);
+          if (a.has_residual) other[j] = residual_operand(a, n, m, pixel, plane);
         }
       }
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
         if (at[j] < 0) continue;
-        if (a.has_residual) {
-          const HalfResidual& res = a.residual;
-          v[j] = k::stored(res.store, v[j] + other[j]);
-          if (res.relu) v[j] = k::stored(res.relu_store, k::activated<k::Act::kRelu>(a.act, v[j]));
-        }
-        a.y[at[j]] = v[j];
+        a.y.nchw[at[j]] = a.has_residual ? add_residual(a, v[j], other[j]) : v[j];
       }
     }
   }
@@ -136,7 +209,9 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
 
 }  // namespace
 
-size_t half_atoms_bytes(const k::ConvGeom& g) { return size_t(g.N * atoms_of(g.C) * g.H * g.W * 32); }
+size_t half_atoms_bytes(int64_t n, int64_t c, int64_t plane) { return size_t(n * atoms_of(c) * plane * 32); }
+
+size_t half_atoms_bytes(const k::ConvGeom& g) { return half_atoms_bytes(g.N, g.C, g.H * g.W); }
 
 int64_t half_atoms_channels(int64_t channels) { return atoms_of(channels) * kAtomHalves; }
 
@@ -159,26 +234,39 @@ std::vector<uint16_t> half_atoms_weights(const k::ConvGeom& g, const float* w) {
   return out;
 }
 
-void conv_half_mma(const k::ConvGeom& g, MmaTile tile, const float* x, void* atoms, const uint16_t* w,
+void conv_half_mma(const k::ConvGeom& g, MmaTile tile, HalfInput x, void* atoms, const uint16_t* w,
                    const float* bias, k::ActParams act, const k::StoreRule& store,
-                   const HalfResidual* residual, float* y, cudaStream_t s) {
+                   const HalfResidual* residual, HalfOutput y, cudaStream_t s) {
   const int64_t atoms_in = atoms_of(g.C), plane = g.H * g.W;
-  const unsigned count = unsigned(g.N * atoms_in * plane);
-  pack_half_atoms_kernel<<<(count + k::kThreads - 1) / k::kThreads, k::kThreads, 0, s>>>(
-      x, count, FastDivide(uint32_t(plane)), FastDivide(uint32_t(atoms_in)), int(g.C),
-      static_cast<__half*>(atoms));
-  DLAKIT_CUDA(cudaGetLastError());
+  const void* surface = x.atoms;
+  if (x.nchw) {
+    const unsigned count = unsigned(g.N * atoms_in * plane);
+    pack_half_atoms_kernel<<<(count + k::kThreads - 1) / k::kThreads, k::kThreads, 0, s>>>(
+        x.nchw, count, FastDivide(uint32_t(plane)), FastDivide(uint32_t(atoms_in)), int(g.C),
+        static_cast<__half*>(atoms));
+    DLAKIT_CUDA(cudaGetLastError());
+    surface = atoms;
+  }
   HalfConvArgs a;
   const int64_t line = g.W * 32, group = plane * 32;
-  a.op = igemm::operands(g, static_cast<const int8_t*>(atoms), atoms_in * group, group, line, atoms_in,
+  a.op = igemm::operands(g, static_cast<const int8_t*>(surface), atoms_in * group, group, line, atoms_in,
                          reinterpret_cast<const int8_t*>(w), half_atoms_k_bytes(g));
-  a.bias = bias, a.act = act, a.store = store, a.y = y;
+  a.bias = bias, a.act = act, a.store = store, a.y = y, a.atoms_out = int(atoms_of(g.M));
   a.residual = residual ? *residual : HalfResidual{}, a.has_residual = residual != nullptr;
   igemm::launch_tile(tile, [&](auto warps_m, auto warps_n) {
     constexpr int kWarpsM = decltype(warps_m)::value, kWarpsN = decltype(warps_n)::value;
     conv_half_mma_kernel<kWarpsM, kWarpsN>
         <<<igemm::grid_of<kWarpsM, kWarpsN>(a.op), 32 * kWarpsM * kWarpsN, 0, s>>>(a);
   });
+}
+
+void unpack_half_atoms(const uint16_t* atoms, int64_t n, int64_t c, int64_t plane, float* y, cudaStream_t s) {
+  const unsigned count = unsigned(n * atoms_of(c) * plane);
+  if (count == 0) return;
+  unpack_half_atoms_kernel<<<(count + k::kThreads - 1) / k::kThreads, k::kThreads, 0, s>>>(
+      reinterpret_cast<const __half*>(atoms), count, FastDivide(uint32_t(plane)),
+      FastDivide(uint32_t(atoms_of(c))), int(c), y);
+  DLAKIT_CUDA(cudaGetLastError());
 }
 
 }  // namespace dlakit::gpu

@@ -283,20 +283,38 @@ bool emit_int8_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& aren
   return false;
 }
 
+// ConvF16Gemm for a convolution with these weights (as its FP16 layer reads them), or null where it does not
+// apply: the product is exact only for weights on the fp16 grid.
+std::shared_ptr<const ConvF16Gemm> half_conv_gemm(const k::ConvGeom& cg, const Tensor& w) {
+  if (w.dtype() != DType::kF32 || !ConvF16Gemm::half_values(w.data<float>(), size_t(w.numel())))
+    return nullptr;
+  return ConvF16Gemm::plan(cg);
+}
+
 // A float convolution of fp16 inputs and weights (an FP16 layer) on the fp16 tensor cores (ConvF16Gemm: the
 // implicit GEMM or im2col + cuBLASLt), its store rule (and a fused residual's rules) in the epilogue; false
-// (nothing appended) where ConvF16Gemm does not apply, or a residual is asked for off the implicit GEMM.
+// (nothing appended) where ConvF16Gemm does not apply, or a residual or a surface is asked for off the
+// implicit GEMM.
 bool emit_half_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& arena,
                     std::vector<Launch>& launches) {
   const Tensor* w_host = c.in.at(1).constant;
-  if (!(c.in0_half || c.in0_unrounded) || !w_host || w_host->dtype() != DType::kF32 ||
-      !ConvF16Gemm::half_values(w_host->data<float>(), size_t(w_host->numel())))
-    return false;
-  const std::shared_ptr<const ConvF16Gemm> gemm = ConvF16Gemm::plan(cg);
-  if (!gemm || (c.residual && !gemm->implicit())) return false;
+  if (!(c.in0_half || c.in0_unrounded) || !w_host) return false;
+  const std::shared_ptr<const ConvF16Gemm> gemm = half_conv_gemm(cg, *w_host);
+  if (!gemm || ((c.residual || c.in0_atoms || c.out_atoms) && !gemm->implicit())) return false;
   const std::vector<uint16_t> w = gemm->weights(w_host->data<float>());
   const auto* wd = static_cast<const uint16_t*>(arena.upload(w.data(), w.size() * 2));
-  const float* x = c.in[0].dev;
+  HalfInput x;
+  if (c.in0_atoms) {
+    x.atoms = c.in0_atoms;
+  } else {
+    x.nchw = c.in[0].dev;
+  }
+  HalfOutput y;
+  if (c.out_atoms) {
+    y.atoms = c.out_atoms;
+  } else {
+    y.nchw = c.out;
+  }
   const float* bias = c.in.size() > 2 ? c.in[2].dev : nullptr;
   void* cols = arena.scratch(0, gemm->cols_bytes());
   void* sums = arena.scratch(1, gemm->sums_bytes());
@@ -304,7 +322,6 @@ bool emit_half_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& aren
   const k::ActParams act = fused_act(*c.node);
   const k::StoreRule store = c.store;
   const std::optional<HalfResidual> residual = c.residual;
-  float* y = c.out;
   launches.push_back([=](cudaStream_t s) {
     gemm->run(x, wd, bias, act, store, residual ? &*residual : nullptr, y, cols, sums, work, s);
   });
@@ -313,13 +330,19 @@ bool emit_half_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& aren
 
 }  // namespace
 
+bool half_conv_implicit(const Node& node, const Shape& xs, const Tensor& w, const Shape& ys) {
+  if (xs.size() != 4 || w.shape().size() != 4 || ys.size() != 4) return false;
+  const std::shared_ptr<const ConvF16Gemm> gemm = half_conv_gemm(conv_geom(node, xs, w.shape(), ys), w);
+  return gemm && gemm->implicit();
+}
+
 bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why) {
   const Node& node = *c.node;
   const bool int8 = c.int8;
   for (const LayerOperand& o : c.in)
     if (o.constant && o.constant->dtype() != DType::kF32 && node.op != OpKind::Clip)
       return why = "a non-float32 constant input", false;
-  if (!c.out) return why = "no single float32 output", false;
+  if (!c.out && !c.out_atoms) return why = "no single float32 output", false;
   float* y = c.out;
   const Shape& ys = c.out_shape;
   const int64_t count = numel(ys);
@@ -383,9 +406,9 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     if (has_bias && !c.in[2].constant) return give_up("a bias computed at run time");
     const k::ConvGeom cg = conv_geom(node, xs, ws, ys);
     const k::ActParams act = fused_act(node);
-    if (c.residual) {
+    if (c.residual || c.in0_atoms || c.out_atoms) {
       if (!int8 && emit_half_conv(c, cg, arena, launches)) return true;
-      return give_up("a fused residual Add needs the FP16 implicit GEMM");
+      return give_up("a fused residual Add or an fp16 surface needs the FP16 implicit GEMM");
     }
     if (int8) {
       if (!c.conv) return give_up("INT8 without the integer convolution path");

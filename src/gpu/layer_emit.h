@@ -58,7 +58,15 @@ struct LayerCall {
   // A float Conv only: the residual Add (and ReLU) after it, run in its epilogue; `out` is then their result.
   // Only the FP16 implicit GEMM takes one: emit_layer gives up elsewhere (the caller emits the layers apart).
   std::optional<HalfResidual> residual;
+  // An FP16 Conv on the implicit GEMM only (half_conv_implicit): input 0 as an fp16 chw16 surface (in[0].dev
+  // is then null), and the result written as one instead of `out` (where its store rules leave fp16 values).
+  const uint16_t* in0_atoms = nullptr;
+  uint16_t* out_atoms = nullptr;
 };
+
+// Whether an FP16 Conv (input shape xs, weights w as its layer reads them, output shape ys) takes the
+// implicit GEMM when its input is on the fp16 grid, so that it can read and write fp16 chw16 surfaces.
+bool half_conv_implicit(const Node& node, const Shape& xs, const Tensor& w, const Shape& ys);
 
 // Runs each group of launches on `s` between two events and waits for them: milliseconds per group
 // (the engines' profiles: one group per layer or operation).

@@ -51,6 +51,18 @@ gpu::MmaTile tile_of(Route r) {
   return tiles[int(r) - 1];
 }
 
+// NCHW values (on the fp16 grid) as an fp16 chw16 surface: [n][channel atom][pixel][16], zeros past c.
+std::vector<uint16_t> surface_of(const std::vector<float>& nchw, int64_t n, int64_t c, int64_t plane) {
+  const int64_t atoms = (c + 15) / 16;
+  std::vector<uint16_t> out(size_t(n * atoms * plane * 16), 0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < plane; ++p)
+        out[size_t(((i * atoms + ch / 16) * plane + p) * 16 + ch % 16)] =
+            float_to_half(nchw[size_t((i * c + ch) * plane + p)]);
+  return out;
+}
+
 class ConvF16GemmTest : public ::testing::TestWithParam<std::tuple<Case, Route>> {};
 
 TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
@@ -101,9 +113,10 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
   gpu::k::conv_f32(g, x_half, wd, bd, act, want_d, nullptr);
   gpu::k::apply_store(store, want_d, count, nullptr);
   if (gemm) {
-    gemm->run(xd, whd, bd, act, store, nullptr, got_d, cols, sums, work, nullptr);
+    gemm->run({xd, nullptr}, whd, bd, act, store, nullptr, {got_d, nullptr}, cols, sums, work, nullptr);
   } else {
-    gpu::conv_half_mma(g, tile_of(route), xd, cols, whd, bd, act, store, nullptr, got_d, nullptr);
+    gpu::conv_half_mma(g, tile_of(route), {xd, nullptr}, cols, whd, bd, act, store, nullptr, {got_d, nullptr},
+                       nullptr);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const size_t n_out = static_cast<size_t>(count);
@@ -155,12 +168,13 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
   std::vector<float> other(n_out);
   for (float& v : other) v = round_to_half(normal(gen) * 2.f);
   gpu::HalfResidual residual;
-  residual.other = to_device(other, keep);
+  residual.other.nchw = to_device(other, keep);
   residual.store.kind = gpu::k::StoreRule::Kind::kFp16;
   residual.relu = act.act == gpu::k::Act::kNone;
   residual.relu_store.kind = gpu::k::StoreRule::Kind::kFp16;
   float* fused_d = to_device(y_init, keep);
-  gpu::conv_half_mma(g, tile_of(route), xd, cols, whd, bd, act, store, &residual, fused_d, nullptr);
+  gpu::conv_half_mma(g, tile_of(route), {xd, nullptr}, cols, whd, bd, act, store, &residual,
+                     {fused_d, nullptr}, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<float> fused(n_out);
   ASSERT_EQ(cudaMemcpy(fused.data(), fused_d, fused.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -173,6 +187,50 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
   }
   EXPECT_EQ(differ, 0u) << "of " << n_out;
   EXPECT_GT(negative_sums, n_out / 10) << "the ReLU would show little";
+  if (!param.fp16_store) return;  // a surface holds fp16 values only
+
+  // fp16 chw16 surfaces in place of float NCHW: the input given as one (no pack), the result and the
+  // residual's operand as one: the same values, bit for bit, and zeros in the output's padding channels.
+  const std::vector<uint16_t> x_atoms = surface_of(x_rounded, g.N, g.C, g.H * g.W),
+                              other_atoms = surface_of(other, g.N, g.M, g.OH * g.OW);
+  const size_t out_atoms_size = gpu::half_atoms_bytes(g.N, g.M, g.OH * g.OW) / 2;
+  ASSERT_EQ(other_atoms.size(), out_atoms_size);
+  const uint16_t* x_atoms_d = to_device(x_atoms, keep);
+  uint16_t* y_atoms_d = to_device(std::vector<uint16_t>(out_atoms_size, 0x7e00), keep);  // stale: NaN
+  gpu::HalfResidual surface_residual = residual;
+  surface_residual.other = {nullptr, to_device(other_atoms, keep)};
+  float* plain_d = to_device(y_init, keep);
+  float* unpacked_d = to_device(y_init, keep);
+  float* mixed_d = to_device(y_init, keep);
+  const char* runs[] = {"surface input, float result", "surface result, unpacked",
+                        "float result, surface residual operand"};
+  gpu::conv_half_mma(g, tile_of(route), {nullptr, x_atoms_d}, cols, whd, bd, act, store, nullptr,
+                     {plain_d, nullptr}, nullptr);
+  gpu::conv_half_mma(g, tile_of(route), {xd, nullptr}, cols, whd, bd, act, store, &surface_residual,
+                     {nullptr, y_atoms_d}, nullptr);
+  gpu::unpack_half_atoms(y_atoms_d, g.N, g.M, g.OH * g.OW, unpacked_d, nullptr);
+  gpu::conv_half_mma(g, tile_of(route), {nullptr, x_atoms_d}, cols, whd, bd, act, store, &surface_residual,
+                     {mixed_d, nullptr}, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float>* wants[] = {&got, &fused, &fused};
+  float* gots[] = {plain_d, unpacked_d, mixed_d};
+  for (int run = 0; run < 3; ++run) {
+    std::vector<float> back(n_out);
+    ASSERT_EQ(cudaMemcpy(back.data(), gots[run], n_out * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(std::memcmp(back.data(), wants[run]->data(), n_out * 4), 0) << runs[run];
+  }
+  std::vector<uint16_t> y_atoms(out_atoms_size);
+  ASSERT_EQ(cudaMemcpy(y_atoms.data(), y_atoms_d, out_atoms_size * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  // the padding channels past M in the last atom (NaN before: a reader's zero weights would not cancel it)
+  const int64_t atoms_out = (g.M + 15) / 16, plane_out = g.OH * g.OW;
+  size_t padding = 0, padding_not_zero = 0;
+  for (int64_t i = 0; i < g.N; ++i)
+    for (int64_t ch = g.M; ch < atoms_out * 16; ++ch)
+      for (int64_t p = 0; p < plane_out; ++p) {
+        ++padding;
+        padding_not_zero += y_atoms[size_t(((i * atoms_out + ch / 16) * plane_out + p) * 16 + ch % 16)] != 0;
+      }
+  EXPECT_EQ(padding_not_zero, 0u) << "of " << padding;
 }
 
 INSTANTIATE_TEST_SUITE_P(
