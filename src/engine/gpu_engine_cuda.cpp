@@ -25,10 +25,6 @@ size_t bytes_of(const Graph& g, int v) { return nbytes(g.value(v).type); }
 
 bool is_f32(const Graph& g, int v) { return v >= 0 && g.value(v).type.dtype == DType::kF32; }
 
-// Whether a layer's store rule leaves fp16 values (then a later fp16 rounding of them changes nothing).
-bool stores_half(const k::StoreRule& r) {
-  return r.kind == k::StoreRule::Kind::kFp16 || (r.half_first && r.kind == k::StoreRule::Kind::kKeep);
-}
 }  // namespace
 
 struct GpuEngine::Impl {
@@ -159,7 +155,7 @@ std::optional<GpuEngine::Impl::ResidualTail> GpuEngine::Impl::residual_tail(size
       !is_f32(g, add_node.outputs[0]))
     return std::nullopt;
   const numerics::StepRules& add_rules = runner.rules(*add);
-  if (!keeps(add_rules.inputs[conv_side], stores_half(store_rule(runner.rules(n)))) ||
+  if (!keeps(add_rules.inputs[conv_side], store_rule(runner.rules(n)).leaves_half()) ||
       !keeps(add_rules.inputs[1 - conv_side], half_valued[size_t(other)]))
     return std::nullopt;
   ResidualTail t;
@@ -168,7 +164,7 @@ std::optional<GpuEngine::Impl::ResidualTail> GpuEngine::Impl::residual_tail(size
   const std::optional<size_t> relu = only_reader(t.out);
   if (relu && g.nodes[*relu].op == OpKind::Relu && g.nodes[*relu].outputs.size() == 1 &&
       plan().nodes[*relu].mode == mode && is_f32(g, g.nodes[*relu].outputs[0]) &&
-      keeps(runner.rules(*relu).inputs[0], stores_half(t.residual.store))) {
+      keeps(runner.rules(*relu).inputs[0], t.residual.store.leaves_half())) {
     t.relu = *relu, t.out = g.nodes[*relu].outputs[0];
     t.residual.relu = true, t.residual.relu_store = store_rule(runner.rules(*relu));
   }
@@ -231,8 +227,9 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why, const ResidualTail* t
                              : tail->residual.relu ? tail->residual.relu_store
                                                    : tail->residual.store;
   const int result = tail ? tail->out : out;
-  half_valued[size_t(result)] = stores_half(last);  // before surface_result: its readers' tails read it
-  if (node.op == OpKind::Conv && !fp32 && !c.int8 && stores_half(last) && surface_result(n, result)) {
+  half_valued[size_t(result)] = last.leaves_half();  // before surface_result: its readers' tails read it
+  if (node.op == OpKind::Conv && !fp32 && !c.int8 &&
+      half_surface_rules(c.store, c.residual ? &*c.residual : nullptr) && surface_result(n, result)) {
     const Shape& s = g.value(result).type.shape;
     atoms[size_t(result)] = DeviceBuffer(half_atoms_bytes(s[0], s[1], s[2] * s[3]));
     c.out_atoms = static_cast<uint16_t*>(atoms[size_t(result)].data());

@@ -55,10 +55,13 @@ bool half_atoms_fit(const k::ConvGeom& g);
 // padding channels.
 std::vector<uint16_t> half_atoms_weights(const k::ConvGeom& g, const float* w);
 
+// Whether a convolution with these rules may write a surface: each of them leaves fp16 values.
+bool half_surface_rules(const k::StoreRule& store, const HalfResidual* residual);
+
 // x: the input (float NCHW is packed into `atoms`, half_atoms_bytes of scratch; unused for a surface);
 // w: half_atoms_weights on the device; bias: M values or null; residual: null or the fused Add; y: the
-// result (the Add's or the ReLU's with a residual); a surface only where the store rules leave fp16
-// values (the caller's promise: the surface cannot hold others).
+// result (the Add's or the ReLU's with a residual); a surface only where half_surface_rules (kInternal
+// otherwise).
 void conv_half_mma(const k::ConvGeom& g, MmaTile tile, HalfInput x, void* atoms, const uint16_t* w,
                    const float* bias, k::ActParams act, const k::StoreRule& store,
                    const HalfResidual* residual, HalfOutput y, cudaStream_t s);

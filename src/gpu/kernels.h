@@ -63,6 +63,8 @@ struct StoreRule {
   float scale = 0;   // kInt8: quantized to this scale and back
   int rounding = 0;  // as quantize()'s
   bool changes() const { return half_first || kind != Kind::kKeep; }
+  // Whether every value it stores is an fp16 value (a later rounding to fp16 changes nothing).
+  bool leaves_half() const { return kind == Kind::kFp16 || (half_first && kind == Kind::kKeep); }
 };
 void apply_store(const StoreRule& r, float* y, int64_t n, cudaStream_t s);
 

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "../common/require_gpu.h"
+#include "base/error.h"
 #include "base/fp16.h"
 
 #if DLAKIT_WITH_CUDA
@@ -199,11 +200,13 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
   uint16_t* y_atoms_d = to_device(std::vector<uint16_t>(out_atoms_size, 0x7e00), keep);  // stale: NaN
   gpu::HalfResidual surface_residual = residual;
   surface_residual.other = {nullptr, to_device(other_atoms, keep)};
+  uint16_t* y_atoms2_d = to_device(std::vector<uint16_t>(out_atoms_size, 0x7e00), keep);
   float* plain_d = to_device(y_init, keep);
   float* unpacked_d = to_device(y_init, keep);
   float* mixed_d = to_device(y_init, keep);
-  const char* runs[] = {"surface input, float result", "surface result, unpacked",
-                        "float result, surface residual operand"};
+  float* unpacked2_d = to_device(y_init, keep);
+  const char* runs[] = {"surface input, float result", "surface result and residual operand, unpacked",
+                        "float result, surface residual operand", "surface result, float residual operand"};
   gpu::conv_half_mma(g, tile_of(route), {nullptr, x_atoms_d}, cols, whd, bd, act, store, nullptr,
                      {plain_d, nullptr}, nullptr);
   gpu::conv_half_mma(g, tile_of(route), {xd, nullptr}, cols, whd, bd, act, store, &surface_residual,
@@ -211,10 +214,13 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
   gpu::unpack_half_atoms(y_atoms_d, g.N, g.M, g.OH * g.OW, unpacked_d, nullptr);
   gpu::conv_half_mma(g, tile_of(route), {nullptr, x_atoms_d}, cols, whd, bd, act, store, &surface_residual,
                      {mixed_d, nullptr}, nullptr);
+  gpu::conv_half_mma(g, tile_of(route), {nullptr, x_atoms_d}, cols, whd, bd, act, store, &residual,
+                     {nullptr, y_atoms2_d}, nullptr);
+  gpu::unpack_half_atoms(y_atoms2_d, g.N, g.M, g.OH * g.OW, unpacked2_d, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<float>* wants[] = {&got, &fused, &fused};
-  float* gots[] = {plain_d, unpacked_d, mixed_d};
-  for (int run = 0; run < 3; ++run) {
+  const std::vector<float>* wants[] = {&got, &fused, &fused, &fused};
+  float* gots[] = {plain_d, unpacked_d, mixed_d, unpacked2_d};
+  for (int run = 0; run < 4; ++run) {
     std::vector<float> back(n_out);
     ASSERT_EQ(cudaMemcpy(back.data(), gots[run], n_out * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_EQ(std::memcmp(back.data(), wants[run]->data(), n_out * 4), 0) << runs[run];
@@ -269,6 +275,30 @@ TEST(ConvF16Gemm, ChoosesTheImplicitGemmWhereItFillsTheGpu) {
   EXPECT_EQ(ConvF16Gemm::plan(big)->implicit(), gpu::implicit_gemm_enabled());
   EXPECT_FALSE(ConvF16Gemm::plan(first)->implicit());
   EXPECT_FALSE(ConvF16Gemm::plan(big, ConvF16Gemm::Route::kIm2col)->implicit());
+}
+
+// A surface holds fp16 values only: asked of rules that store others, the convolution refuses before it
+// launches anything (no GPU needed).
+TEST(ConvHalfMma, WritesASurfaceOnlyWhereEveryRuleStoresFp16) {
+  gpu::k::StoreRule half, keep, half_first;
+  half.kind = gpu::k::StoreRule::Kind::kFp16;
+  half_first.half_first = true;
+  gpu::HalfResidual add;
+  add.store = half;
+  EXPECT_TRUE(gpu::half_surface_rules(half, nullptr));
+  EXPECT_TRUE(gpu::half_surface_rules(half_first, &add));
+  EXPECT_FALSE(gpu::half_surface_rules(keep, nullptr));
+  add.relu_store = keep;  // read only with a ReLU
+  EXPECT_TRUE(gpu::half_surface_rules(half, &add));
+  add.relu = true;
+  EXPECT_FALSE(gpu::half_surface_rules(half, &add));
+  add.relu_store = half, add.store = keep;
+  EXPECT_FALSE(gpu::half_surface_rules(half, &add));
+  const ConvGeom g = geom(1, 16, 8, 16, 1, 1, 0, 1);
+  auto* nowhere = reinterpret_cast<uint16_t*>(uintptr_t(256));  // never written: the call refuses first
+  EXPECT_THROW(gpu::conv_half_mma(g, gpu::MmaTile::k64x64, {nullptr, nowhere}, nullptr, nowhere, nullptr, {},
+                                  keep, nullptr, {nullptr, nowhere}, nullptr),
+               Error);
 }
 
 // Where cuBLASLt answers (a GPU), so that a null plan is the groups rule's, not a missing library's; the
