@@ -90,100 +90,16 @@ __device__ __forceinline__ float residual_operand(const HalfConvArgs& a, int n, 
   return __half2float(reinterpret_cast<const __half*>(o.atoms)[unit * kAtomHalves + m % kAtomHalves]);
 }
 
-// The epilogue that writes a surface, where every rule stores fp16 values (half_surface_rules): each warp
-// rounds its results (bias, activation: the store rule is that rounding) into the block's whole tile as
-// halves [pixel][filter] in shared memory at once, then a thread's unit is one pixel's 16 filters of an
-// atom, 32 bytes read from the tile and written to the surface (the residual's operand read alike first);
-// consecutive threads take consecutive pixels. The padding filters past M are zeros: the readers' weights
-// for them are zero, and 0 x NaN would not be.
-template <int kWarpsM, int kWarpsN>
-__device__ __forceinline__ void surface_epilogue(const HalfConvArgs& a, int8_t* shared, unsigned p0, int m0,
-                                                 const float (&acc)[4][4][4]) {
-  using B = igemm::Block<kWarpsM, kWarpsN>;
-  // 8 halves (16 bytes) past the tile's width: the 8 pixels one store instruction covers fall in 8 bank
-  // groups
-  constexpr int kPitch = B::kCols + 8, kAtoms = B::kCols / kAtomHalves;
-  constexpr int kUnitsPerThread = B::kRows * kAtoms / B::kThreads;
-  static_assert(B::kRows * kPitch * 2 <= B::kStagesBytes, "the tile fits the stages' memory");
-  static_assert(B::kRows * kAtoms % B::kThreads == 0, "whole units a thread");
-  const k::ConvGeom& g = a.op.g;
-  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
-  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
-  __half* tile = reinterpret_cast<__half*>(shared);
-#pragma unroll
-  for (int ni = 0; ni < 4; ++ni) {
-    const int f = warp_n * kWarpCols + ni * 8 + (lane & 3) * 2, m = m0 + f;
-    const float bias0 = a.bias && m < g.M ? __ldg(a.bias + m) : 0.f,
-                bias1 = a.bias && m + 1 < g.M ? __ldg(a.bias + m + 1) : 0.f;
-#pragma unroll
-    for (int mi = 0; mi < 4; ++mi)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float v0 = acc[mi][ni][h * 2], v1 = acc[mi][ni][h * 2 + 1];
-        if (a.bias) v0 += bias0, v1 += bias1;  // no bias: the sum as it is (+0 would turn -0 into +0)
-        const int r = warp_m * kWarpRows + mi * 16 + (lane >> 2) + h * 8;
-        *reinterpret_cast<__half2*>(tile + r * kPitch + f) =
-            __halves2half2(__float2half_rn(k::activate(a.act, v0)), __float2half_rn(k::activate(a.act, v1)));
-      }
-  }
-  __syncthreads();
-  int64_t unit[kUnitsPerThread];  // the unit's index in the surface; -1 past the pixels or the atoms
-  int image[kUnitsPerThread], pixel[kUnitsPerThread];
-  union Unit {
-    int4 word[2];
-    __half h[kAtomHalves];
-  } other[kUnitsPerThread];
-  const int64_t plane = g.OH * g.OW;
-#pragma unroll
-  for (int j = 0; j < kUnitsPerThread; ++j) {
-    const int i = t + j * B::kThreads, atom = m0 / kAtomHalves + i / B::kRows;
-    const unsigned p = p0 + unsigned(i % B::kRows);
-    unit[j] = -1;
-    if (p < a.op.pixels && atom < a.atoms_out) {
-      int n, oh, ow;
-      a.op.pixel.split(p, n, oh, ow);
-      image[j] = n, pixel[j] = oh * int(g.OW) + ow;
-      unit[j] = (int64_t(n) * a.atoms_out + atom) * plane + pixel[j];
-      if (a.has_residual && a.residual.other.atoms) {
-        const int4* src = reinterpret_cast<const int4*>(a.residual.other.atoms + unit[j] * kAtomHalves);
-        other[j].word[0] = __ldg(src), other[j].word[1] = __ldg(src + 1);
-      }
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < kUnitsPerThread; ++j) {
-    if (unit[j] < 0) continue;
-    const int i = t + j * B::kThreads, r = i % B::kRows, first_f = (i / B::kRows) * kAtomHalves;
-    Unit out;
-    const int4* row = reinterpret_cast<const int4*>(tile + r * kPitch + first_f);
-    out.word[0] = row[0], out.word[1] = row[1];
-#pragma unroll
-    for (int c = 0; c < kAtomHalves; ++c) {
-      const int m = m0 + first_f + c;
-      if (a.has_residual) {
-        const HalfResidual& res = a.residual;
-        const float o =
-            res.other.atoms ? __half2float(other[j].h[c]) : residual_operand(a, image[j], m, pixel[j], plane);
-        float v = __half2float(__float2half_rn(__half2float(out.h[c]) + o));  // the Add's store rule
-        if (res.relu) v = k::activated<k::Act::kRelu>(a.act, v);              // fp16 in, fp16 out
-        out.h[c] = __float2half_rn(v);
-      }
-      if (m >= g.M) out.h[c] = __float2half_rn(0.f);
-    }
-    int4* dst = reinterpret_cast<int4*>(a.y.atoms + unit[j] * kAtomHalves);
-    dst[0] = out.word[0], dst[1] = out.word[1];
-  }
-}
-
-// The epilogue writing float NCHW: bias, activation and store rule on the accumulators in registers, then, 32
-// filters at a time, through shared memory as [filter][pixel], so that a warp reads the residual's operand
-// and writes the output as 32 consecutive pixels of one NCHW plane (a lane's own values are 8 pixels of 4
-// filters apart). A surface takes surface_epilogue.
+// The epilogue: bias, activation and store rule on the accumulators in registers, then, 32 filters (two
+// atoms) at a time, through shared memory as [filter][pixel], so that a warp reads the residual's operand
+// and writes the output as 32 consecutive pixels of one NCHW plane, or as 32 consecutive pixels' 32-byte
+// units of a surface (a lane's own values are 8 pixels of 4 filters apart).
 template <int kWarpsM, int kWarpsN>
 __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(const HalfConvArgs a) {
   using B = igemm::Block<kWarpsM, kWarpsN>;
   constexpr int kPitch = B::kRows + 4;  // the 4 filters one store instruction covers in 4 bank groups
   static_assert(kWarpCols * kPitch * 4 <= B::kStagesBytes, "the output chunk fits the stages' memory");
+  static_assert(kWarpCols == 2 * kAtomHalves, "a chunk is two whole atoms");
   __shared__ __align__(128) int8_t shared[B::kStagesBytes];
   const k::ConvGeom& g = a.op.g;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
@@ -192,7 +108,6 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
   const int m0 = int(blockIdx.y) * B::kCols;
   float acc[4][4][4] = {};
   igemm::accumulate<kWarpsM, kWarpsN>(a.op, shared, p0, m0, acc);
-  if (a.y.atoms) return surface_epilogue<kWarpsM, kWarpsN>(a, shared, p0, m0, acc);
 
 #pragma unroll
   for (int ni = 0; ni < 4; ++ni)
@@ -227,6 +142,41 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
     }
     __syncthreads();
     const int chunk_m = m0 + part * kWarpCols;
+    if (a.y.atoms) {
+      // A thread's step: 8 filters (16 bytes) of one pixel in one of the chunk's two atoms, consecutive
+      // threads on consecutive pixels. The padding filters past M are zeros: the readers' weights for them
+      // are zero, and 0 x NaN would not be.
+      constexpr int kWordHalves = 8;
+      for (int i = t; i < 4 * B::kRows; i += B::kThreads) {
+        const int word = i / B::kRows, r = i % B::kRows, first_f = word * kWordHalves;
+        const int atom = (chunk_m + first_f) / kAtomHalves;
+        const unsigned p = p0 + unsigned(r);
+        if (p >= a.op.pixels || atom >= a.atoms_out) continue;
+        int n, oh, ow;
+        a.op.pixel.split(p, n, oh, ow);
+        const int64_t pixel = int64_t(oh) * g.OW + ow,
+                      at = ((int64_t(n) * a.atoms_out + atom) * plane + pixel) * kAtomHalves +
+                           first_f % kAtomHalves;
+        union {
+          int4 word;
+          __half h[kWordHalves];
+        } other, out;
+        if (a.has_residual && a.residual.other.atoms)
+          other.word = __ldg(reinterpret_cast<const int4*>(a.residual.other.atoms + at));
+#pragma unroll
+        for (int c = 0; c < kWordHalves; ++c) {
+          const int f = first_f + c, m = chunk_m + f;
+          float v = chunk[f * kPitch + r];
+          if (a.has_residual)
+            v = add_residual(
+                a, v,
+                a.residual.other.atoms ? __half2float(other.h[c]) : residual_operand(a, n, m, pixel, plane));
+          out.h[c] = __float2half_rn(m < g.M ? v : 0.f);  // v is on the fp16 grid: exact
+        }
+        *reinterpret_cast<int4*>(a.y.atoms + at) = out.word;
+      }
+      continue;
+    }
     // 8 values a thread at a time, their loads before their stores: the compiler cannot know that y does not
     // alias the residual's operand, so a load after a store would wait for it.
     constexpr int kBatch = 8, kPerThread = kWarpCols * B::kRows / B::kThreads;
@@ -286,15 +236,15 @@ std::vector<uint16_t> half_atoms_weights(const k::ConvGeom& g, const float* w) {
 }
 
 bool half_surface_rules(const k::StoreRule& store, const HalfResidual* residual) {
-  return store.leaves_half() && (!residual || (residual->store.leaves_half() &&
-                                               (!residual->relu || residual->relu_store.leaves_half())));
+  const k::StoreRule& last = !residual ? store : residual->relu ? residual->relu_store : residual->store;
+  return last.leaves_half();
 }
 
 void conv_half_mma(const k::ConvGeom& g, MmaTile tile, HalfInput x, void* atoms, const uint16_t* w,
                    const float* bias, k::ActParams act, const k::StoreRule& store,
                    const HalfResidual* residual, HalfOutput y, cudaStream_t s) {
   if (y.atoms && !half_surface_rules(store, residual))
-    fail(Status::kInternal, "an fp16 surface asked of a convolution whose rules store other values");
+    fail(Status::kInternal, "an fp16 surface asked of a convolution whose last rule stores other values");
   const int64_t atoms_in = atoms_of(g.C), plane = g.H * g.W;
   const void* surface = x.atoms;
   if (x.nchw) {

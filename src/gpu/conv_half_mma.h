@@ -55,7 +55,7 @@ bool half_atoms_fit(const k::ConvGeom& g);
 // padding channels.
 std::vector<uint16_t> half_atoms_weights(const k::ConvGeom& g, const float* w);
 
-// Whether a convolution with these rules may write a surface: each of them leaves fp16 values.
+// Whether a convolution with these rules may write a surface: the last of them leaves fp16 values.
 bool half_surface_rules(const k::StoreRule& store, const HalfResidual* residual);
 
 // x: the input (float NCHW is packed into `atoms`, half_atoms_bytes of scratch; unused for a surface);

@@ -188,55 +188,58 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
   }
   EXPECT_EQ(differ, 0u) << "of " << n_out;
   EXPECT_GT(negative_sums, n_out / 10) << "the ReLU would show little";
-  if (!param.fp16_store) return;  // a surface holds fp16 values only
 
   // fp16 chw16 surfaces in place of float NCHW: the input given as one (no pack), the result and the
-  // residual's operand as one: the same values, bit for bit, and zeros in the output's padding channels.
+  // residual's operand as one: the same values, bit for bit, and zeros in the output's padding channels. A
+  // surface result needs the last rule to store fp16: the Add's always here, the layer's own with
+  // fp16_store.
   const std::vector<uint16_t> x_atoms = surface_of(x_rounded, g.N, g.C, g.H * g.W),
                               other_atoms = surface_of(other, g.N, g.M, g.OH * g.OW);
   const size_t out_atoms_size = gpu::half_atoms_bytes(g.N, g.M, g.OH * g.OW) / 2;
   ASSERT_EQ(other_atoms.size(), out_atoms_size);
   const uint16_t* x_atoms_d = to_device(x_atoms, keep);
-  uint16_t* y_atoms_d = to_device(std::vector<uint16_t>(out_atoms_size, 0x7e00), keep);  // stale: NaN
   gpu::HalfResidual surface_residual = residual;
   surface_residual.other = {nullptr, to_device(other_atoms, keep)};
-  uint16_t* y_atoms2_d = to_device(std::vector<uint16_t>(out_atoms_size, 0x7e00), keep);
-  float* plain_d = to_device(y_init, keep);
-  float* unpacked_d = to_device(y_init, keep);
-  float* mixed_d = to_device(y_init, keep);
-  float* unpacked2_d = to_device(y_init, keep);
-  const char* runs[] = {"surface input, float result", "surface result and residual operand, unpacked",
-                        "float result, surface residual operand", "surface result, float residual operand"};
-  gpu::conv_half_mma(g, tile_of(route), {nullptr, x_atoms_d}, cols, whd, bd, act, store, nullptr,
-                     {plain_d, nullptr}, nullptr);
-  gpu::conv_half_mma(g, tile_of(route), {xd, nullptr}, cols, whd, bd, act, store, &surface_residual,
-                     {nullptr, y_atoms_d}, nullptr);
-  gpu::unpack_half_atoms(y_atoms_d, g.N, g.M, g.OH * g.OW, unpacked_d, nullptr);
-  gpu::conv_half_mma(g, tile_of(route), {nullptr, x_atoms_d}, cols, whd, bd, act, store, &surface_residual,
-                     {mixed_d, nullptr}, nullptr);
-  gpu::conv_half_mma(g, tile_of(route), {nullptr, x_atoms_d}, cols, whd, bd, act, store, &residual,
-                     {nullptr, y_atoms2_d}, nullptr);
-  gpu::unpack_half_atoms(y_atoms2_d, g.N, g.M, g.OH * g.OW, unpacked2_d, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<float>* wants[] = {&got, &fused, &fused, &fused};
-  float* gots[] = {plain_d, unpacked_d, mixed_d, unpacked2_d};
-  for (int run = 0; run < 4; ++run) {
-    std::vector<float> back(n_out);
-    ASSERT_EQ(cudaMemcpy(back.data(), gots[run], n_out * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_EQ(std::memcmp(back.data(), wants[run]->data(), n_out * 4), 0) << runs[run];
-  }
-  std::vector<uint16_t> y_atoms(out_atoms_size);
-  ASSERT_EQ(cudaMemcpy(y_atoms.data(), y_atoms_d, out_atoms_size * 2, cudaMemcpyDeviceToHost), cudaSuccess);
-  // the padding channels past M in the last atom (NaN before: a reader's zero weights would not cancel it)
+  struct SurfaceRun {
+    const char* name;
+    bool surface_in;
+    const gpu::HalfResidual* residual;
+    bool surface_out;
+    const std::vector<float>* want;
+  };
+  const SurfaceRun runs[] = {
+      {"surface input, float result", true, nullptr, false, &got},
+      {"surface result", false, nullptr, true, &got},
+      {"surface result and residual operand", false, &surface_residual, true, &fused},
+      {"float result, surface residual operand", true, &surface_residual, false, &fused},
+      {"surface result, float residual operand", true, &residual, true, &fused},
+  };
   const int64_t atoms_out = (g.M + 15) / 16, plane_out = g.OH * g.OW;
-  size_t padding = 0, padding_not_zero = 0;
-  for (int64_t i = 0; i < g.N; ++i)
-    for (int64_t ch = g.M; ch < atoms_out * 16; ++ch)
-      for (int64_t p = 0; p < plane_out; ++p) {
-        ++padding;
-        padding_not_zero += y_atoms[size_t(((i * atoms_out + ch / 16) * plane_out + p) * 16 + ch % 16)] != 0;
-      }
-  EXPECT_EQ(padding_not_zero, 0u) << "of " << padding;
+  for (const SurfaceRun& run : runs) {
+    if (run.surface_out && !run.residual && !param.fp16_store) continue;  // a surface holds fp16 values only
+    uint16_t* y_atoms_d = to_device(std::vector<uint16_t>(out_atoms_size, 0x7e00), keep);  // stale: NaN
+    float* y_d = to_device(y_init, keep);
+    gpu::conv_half_mma(
+        g, tile_of(route), run.surface_in ? gpu::HalfInput{nullptr, x_atoms_d} : gpu::HalfInput{xd, nullptr},
+        cols, whd, bd, act, store, run.residual,
+        run.surface_out ? gpu::HalfOutput{nullptr, y_atoms_d} : gpu::HalfOutput{y_d, nullptr}, nullptr);
+    if (run.surface_out) gpu::unpack_half_atoms(y_atoms_d, g.N, g.M, plane_out, y_d, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << run.name;
+    std::vector<float> back(n_out);
+    ASSERT_EQ(cudaMemcpy(back.data(), y_d, n_out * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(std::memcmp(back.data(), run.want->data(), n_out * 4), 0) << run.name;
+    if (!run.surface_out) continue;
+    std::vector<uint16_t> y_atoms(out_atoms_size);
+    ASSERT_EQ(cudaMemcpy(y_atoms.data(), y_atoms_d, out_atoms_size * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    // the padding channels past M in the last atom (NaN before: a reader's zero weights would not cancel it)
+    size_t padding_not_zero = 0;
+    for (int64_t i = 0; i < g.N; ++i)
+      for (int64_t ch = g.M; ch < atoms_out * 16; ++ch)
+        for (int64_t p = 0; p < plane_out; ++p)
+          padding_not_zero +=
+              y_atoms[size_t(((i * atoms_out + ch / 16) * plane_out + p) * 16 + ch % 16)] != 0;
+    EXPECT_EQ(padding_not_zero, 0u) << run.name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -277,27 +280,32 @@ TEST(ConvF16Gemm, ChoosesTheImplicitGemmWhereItFillsTheGpu) {
   EXPECT_FALSE(ConvF16Gemm::plan(big, ConvF16Gemm::Route::kIm2col)->implicit());
 }
 
-// A surface holds fp16 values only: asked of rules that store others, the convolution refuses before it
-// launches anything (no GPU needed).
-TEST(ConvHalfMma, WritesASurfaceOnlyWhereEveryRuleStoresFp16) {
+// A surface holds fp16 values only: the convolution writes one where its last rule (its own, the fused
+// Add's or the ReLU's after it) stores fp16, and, asked otherwise, refuses before it launches anything (no
+// GPU needed).
+TEST(ConvHalfMma, WritesASurfaceOnlyWhereTheLastRuleStoresFp16) {
   gpu::k::StoreRule half, keep, half_first;
   half.kind = gpu::k::StoreRule::Kind::kFp16;
   half_first.half_first = true;
   gpu::HalfResidual add;
   add.store = half;
-  EXPECT_TRUE(gpu::half_surface_rules(half, nullptr));
-  EXPECT_TRUE(gpu::half_surface_rules(half_first, &add));
-  EXPECT_FALSE(gpu::half_surface_rules(keep, nullptr));
   add.relu_store = keep;  // read only with a ReLU
-  EXPECT_TRUE(gpu::half_surface_rules(half, &add));
+  EXPECT_TRUE(gpu::half_surface_rules(half, nullptr));
+  EXPECT_TRUE(gpu::half_surface_rules(half_first, nullptr));
+  EXPECT_FALSE(gpu::half_surface_rules(keep, nullptr));
+  EXPECT_TRUE(gpu::half_surface_rules(keep, &add));
   add.relu = true;
   EXPECT_FALSE(gpu::half_surface_rules(half, &add));
   add.relu_store = half, add.store = keep;
-  EXPECT_FALSE(gpu::half_surface_rules(half, &add));
+  EXPECT_TRUE(gpu::half_surface_rules(keep, &add));
   const ConvGeom g = geom(1, 16, 8, 16, 1, 1, 0, 1);
   auto* nowhere = reinterpret_cast<uint16_t*>(uintptr_t(256));  // never written: the call refuses first
   EXPECT_THROW(gpu::conv_half_mma(g, gpu::MmaTile::k64x64, {nullptr, nowhere}, nullptr, nowhere, nullptr, {},
                                   keep, nullptr, {nullptr, nowhere}, nullptr),
+               Error);
+  add.relu_store = keep;
+  EXPECT_THROW(gpu::conv_half_mma(g, gpu::MmaTile::k64x64, {nullptr, nowhere}, nullptr, nowhere, nullptr, {},
+                                  half, &add, {nullptr, nowhere}, nullptr),
                Error);
 }
 
