@@ -20,46 +20,54 @@ constexpr int kAtomHalves = 16;  // channels a pixel in an atom: 32 bytes, as an
 
 int64_t atoms_of(int64_t channels) { return (channels + kAtomHalves - 1) / kAtomHalves; }
 
-// One thread a (pixel, atom): its 16 channels' values rounded to fp16 (zero past C) as two 16-byte stores.
-// Consecutive threads read consecutive pixels of each channel plane.
+// One pixel's 16 channels of an atom: 32 bytes of a surface.
+union HalfUnit {
+  int4 word[2];
+  __half h[kAtomHalves];
+};
+
+// The pack and unpack threads: one a unit of the surface, (n, atom, pixel) flattened so that consecutive
+// threads take consecutive pixels of each channel plane. Returns false past the last unit.
+struct UnitPlace {
+  unsigned index, n, atom, pixel;
+  // Where channel c of the unit lies in float NCHW of C channels.
+  __device__ int64_t nchw(int c, int C, unsigned plane) const {
+    return (int64_t(n) * C + int(atom) * kAtomHalves + c) * plane + pixel;
+  }
+};
+__device__ inline bool unit_place(unsigned count, FastDivide plane, FastDivide atoms, UnitPlace& u) {
+  u.index = blockIdx.x * blockDim.x + threadIdx.x;
+  if (u.index >= count) return false;
+  const unsigned image_atom = plane.quotient(u.index);
+  u.pixel = u.index - image_atom * plane.divisor;
+  u.n = atoms.quotient(image_atom), u.atom = image_atom - u.n * atoms.divisor;
+  return true;
+}
+
+// A unit's 16 channels rounded to fp16 (zero past C), written as two 16-byte stores.
 __global__ void pack_half_atoms_kernel(const float* x, unsigned count, FastDivide plane, FastDivide atoms,
                                        int C, __half* out) {
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;  // (n, atom, pixel) flattened
-  if (i >= count) return;
-  const unsigned image_atom = plane.quotient(i), pixel = i - image_atom * plane.divisor;
-  const unsigned n = atoms.quotient(image_atom), atom = image_atom - n * atoms.divisor;
-  union {
-    int4 word[2];
-    __half h[kAtomHalves];
-  } v;
+  UnitPlace u;
+  if (!unit_place(count, plane, atoms, u)) return;
+  HalfUnit v;
 #pragma unroll
-  for (int c = 0; c < kAtomHalves; ++c) {
-    const int channel = int(atom) * kAtomHalves + c;
-    v.h[c] = __float2half_rn(channel < C ? x[(int64_t(n) * C + channel) * plane.divisor + pixel] : 0.f);
-  }
-  int4* dst = reinterpret_cast<int4*>(out + int64_t(i) * kAtomHalves);
+  for (int c = 0; c < kAtomHalves; ++c)
+    v.h[c] = __float2half_rn(int(u.atom) * kAtomHalves + c < C ? x[u.nchw(c, C, plane.divisor)] : 0.f);
+  int4* dst = reinterpret_cast<int4*>(out + int64_t(u.index) * kAtomHalves);
   dst[0] = v.word[0], dst[1] = v.word[1];
 }
 
-// The inverse: one thread a (pixel, atom), two 16-byte loads, 16 float stores (consecutive threads,
-// consecutive pixels of each plane); the padding channels are not written.
+// The inverse: two 16-byte loads, the unit's channels below C as floats.
 __global__ void unpack_half_atoms_kernel(const __half* atoms, unsigned count, FastDivide plane,
                                          FastDivide atoms_per_image, int C, float* y) {
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;  // (n, atom, pixel) flattened
-  if (i >= count) return;
-  const unsigned image_atom = plane.quotient(i), pixel = i - image_atom * plane.divisor;
-  const unsigned n = atoms_per_image.quotient(image_atom), atom = image_atom - n * atoms_per_image.divisor;
-  union {
-    int4 word[2];
-    __half h[kAtomHalves];
-  } v;
-  const int4* src = reinterpret_cast<const int4*>(atoms + int64_t(i) * kAtomHalves);
+  UnitPlace u;
+  if (!unit_place(count, plane, atoms_per_image, u)) return;
+  HalfUnit v;
+  const int4* src = reinterpret_cast<const int4*>(atoms + int64_t(u.index) * kAtomHalves);
   v.word[0] = __ldg(src), v.word[1] = __ldg(src + 1);
 #pragma unroll
-  for (int c = 0; c < kAtomHalves; ++c) {
-    const int channel = int(atom) * kAtomHalves + c;
-    if (channel < C) y[(int64_t(n) * C + channel) * plane.divisor + pixel] = __half2float(v.h[c]);
-  }
+  for (int c = 0; c < kAtomHalves; ++c)
+    if (int(u.atom) * kAtomHalves + c < C) y[u.nchw(c, C, plane.divisor)] = __half2float(v.h[c]);
 }
 
 struct HalfConvArgs {
