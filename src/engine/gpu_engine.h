@@ -34,8 +34,9 @@ class GpuEngine {
 
   struct NodeInfo {
     bool on_gpu = false;
-    std::string why;      // why it runs on the host
-    int fused_into = -1;  // the node whose launches compute this one (a residual Add or ReLU in a Conv's)
+    std::string why;       // why it runs on the host
+    int fused_into = -1;   // the node whose launches compute this one (a residual Add or ReLU in a Conv's)
+    bool surface = false;  // writes its result as an fp16 chw16 surface (its readers are FP16 convolutions)
   };
   const std::vector<NodeInfo>& nodes() const;
   int gpu_nodes() const;

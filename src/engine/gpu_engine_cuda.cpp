@@ -31,7 +31,9 @@ struct GpuEngine::Impl {
   const Graph& g;
   quant::NumericsRunner runner;
   Queue queue;
-  std::vector<DeviceBuffer> val;  // per runtime value: float NCHW, allocated once a layer writes or reads it
+  // per runtime value: float NCHW; the graph's inputs and outputs allocated at once, others once a layer
+  // writes or reads them as floats
+  std::vector<DeviceBuffer> val;
   // Per runtime value: the fp16 chw16 surface that its producer, an FP16 Conv on the implicit GEMM, writes
   // instead of floats where every reader takes one (surface_result); empty otherwise.
   std::vector<DeviceBuffer> atoms;
@@ -227,34 +229,53 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why, const ResidualTail* t
                              : tail->residual.relu ? tail->residual.relu_store
                                                    : tail->residual.store;
   const int result = tail ? tail->out : out;
-  half_valued[size_t(result)] = last.leaves_half();  // before surface_result: its readers' tails read it
-  if (node.op == OpKind::Conv && !fp32 && !c.int8 &&
-      half_surface_rules(c.store, c.residual ? &*c.residual : nullptr) && surface_result(n, result)) {
-    const Shape& s = g.value(result).type.shape;
-    atoms[size_t(result)] = DeviceBuffer(half_atoms_bytes(s[0], s[1], s[2] * s[3]));
-    c.out_atoms = static_cast<uint16_t*>(atoms[size_t(result)].data());
-  } else {
-    c.out = dev(result);
-  }
   const size_t mark = steps[n].size();
-  if (!emit_layer(c, arena, steps[n], why)) {
+  auto undo = [&] {  // nothing of a failed attempt stays: its launches, the result's form
     steps[n].resize(mark);
     half_valued[size_t(result)] = 0;
     atoms[size_t(result)] = DeviceBuffer();
-    return false;
+  };
+  try {
+    half_valued[size_t(result)] = last.leaves_half();  // before surface_result: its readers' tails read it
+    if (node.op == OpKind::Conv && !fp32 && !c.int8 &&
+        half_surface_rules(c.store, c.residual ? &*c.residual : nullptr) && surface_result(n, result)) {
+      const Shape& s = g.value(result).type.shape;
+      atoms[size_t(result)] = DeviceBuffer(half_atoms_bytes(s[0], s[1], s[2] * s[3]));
+      c.out_atoms = static_cast<uint16_t*>(atoms[size_t(result)].data());
+    } else {
+      c.out = dev(result);
+    }
+    if (!emit_layer(c, arena, steps[n], why)) {
+      undo();
+      return false;
+    }
+    info[n].surface = c.out_atoms != nullptr;
+  } catch (...) {
+    undo();
+    throw;
   }
   return true;
 }
 
 bool GpuEngine::Impl::implicit_half_conv(size_t n) {
   signed char& known = implicit_conv[n];
-  if (known < 0) {
-    const Node& node = g.nodes[n];
-    known = node.op == OpKind::Conv && plan().nodes[n].mode == Mode::kFP16 && node.inputs.size() >= 2 &&
-            node.outputs.size() == 1 && node.inputs[0] >= 0 && node.inputs[1] >= 0 &&
-            g.value(node.inputs[1]).constant && is_f32(g, node.inputs[0]) && is_f32(g, node.outputs[0]) &&
-            half_conv_implicit(node, g.value(node.inputs[0]).type.shape, host_constant(n, 1),
-                               g.value(node.outputs[0]).type.shape);
+  if (known >= 0) return known > 0;
+  const Node& node = g.nodes[n];
+  const std::vector<int>& ins = node.inputs;
+  // emit_layer's and emit_half_conv's conditions: constant weights (and bias), an input the rule rounds to
+  // fp16, float32 values
+  known = node.op == OpKind::Conv && plan().nodes[n].mode == Mode::kFP16 && ins.size() >= 2 &&
+          node.outputs.size() == 1 && ins[0] >= 0 && ins[1] >= 0 && g.value(ins[1]).constant &&
+          (ins.size() < 3 || ins[2] < 0 || g.value(ins[2]).constant) && is_f32(g, ins[0]) &&
+          is_f32(g, node.outputs[0]) && !runner.rules(n).inputs.empty() &&
+          runner.rules(n).inputs[0].round_fp16;
+  if (known) {
+    try {
+      known = half_conv_implicit(node, g.value(ins[0]).type.shape, host_constant(n, 1),
+                                 g.value(node.outputs[0]).type.shape);
+    } catch (const Error&) {
+      known = 0;  // a layer emit_layer cannot take either (its own emission then says why)
+    }
   }
   return known > 0;
 }

@@ -175,11 +175,15 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
         for (int c = 0; c < kWordHalves; ++c) {
           const int f = first_f + c, m = chunk_m + f;
           float v = chunk[f * kPitch + r];
+          if (m >= g.M) {  // padding: nothing to read (a float operand has no such plane)
+            out.h[c] = __float2half_rn(0.f);
+            continue;
+          }
           if (a.has_residual)
             v = add_residual(
                 a, v,
                 a.residual.other.atoms ? __half2float(other.h[c]) : residual_operand(a, n, m, pixel, plane));
-          out.h[c] = __float2half_rn(m < g.M ? v : 0.f);  // v is on the fp16 grid: exact
+          out.h[c] = __float2half_rn(v);  // v is on the fp16 grid: exact
         }
         *reinterpret_cast<int4*>(a.y.atoms + at) = out.word;
       }
