@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 
 namespace dlakit::quant {
 
@@ -16,6 +17,23 @@ double int8_mac_share(const Placement& p, const NumericsPlan& plan) {
   return dla > 0 ? int8 / dla : 0.0;
 }
 
+std::string placement_key(const PlacementOptions& o) {
+  std::ostringstream k;
+  auto text = [&](const std::string& s) { k << s.size() << ':' << s; };  // length first: no separator clash
+  text(o.target);
+  k << '/' << o.standalone << '/' << int(o.precision) << '/' << o.dla_core << '/' << o.min_island_layers
+    << '/' << std::hexfloat << o.min_island_mac_share;
+  for (const auto* list : {&o.layer_devices, &o.op_devices}) {
+    k << '/' << list->size();
+    for (const auto& [name, device] : *list) text(name), k << '=' << int(device);
+  }
+  for (const auto* list : {&o.layer_precisions, &o.op_precisions}) {
+    k << '/' << list->size();
+    for (const auto& [name, precision] : *list) text(name), k << '=' << int(precision);
+  }
+  return k.str();
+}
+
 namespace {
 
 struct Evaluator {
@@ -23,17 +41,27 @@ struct Evaluator {
   const ScaleTable* scales;
   const NumericsOptions& no;
   const std::vector<TensorMap>& samples;
-  std::vector<TensorMap> reference;
+  SearchMemo& memo;
   const SearchOptions& o;
   int evaluations = 0;
 
+  // The plan's score on the first `count` samples, measured once per memo.
+  Score score(const PlacementOptions& po, const NumericsPlan& plan, size_t count) {
+    count = std::min(count, samples.size());
+    const auto key = std::make_pair(placement_key(po), count);
+    auto it = memo.scores.find(key);
+    if (it != memo.scores.end()) return it->second;
+    if (count == samples.size())
+      return memo.scores[key] = score_plan(g, plan, samples, memo.reference, o.metric);
+    const std::vector<TensorMap> some(samples.begin(), samples.begin() + long(count));
+    const std::vector<TensorMap> want(memo.reference.begin(), memo.reference.begin() + long(count));
+    return memo.scores[key] = score_plan(g, plan, some, want, o.metric);
+  }
+
   // The score of a placement on the first `count` samples (sensitivity) without building a curve point.
   Score quick(const PlacementOptions& po, size_t count) {
-    count = std::min(count, samples.size());
-    const std::vector<TensorMap> some(samples.begin(), samples.begin() + long(count));
-    const std::vector<TensorMap> want(reference.begin(), reference.begin() + long(count));
     ++evaluations;
-    return score_plan(g, plan_numerics(g, place(g, po), scales, no), some, want, o.metric);
+    return score(po, plan_numerics(g, place(g, po), scales, no), count);
   }
 
   CurvePoint point(const PlacementOptions& po, int moves, NumericsPlan* plan_out = nullptr) {
@@ -44,7 +72,7 @@ struct Evaluator {
     c.int8_layers = plan.int8_nodes;
     c.fp16_layers = plan.fp16_nodes;
     c.int8_mac_share = int8_mac_share(p, plan);
-    c.score = score_plan(g, plan, samples, reference, o.metric);
+    c.score = score(po, plan, samples.size());
     c.meets = meets(o.metric.kind, c.score.metric, o.target);
     if (o.predict_latency) c.predicted_latency_ms = o.predict_latency(p, plan);
     ++evaluations;
@@ -52,6 +80,26 @@ struct Evaluator {
     return c;
   }
 };
+
+// Fills an empty memo with the reference and the all-INT8 comparison; refuses one from other inputs.
+void prepare_memo(SearchMemo& m, const Graph& g, const PlacementOptions& base, const ScaleTable* scales,
+                  const NumericsOptions& no, const std::vector<TensorMap>& samples, const MetricSpec& metric,
+                  const NumericsPlan& all_int8) {
+  if (m.graph) {
+    if (m.graph != &g || m.scales != scales || m.samples != &samples || m.base != placement_key(base) ||
+        m.gpu_int8 != no.gpu_int8 || !(m.metric == metric))
+      fail(Status::kInvalidArgument, "search_fix: the memo belongs to another search's inputs");
+    return;
+  }
+  m.graph = &g;
+  m.scales = scales;
+  m.samples = &samples;
+  m.base = placement_key(base);
+  m.gpu_int8 = no.gpu_int8;
+  m.metric = metric;
+  m.reference = reference_outputs(g, samples);
+  m.before = compare_numerics(g, all_int8, samples, {}, metric);
+}
 
 std::vector<std::string> first_layers(const std::vector<LayerSensitivity>& ranking, int k) {
   std::vector<std::string> v;
@@ -82,13 +130,16 @@ std::vector<std::vector<std::string>> fused_groups(const CompareResult& before,
 
 SearchResult search_fix(const Graph& g, const PlacementOptions& base, const ScaleTable* scales,
                         const NumericsOptions& no, const std::vector<TensorMap>& samples,
-                        const SearchOptions& o, const std::function<void(const std::string&)>& log) {
+                        const SearchOptions& o, const std::function<void(const std::string&)>& log,
+                        SearchMemo* memo) {
   auto say = [&](const std::string& s) {
     if (log) log(s);
   };
   const MetricKind kind = o.metric.kind;
   SearchResult r;
-  Evaluator ev{g, scales, no, samples, reference_outputs(g, samples), o};
+  SearchMemo own;
+  SearchMemo& m = memo ? *memo : own;
+  Evaluator ev{g, scales, no, samples, m, o};
   CurvePoint all16;
   auto finish = [&](bool with_all16) {  // the curve by moves, all FP16 last
     if (with_all16) r.curve.push_back(all16);
@@ -104,7 +155,8 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   const Placement p8 = place(g, base);
   r.plan = plan_numerics(g, p8, scales, no);
   r.options = base;
-  r.before = compare_numerics(g, r.plan, samples, {}, o.metric);
+  prepare_memo(m, g, base, scales, no, samples, o.metric, r.plan);
+  r.before = m.before;
   r.all_int8 = r.before.score;
   CurvePoint start;
   start.int8_layers = r.plan.int8_nodes;

@@ -24,6 +24,7 @@
 #pragma once
 #include <cmath>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -77,9 +78,29 @@ struct SearchResult {
   int evaluations = 0;  // plans scored over the samples
 };
 
+// What a search measures whatever its target: the FP32 reference, the all-INT8 comparison and every plan's
+// score (by its placement options and sample count). Searches of one model, base placement, scale table,
+// numerics options, samples and metric that share a memo (other targets, return_groups) measure no plan
+// twice; search_fix fills it and refuses one filled from other inputs.
+struct SearchMemo {
+  const Graph* graph = nullptr;  // the inputs it was filled from (null: empty)
+  const ScaleTable* scales = nullptr;
+  const std::vector<TensorMap>* samples = nullptr;
+  std::string base;  // placement_key of the base options
+  bool gpu_int8 = false;
+  MetricSpec metric;
+  std::vector<TensorMap> reference;
+  CompareResult before;
+  std::map<std::pair<std::string, size_t>, Score> scores;  // (placement_key, samples scored) -> score
+};
+
 SearchResult search_fix(const Graph& g, const PlacementOptions& base, const ScaleTable* scales,
                         const NumericsOptions& no, const std::vector<TensorMap>& samples,
-                        const SearchOptions& o, const std::function<void(const std::string&)>& log = {});
+                        const SearchOptions& o, const std::function<void(const std::string&)>& log = {},
+                        SearchMemo* memo = nullptr);
+
+// The placement options as one string: equal strings, equal placements of one graph.
+std::string placement_key(const PlacementOptions& o);
 
 // Step 5's groups: for each moved layer that another moved layer's move covers (as a fused producer or an
 // INT8 reader), the layer with every moved layer that covers it; each sorted, no duplicates, none alone.

@@ -31,6 +31,7 @@ struct MetricSpec {
   // ctc-cer: the expected reading of each line, in sample order (a [batch, steps, classes] output holds
   // `batch` lines); empty: judged against FP32's reading.
   std::vector<std::u32string> truth;
+  bool operator==(const MetricSpec&) const = default;
 };
 
 // `--metric auto` (dlakit's default), from the first output on the FP32 reference: when it holds a

@@ -200,7 +200,8 @@ Prepared prepare(const Model& m, const std::vector<TensorMap>& calib, const Metr
   SearchOptions so;
   so.metric = r.search_metric = search_metric;
   so.target = target;
-  r.search = search_fix(m.g, int8_options(), &def.table, {}, calib, so);
+  SearchMemo memo;  // the grouped search below measures none of the plans this one did again
+  r.search = search_fix(m.g, int8_options(), &def.table, {}, calib, so, {}, &memo);
   const CurvePoint* chosen = r.search.reached ? &r.search.curve[size_t(r.search.chosen)] : nullptr;
   r.search_label = "INT8, default path + `compare --fix " + search_flags + " --fix-target " +
                    fixed(target, "%g") + "`: " +
@@ -212,7 +213,7 @@ Prepared prepare(const Model& m, const std::vector<TensorMap>& calib, const Metr
   if (!grouped_target) return r;
   so.return_groups = true;
   so.target = *grouped_target;
-  r.grouped = search_fix(m.g, int8_options(), &def.table, {}, calib, so);
+  r.grouped = search_fix(m.g, int8_options(), &def.table, {}, calib, so, {}, &memo);
   const CurvePoint* grouped = r.grouped.reached ? &r.grouped.curve[size_t(r.grouped.chosen)] : nullptr;
   const std::string label =
       "INT8, default path + `compare --fix " + search_flags + " --fix-target " +

@@ -400,6 +400,55 @@ TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
   EXPECT_FALSE(r.curve.front().meets);
 }
 
+// Searches sharing a memo (another target, return_groups) give what they give alone, measure each plan
+// once, and a memo is refused for another search's inputs.
+TEST(FixSearch, AMemoChangesNoResult) {
+  ConvCase base = conv_case();
+  const Graph g = conv_chain();
+  HistogramCollector h(g);
+  for (auto& s : base.samples) h.add(s);
+  CalibOptions mm;
+  mm.algo = CalibAlgo::kMinMax;
+  ScaleTable t = h.compute(mm);
+  t.set_scale("a", *t.find_scale("a") * 1000);
+  PlacementOptions po;
+  po.precision = dla::Precision::kINT8;
+  auto same = [](const SearchResult& a, const SearchResult& b) {
+    EXPECT_EQ(a.evaluations, b.evaluations);
+    EXPECT_EQ(a.chosen, b.chosen);
+    EXPECT_EQ(a.applied.layer_precisions, b.applied.layer_precisions);
+    ASSERT_EQ(a.curve.size(), b.curve.size());
+    for (size_t i = 0; i < a.curve.size(); ++i) {
+      EXPECT_EQ(a.curve[i].moves, b.curve[i].moves) << i;
+      EXPECT_EQ(a.curve[i].returned, b.curve[i].returned) << i;
+      EXPECT_EQ(a.curve[i].score.metric, b.curve[i].score.metric) << i;
+      EXPECT_EQ(a.curve[i].score.cosine, b.curve[i].score.cosine) << i;
+    }
+    ASSERT_EQ(a.ranking.size(), b.ranking.size());
+    for (size_t i = 0; i < a.ranking.size(); ++i) {
+      EXPECT_EQ(a.ranking[i].layer, b.ranking[i].layer) << i;
+      EXPECT_EQ(a.ranking[i].alone.cosine, b.ranking[i].alone.cosine) << i;
+    }
+  };
+  SearchMemo memo;
+  SearchOptions so;
+  for (double target : {0.99, 0.999, 0.99}) {
+    SCOPED_TRACE(target);
+    so.target = target;
+    so.return_groups = target > 0.995;
+    const size_t measured = memo.scores.size();
+    const SearchResult shared = search_fix(g, po, &t, {}, base.samples, so, {}, &memo);
+    same(shared, search_fix(g, po, &t, {}, base.samples, so));
+    if (target == 0.99 && measured > 0) EXPECT_EQ(memo.scores.size(), measured);  // all measured before
+  }
+  EXPECT_GT(memo.scores.size(), 0u);
+  so.metric.kind = MetricKind::kTop1;
+  EXPECT_THROW(search_fix(g, po, &t, {}, base.samples, so, {}, &memo), Error);
+  so.metric = {};
+  const std::vector<TensorMap> other = base.samples;
+  EXPECT_THROW(search_fix(g, po, &t, {}, other, so, {}, &memo), Error);
+}
+
 TEST(FixSearch, FusedGroupsPairEachLayerWithTheMovesThatCoverIt) {
   // Moving conv_i to FP16 moves its INT8 reader conv_i+1 too, so conv2 returns to INT8 only with conv1
   // and conv3 only with conv2; conv1 is covered by no other move (step 4 returns it alone).
