@@ -172,13 +172,17 @@ std::vector<float> choose_levels(const float* w, int64_t P, float peak, float sc
   return level;
 }
 
-}  // namespace
-
-TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
-                        const TuneOptions& o) {
-  TuneReport report;
-  if (!o.bias_correction && !o.weight_rounding) return report;
+// What the edits read: the statistics of every convolution they may edit (one FP32 pass over the
+// samples), and the layers they leave alone with why.
+struct Collected {
   std::map<size_t, ConvStats> stats;
+  std::vector<TunedLayer> skipped;
+};
+
+Collected collect_stats(const Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
+                        const TuneOptions& o) {
+  Collected c;
+  std::map<size_t, ConvStats>& stats = c.stats;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     if (node.op != OpKind::Conv || plan.nodes[n].mode != Mode::kINT8 || weight_axis(g, node) != 0) continue;
@@ -195,7 +199,7 @@ TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<Te
     else if (!plan.scale.count(x) || g.value(x).type.shape.size() < 3)
       t.skipped = "its input has no INT8 range";
     if (!t.skipped.empty()) {
-      report.layers.push_back(t);
+      c.skipped.push_back(t);
       continue;
     }
     ConvStats s;
@@ -229,8 +233,15 @@ TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<Te
     return run_node(g, g.nodes[n], in);
   });
   for (const TensorMap& s : samples) ref.run(s);
+  return c;
+}
 
-  for (auto& entry : stats) {
+// Edits g (the graph the statistics were collected on, or a copy of it) as `o` asks.
+TuneReport apply_edits(Graph& g, const Collected& c, const TuneOptions& o) {
+  TuneReport report;
+  report.layers = c.skipped;
+
+  for (auto& entry : c.stats) {
     const ConvStats& s = entry.second;  // not a structured binding: the channel lambda below captures it
     Node& node = g.nodes[entry.first];
     TunedLayer t;
@@ -241,7 +252,7 @@ TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<Te
     const int64_t P = s.patch, per_group = s.m / s.groups;
     Tensor tuned = w.clone();  // new storage: the old tensor may be shared with other graphs
     float* wt = tuned.data<float>();
-    if (s.rounding_stats && s.rows > 0) {
+    if (o.weight_rounding && s.rounding_stats && s.rows > 0) {
       // Channels are independent: in parallel, each with its own counts, summed in channel order after.
       std::vector<double> reductions(size_t(s.m), 0.0);
       std::vector<int64_t> flips(size_t(s.m), 0);
@@ -309,6 +320,35 @@ TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<Te
     report.layers.push_back(t);
   }
   return report;
+}
+
+}  // namespace
+
+TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
+                        const TuneOptions& o) {
+  if (!o.bias_correction && !o.weight_rounding) return {};
+  return apply_edits(g, collect_stats(g, plan, samples, o), o);
+}
+
+std::vector<Graph> tune_weights_each(const Graph& g, const NumericsPlan& plan,
+                                     const std::vector<TensorMap>& samples,
+                                     const std::vector<TuneOptions>& each, std::vector<TuneReport>* reports) {
+  // The statistics are collected once, with the rounding statistics when any option rounds.
+  TuneOptions wanted = each.empty() ? TuneOptions{} : each[0];
+  for (const TuneOptions& o : each)
+    if (o.weight_rounding) wanted = o;
+  for (const TuneOptions& o : each)
+    if (o.weight_rounding &&
+        (o.rounding_positions != wanted.rounding_positions || o.max_patch != wanted.max_patch))
+      fail(Status::kInvalidArgument, "tune_weights_each: the options round with different statistics");
+  const Collected c = collect_stats(g, plan, samples, wanted);
+  std::vector<Graph> tuned;
+  for (const TuneOptions& o : each) {
+    tuned.push_back(g);
+    TuneReport r = o.bias_correction || o.weight_rounding ? apply_edits(tuned.back(), c, o) : TuneReport{};
+    if (reports) reports->push_back(std::move(r));
+  }
+  return tuned;
 }
 
 }  // namespace dlakit::quant

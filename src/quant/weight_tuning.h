@@ -43,5 +43,12 @@ struct TuneReport {
 // (its modes and input scales say which layers run INT8 on which grid); re-plan g afterwards.
 TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
                         const TuneOptions& o);
+// tune_weights with each of several options on its own copy of g, from one pass over the samples (the
+// statistics the edits read are the same): the edited copies, in order (reports: their reports). Options
+// that round must agree on rounding_positions and max_patch.
+std::vector<Graph> tune_weights_each(const Graph& g, const NumericsPlan& plan,
+                                     const std::vector<TensorMap>& samples,
+                                     const std::vector<TuneOptions>& each,
+                                     std::vector<TuneReport>* reports = nullptr);
 
 }  // namespace dlakit::quant

@@ -183,12 +183,17 @@ Prepared prepare(const Model& m, const std::vector<TensorMap>& calib, const Metr
   r.configs.push_back(
       make_config("INT8, `calibrate " + task_flags + "` (auto)", tb.name, tb.name, m.g, m.int8, &tb.table));
   // --bias-correction / --weight-rounding on top of the default path.
+  std::vector<TuneOptions> edits(3);
   for (int mode = 1; mode <= 3; ++mode) {
-    TuneOptions to;
-    to.bias_correction = mode & 1;
-    to.weight_rounding = mode & 2;
-    Graph tuned = m.g;
-    tune_weights(tuned, plan_numerics(m.g, m.int8, &def.table), calib, to);
+    edits[size_t(mode - 1)].bias_correction = mode & 1;
+    edits[size_t(mode - 1)].weight_rounding = mode & 2;
+  }
+  // One pass over the calibration data for the three (each as `calibrate` with its flags makes it).
+  const std::vector<Graph> tuned_graphs =
+      tune_weights_each(m.g, plan_numerics(m.g, m.int8, &def.table), calib, edits);
+  for (size_t e = 0; e < edits.size(); ++e) {
+    const TuneOptions& to = edits[e];
+    const Graph& tuned = tuned_graphs[e];
     const std::string flags = std::string(to.bias_correction ? " --bias-correction" : "") +
                               (to.weight_rounding ? " --weight-rounding" : "");
     r.tuned.emplace_back(flags,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "kernels/registry.h"
@@ -344,6 +345,51 @@ TEST(WeightTuning, WeightRoundingKeepsTheScalesAndLowersTheOutputError) {
     EXPECT_LE(std::fabs(level - q0.data<float>()[i]), 1.f) << i;
   }
   EXPECT_LT(int8_error(tuned, c).second, int8_error(c.g, c).second);
+}
+
+// One pass for several edits gives each edit's graph and report as tune_weights gives them alone, bit for
+// bit (the rounding statistics, collected for the options that round, change nothing for those that don't).
+TEST(WeightTuning, EachFromOnePassEqualsEachAlone) {
+  ConvGeometry strided;
+  strided.h = 9;
+  strided.w = 11;
+  strided.pads = {2, 1, 0, 2};
+  strided.strides = {2, 2};
+  const ConvCase c = conv_case(strided);
+  const NumericsPlan plan = plan_numerics(c.g, c.placement, &c.scales);
+  std::vector<TuneOptions> each(4);
+  for (int mode = 0; mode < 4; ++mode) {
+    each[size_t(mode)].bias_correction = mode & 1;
+    each[size_t(mode)].weight_rounding = mode & 2;
+  }
+  std::vector<TuneReport> reports;
+  const std::vector<Graph> tuned = tune_weights_each(c.g, plan, c.samples, each, &reports);
+  ASSERT_EQ(tuned.size(), 4u);
+  ASSERT_EQ(reports.size(), 4u);
+  for (size_t mode = 0; mode < 4; ++mode) {
+    SCOPED_TRACE(mode);
+    Graph alone = c.g;
+    const TuneReport r = tune_weights(alone, plan, c.samples, each[mode]);
+    EXPECT_EQ(reports[mode].tuned, r.tuned);
+    ASSERT_EQ(reports[mode].layers.size(), r.layers.size());
+    for (size_t i = 0; i < r.layers.size(); ++i) {
+      EXPECT_EQ(reports[mode].layers[i].flipped, r.layers[i].flipped);
+      EXPECT_EQ(reports[mode].layers[i].objective_reduction, r.layers[i].objective_reduction);
+      EXPECT_EQ(reports[mode].layers[i].bias_shift_rms, r.layers[i].bias_shift_rms);
+      EXPECT_EQ(reports[mode].layers[i].skipped, r.layers[i].skipped);
+    }
+    for (int input : {1, 2}) {
+      const Tensor &a = *alone.value(alone.nodes[0].inputs[size_t(input)]).constant,
+                   &b = *tuned[mode].value(tuned[mode].nodes[0].inputs[size_t(input)]).constant;
+      ASSERT_EQ(a.numel(), b.numel());
+      EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << "input " << input;
+    }
+  }
+  // The edits did change something where asked: bias correction moves the bias, rounding the weights.
+  const Tensor& b0 = *c.g.value(c.g.nodes[0].inputs[2]).constant;
+  EXPECT_NE(std::memcmp(b0.raw(), tuned[1].value(tuned[1].nodes[0].inputs[2]).constant->raw(), b0.nbytes()),
+            0);
+  EXPECT_GT(reports[2].layers[0].flipped, 0);
 }
 
 // x -> conv1 -> a -> conv2 -> b -> conv3 -> y: 1x1 convolutions of 8 channels, random weights.
