@@ -131,6 +131,24 @@ inline float eval_f32(const Unary& u, float x) {
   }
 }
 
+// py[i] = f(px[i]) for i in [s, e). Built for any x86-64 and again with AVX2 (more lanes per instruction); no
+// FMA, so both builds give the same bits.
+template <typename F>
+[[gnu::always_inline]] inline void unary_run(const float* px, float* py, int64_t s, int64_t e, F f) {
+  for (int64_t i = s; i < e; ++i) py[i] = f(px[i]);
+}
+template <typename F>
+void unary_run_baseline(const float* px, float* py, int64_t s, int64_t e, F f) {
+  unary_run(px, py, s, e, f);
+}
+#if defined(__x86_64__)
+template <typename F>
+[[gnu::target("avx2")]] void unary_run_avx2(const float* px, float* py, int64_t s, int64_t e, F f) {
+  unary_run(px, py, s, e, f);
+}
+const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+#endif
+
 void run_unary(const KernelContext& c) {
   const Unary u(c);
   const Tensor& x = c.in(0);
@@ -144,7 +162,10 @@ void run_unary(const KernelContext& c) {
       parallel_for(
           n,
           [&](int64_t s, int64_t e) {
-            for (int64_t i = s; i < e; ++i) py[i] = f(px[i]);
+#if defined(__x86_64__)
+            if (kHasAvx2) return unary_run_avx2(px, py, s, e, f);
+#endif
+            unary_run_baseline(px, py, s, e, f);
           },
           8192);
     };
