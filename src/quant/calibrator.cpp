@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "base/error.h"
 #include "base/threadpool.h"
@@ -199,27 +202,105 @@ float amax_percentile(const std::vector<double>& bins, double width, double perc
   return max_abs;
 }
 
-float amax_mse(const std::vector<double>& bins, double width, int start_bin) {
+namespace {
+
+// The non-empty bins (centres and counts, in bin order) and the candidate bin counts of amax_mse's search.
+struct MseSearch {
+  std::vector<double> centre, count;
+  std::vector<int> candidates;
+};
+
+MseSearch mse_search(const std::vector<double>& bins, double width, int start_bin) {
+  MseSearch m;
   const int n = int(bins.size());
+  for (int j = 0; j < n; ++j) {
+    if (bins[size_t(j)] == 0) continue;  // adds nothing to any candidate's error
+    m.centre.push_back((j + 0.5) * width);
+    m.count.push_back(bins[size_t(j)]);
+  }
   // Candidates every `stride` bins keep the O(n^2) search bounded when the histogram has grown.
   const int stride = std::max(1, n / 2048);
+  for (int i = std::min(start_bin, n); i <= n; i += stride) m.candidates.push_back(i);
+  return m;
+}
+
+// The quantize-dequantize squared error of clipping at i bins, summed over the non-empty bins in order.
+double mse_error(const MseSearch& m, int i, double width) {
+  const double amax = i * width, scale = amax / 127.0;
+  double err = 0;
+  for (size_t k = 0; k < m.centre.size(); ++k) {
+    const double c = m.centre[k];
+    const double q = std::min(std::round(c / scale), 127.0) * scale;
+    err += m.count[k] * (c - q) * (c - q);
+  }
+  return err;
+}
+
+// The first candidate with the least error.
+float mse_pick(const MseSearch& m, const std::vector<double>& err, double width, int n) {
   double best = std::numeric_limits<double>::infinity();
   int best_i = n;
-  for (int i = std::min(start_bin, n); i <= n; i += stride) {
-    const double amax = i * width, scale = amax / 127.0;
-    double err = 0;
-    for (int j = 0; j < n; ++j) {
-      if (bins[size_t(j)] == 0) continue;
-      const double c = (j + 0.5) * width;
-      const double q = std::min(std::round(c / scale), 127.0) * scale;
-      err += bins[size_t(j)] * (c - q) * (c - q);
+  for (size_t c = 0; c < m.candidates.size(); ++c)
+    if (err[c] < best) {
+      best = err[c];
+      best_i = m.candidates[c];
     }
-    if (err < best) {
-      best = err;
-      best_i = i;
-    }
-  }
   return float(best_i * width);
+}
+
+#if defined(__x86_64__)
+// mse_error for eight candidates at once, one per lane: the same operations in the same order per lane
+// (round half away from zero of a non-negative x as trunc(x) plus one where x - trunc(x), exact, is at
+// least 0.5), so the same errors bit for bit.
+__attribute__((target("avx512f"))) void mse_errors_avx512(const MseSearch& m, double width,
+                                                          std::vector<double>& err) {
+  const size_t count = m.candidates.size();
+  const __m512d vwidth = _mm512_set1_pd(width), levels = _mm512_set1_pd(127.0), half = _mm512_set1_pd(0.5),
+                one = _mm512_set1_pd(1.0);
+  for (size_t c0 = 0; c0 < count; c0 += 8) {
+    alignas(32) int lanes[8];
+    for (size_t l = 0; l < 8; ++l) lanes[l] = m.candidates[std::min(c0 + l, count - 1)];
+    const __m512d amax = _mm512_mul_pd(
+        _mm512_maskz_cvtepi32_pd(0xff, _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes))), vwidth);
+    const __m512d scale = _mm512_div_pd(amax, levels);
+    __m512d sum = _mm512_setzero_pd();
+    for (size_t k = 0; k < m.centre.size(); ++k) {
+      const __m512d c = _mm512_set1_pd(m.centre[k]);
+      const __m512d x = _mm512_div_pd(c, scale);
+      const __m512d t = _mm512_maskz_roundscale_pd(0xff, x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __mmask8 up = _mm512_cmp_pd_mask(_mm512_sub_pd(x, t), half, _CMP_GE_OQ);
+      const __m512d level =
+          _mm512_maskz_min_pd(0xff, levels, _mm512_mask_add_pd(t, up, t, one));  // std::min(r, 127)
+      const __m512d d = _mm512_sub_pd(c, _mm512_mul_pd(level, scale));
+      sum = _mm512_add_pd(sum, _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(m.count[k]), d), d));
+    }
+    alignas(64) double out[8];
+    _mm512_store_pd(out, sum);
+    for (size_t l = 0; l < 8 && c0 + l < count; ++l) err[c0 + l] = out[l];
+  }
+}
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+#endif
+
+}  // namespace
+
+float amax_mse(const std::vector<double>& bins, double width, int start_bin) {
+#if defined(__x86_64__)
+  if (kHasAvx512) {
+    const MseSearch m = mse_search(bins, width, start_bin);
+    std::vector<double> err(m.candidates.size());
+    mse_errors_avx512(m, width, err);
+    return mse_pick(m, err, width, int(bins.size()));
+  }
+#endif
+  return amax_mse_plain(bins, width, start_bin);
+}
+
+float amax_mse_plain(const std::vector<double>& bins, double width, int start_bin) {
+  const MseSearch m = mse_search(bins, width, start_bin);
+  std::vector<double> err(m.candidates.size());
+  for (size_t c = 0; c < err.size(); ++c) err[c] = mse_error(m, m.candidates[c], width);
+  return mse_pick(m, err, width, int(bins.size()));
 }
 
 }  // namespace dlakit::quant

@@ -47,5 +47,8 @@ float compute_amax(const AbsHistogram& h, const CalibOptions& o);
 float amax_entropy(std::vector<double> bins, double width, int levels = 128, int start_bin = 128);
 float amax_percentile(const std::vector<double>& bins, double width, double percentile, float max_abs);
 float amax_mse(const std::vector<double>& bins, double width, int start_bin = 128);
+// amax_mse with its plain loop on any CPU (amax_mse runs eight candidates at a time where the CPU has
+// AVX-512, with the same operations per candidate: the same result bit for bit).
+float amax_mse_plain(const std::vector<double>& bins, double width, int start_bin = 128);
 
 }  // namespace dlakit::quant
