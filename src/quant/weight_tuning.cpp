@@ -236,13 +236,61 @@ Collected collect_stats(const Graph& g, const NumericsPlan& plan, const std::vec
   return c;
 }
 
-// Edits g (the graph the statistics were collected on, or a copy of it) as `o` asks.
-TuneReport apply_edits(Graph& g, const Collected& c, const TuneOptions& o) {
+// Weight rounding's outcome for one layer: the new weights (channels without a scale as they were), the
+// weights moved off round-to-nearest and the mean objective reduction.
+struct Rounded {
+  Tensor weights;
+  int64_t flipped = 0;
+  double objective_reduction = 0;
+};
+
+Rounded round_weights(const ConvStats& s, const Tensor& w, const std::vector<float>& scales,
+                      const std::string& label) {
+  const int64_t P = s.patch, per_group = s.m / s.groups;
+  Rounded r{w.clone(), 0, 0.0};  // new storage: the old tensor may be shared with other graphs
+  float* wt = r.weights.data<float>();
+  // Channels are independent: in parallel, each with its own counts, summed in channel order after.
+  std::vector<double> reductions(size_t(s.m), 0.0);
+  std::vector<int64_t> flips(size_t(s.m), 0);
+  parallel_for(s.m, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      if (!(scales[size_t(k)] > 0)) continue;
+      const int64_t grp = k / per_group;
+      float peak = 0;  // the channel's largest |w|
+      for (int64_t i = 0; i < P; ++i) peak = std::max(peak, std::fabs(w.data<float>()[k * P + i]));
+      const std::vector<float> level = choose_levels(
+          w.data<float>() + k * P, P, peak, scales[size_t(k)], s.rounding, s.qq.data() + grp * P * P,
+          s.qx.data() + grp * P * P, &flips[size_t(k)], &reductions[size_t(k)]);
+      for (int64_t i = 0; i < P; ++i) {
+        float& v = wt[k * P + i];
+        // +-127 is the channel's largest |w| itself, so the scale max|w|/127 does not move.
+        v = std::fabs(level[size_t(i)]) == 127.f ? std::copysign(peak, level[size_t(i)])
+                                                 : level[size_t(i)] * scales[size_t(k)];
+      }
+    }
+  });
+  double reduction_sum = 0;
+  for (int64_t k = 0; k < s.m; ++k) {
+    reduction_sum += reductions[size_t(k)];
+    r.flipped += flips[size_t(k)];
+  }
+  r.objective_reduction = reduction_sum / double(s.m);
+  // The DLA's rounding of the new weights must give exactly the chosen levels with the same scales.
+  if (per_channel_scales(r.weights, 0) != scales)
+    fail(Status::kInternal, label, ": weight rounding changed the per-channel scales");
+  return r;
+}
+
+// Edits g (the graph the statistics were collected on, or a copy of it) as `o` asks. `rounded`: each layer's
+// weight rounding by node, computed once for every option that rounds (the weights and statistics are
+// the same), shared by their graphs (never written).
+TuneReport apply_edits(Graph& g, const Collected& c, const TuneOptions& o,
+                       std::map<size_t, Rounded>& rounded) {
   TuneReport report;
   report.layers = c.skipped;
 
   for (auto& entry : c.stats) {
-    const ConvStats& s = entry.second;  // not a structured binding: the channel lambda below captures it
+    const ConvStats& s = entry.second;
     Node& node = g.nodes[entry.first];
     TunedLayer t;
     t.layer = node.name;
@@ -250,44 +298,20 @@ TuneReport apply_edits(Graph& g, const Collected& c, const TuneOptions& o) {
     const Tensor& w = *wv.constant;
     const std::vector<float> scales = per_channel_scales(w, 0);
     const int64_t P = s.patch, per_group = s.m / s.groups;
-    Tensor tuned = w.clone();  // new storage: the old tensor may be shared with other graphs
-    float* wt = tuned.data<float>();
+    Tensor tuned;
     if (o.weight_rounding && s.rounding_stats && s.rows > 0) {
-      // Channels are independent: in parallel, each with its own counts, summed in channel order after.
-      std::vector<double> reductions(size_t(s.m), 0.0);
-      std::vector<int64_t> flips(size_t(s.m), 0);
-      parallel_for(s.m, [&](int64_t k0, int64_t k1) {
-        for (int64_t k = k0; k < k1; ++k) {
-          if (!(scales[size_t(k)] > 0)) continue;
-          const int64_t grp = k / per_group;
-          float peak = 0;  // the channel's largest |w|
-          for (int64_t i = 0; i < P; ++i) peak = std::max(peak, std::fabs(w.data<float>()[k * P + i]));
-          const std::vector<float> level = choose_levels(
-              w.data<float>() + k * P, P, peak, scales[size_t(k)], s.rounding, s.qq.data() + grp * P * P,
-              s.qx.data() + grp * P * P, &flips[size_t(k)], &reductions[size_t(k)]);
-          for (int64_t i = 0; i < P; ++i) {
-            float& v = wt[k * P + i];
-            // +-127 is the channel's largest |w| itself, so the scale max|w|/127 does not move.
-            v = std::fabs(level[size_t(i)]) == 127.f ? std::copysign(peak, level[size_t(i)])
-                                                     : level[size_t(i)] * scales[size_t(k)];
-          }
-        }
-      });
-      double reduction_sum = 0;
-      for (int64_t k = 0; k < s.m; ++k) {
-        reduction_sum += reductions[size_t(k)];
-        t.flipped += flips[size_t(k)];
-      }
-      t.objective_reduction = reduction_sum / double(s.m);
-      // The DLA's rounding of the new weights must give exactly the chosen levels with the same scales.
-      if (per_channel_scales(tuned, 0) != scales)
-        fail(Status::kInternal, node.label(), ": weight rounding changed the per-channel scales");
+      auto it = rounded.find(entry.first);
+      if (it == rounded.end())
+        it = rounded.emplace(entry.first, round_weights(s, w, scales, node.label())).first;
+      tuned = it->second.weights;
+      t.flipped = it->second.flipped;
+      t.objective_reduction = it->second.objective_reduction;
     } else {
-      const Tensor q = fake_quantize_weights(w, scales, 0, s.rounding);
-      std::copy_n(q.data<float>(), q.numel(), wt);  // what the DLA computes with
+      tuned = fake_quantize_weights(w, scales, 0, s.rounding);  // what the DLA computes with
       if (o.weight_rounding)
         t.skipped = "weight rounding: patch of " + std::to_string(P) + " is over the limit";
     }
+    const float* wt = tuned.data<float>();
     if (o.bias_correction && s.positions > 0) {
       const int64_t M = s.m;
       std::vector<float> bias(size_t(M), 0.f);
@@ -327,7 +351,8 @@ TuneReport apply_edits(Graph& g, const Collected& c, const TuneOptions& o) {
 TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
                         const TuneOptions& o) {
   if (!o.bias_correction && !o.weight_rounding) return {};
-  return apply_edits(g, collect_stats(g, plan, samples, o), o);
+  std::map<size_t, Rounded> rounded;
+  return apply_edits(g, collect_stats(g, plan, samples, o), o, rounded);
 }
 
 std::vector<Graph> tune_weights_each(const Graph& g, const NumericsPlan& plan,
@@ -342,10 +367,12 @@ std::vector<Graph> tune_weights_each(const Graph& g, const NumericsPlan& plan,
         (o.rounding_positions != wanted.rounding_positions || o.max_patch != wanted.max_patch))
       fail(Status::kInvalidArgument, "tune_weights_each: the options round with different statistics");
   const Collected c = collect_stats(g, plan, samples, wanted);
+  std::map<size_t, Rounded> rounded;
   std::vector<Graph> tuned;
   for (const TuneOptions& o : each) {
     tuned.push_back(g);
-    TuneReport r = o.bias_correction || o.weight_rounding ? apply_edits(tuned.back(), c, o) : TuneReport{};
+    TuneReport r =
+        o.bias_correction || o.weight_rounding ? apply_edits(tuned.back(), c, o, rounded) : TuneReport{};
     if (reports) reports->push_back(std::move(r));
   }
   return tuned;
