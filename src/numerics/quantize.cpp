@@ -110,6 +110,10 @@ void quantize_to_int8(const float* x, int8_t* q, int64_t n, float scale, Roundin
 
 void fake_quantize(float* x, int64_t n, float scale, Rounding r) { levels(x, x, n, scale, r, true); }
 
+void fake_quantize_to(const float* x, float* q, int64_t n, float scale, Rounding r) {
+  levels(x, q, n, scale, r, true);
+}
+
 void quantize_to_levels(const float* x, float* q, int64_t n, float scale, Rounding r) {
   levels(x, q, n, scale, r, false);
 }

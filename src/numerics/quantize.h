@@ -44,6 +44,8 @@ inline bool same_levels(float from, float to) {
 
 // Quantize-dequantize in place ("fake quantization"): every element becomes q * scale.
 void fake_quantize(float* x, int64_t n, float scale, Rounding r);
+// fake_quantize of x into q: one pass over memory where a copy and fake_quantize would take two.
+void fake_quantize_to(const float* x, float* q, int64_t n, float scale, Rounding r);
 // The integer levels q (as floats) of x, for integer-exact arithmetic on float hardware.
 void quantize_to_levels(const float* x, float* q, int64_t n, float scale, Rounding r);
 // quantize() of n values into int8, vectorised, on the calling thread (for runs inside a parallel task).

@@ -266,10 +266,15 @@ std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
       if (!inputs[i] || constant[i] || inputs[i]->dtype() != DType::kF32) continue;
       if (!(in.quantize_scale > 0) && !in.round_fp16) continue;
       if (!in.round_fp16 && flag(shortcuts ? &shortcuts->input_on_grid : nullptr, i)) continue;
-      tmp.push_back(inputs[i]->clone());
+      const Tensor& x = *inputs[i];
+      if (in.quantize_scale > 0) {  // quantized as it is copied
+        tmp.push_back(Tensor::uninitialized(DType::kF32, x.shape()));
+        quant::fake_quantize_to(x.data<float>(), tmp.back().data<float>(), x.numel(), in.quantize_scale,
+                                rules.rounding);
+      } else {
+        tmp.push_back(x.clone());
+      }
       Tensor& t = tmp.back();
-      if (in.quantize_scale > 0)
-        quant::fake_quantize(t.data<float>(), t.numel(), in.quantize_scale, rules.rounding);
       if (in.round_fp16) round_to_half_inplace(t.data<float>(), t.numel());
       ptrs[i] = &t;
     }

@@ -52,7 +52,7 @@ TEST(Quantize, SaturatesAndHandlesSpecialValues) {
 
 TEST(Quantize, VectorPathMatchesTheScalarDefinition) {
   // Random values, exact ties at every level, out-of-range values and specials, with a non-power-of-two
-  // scale; the array is long enough for the threaded, vectorised path.
+  // scale; the array is long enough for the threaded, vectorised path. In place and into another array.
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-3.f, 3.f);
   const float s = 0.0213f;
@@ -69,8 +69,9 @@ TEST(Quantize, VectorPathMatchesTheScalarDefinition) {
   x[9] = 1e30f;
   for (Rounding r : {Rounding::kHalfAwayFromZero, Rounding::kHalfToEven})
     for (float scale : {s, 0.25f}) {
-      std::vector<float> fq = x, lv(x.size());
+      std::vector<float> fq = x, lv(x.size()), copied(x.size());
       fake_quantize(fq.data(), int64_t(fq.size()), scale, r);
+      fake_quantize_to(x.data(), copied.data(), int64_t(x.size()), scale, r);  // not in place
       quantize_to_levels(x.data(), lv.data(), int64_t(x.size()), scale, r);
       int bad = 0;
       for (size_t i = 0; i < x.size(); ++i) {
@@ -78,6 +79,7 @@ TEST(Quantize, VectorPathMatchesTheScalarDefinition) {
         bad += std::memcmp(&lv[i], &q, 4) != 0 && !(lv[i] == 0 && q == 0);
         const float d = q * scale;
         bad += std::memcmp(&fq[i], &d, 4) != 0 && !(fq[i] == 0 && d == 0);
+        bad += std::memcmp(&copied[i], &fq[i], 4) != 0;
       }
       EXPECT_EQ(bad, 0) << rounding_name(r) << " scale " << scale;
     }
