@@ -10,19 +10,19 @@
 namespace dlakit {
 namespace {
 
-void round_scalar(float* p, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) p[i] = round_to_half(p[i]);
+void round_scalar(const float* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = round_to_half(in[i]);
 }
 
 #if defined(__x86_64__)
 // F16C converts with IEEE round-to-nearest-even, the same result as float_to_half (tests compare them).
-__attribute__((target("avx,f16c"))) void round_f16c(float* p, int64_t n) {
+__attribute__((target("avx,f16c"))) void round_f16c(const float* in, float* out, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(p + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm256_storeu_ps(p + i, _mm256_cvtph_ps(h));
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
   }
-  round_scalar(p + i, n - i);
+  round_scalar(in + i, out + i, n - i);
 }
 
 __attribute__((target("avx,f16c"))) void widen_f16c(const uint16_t* in, float* out, int64_t n) {
@@ -67,14 +67,16 @@ void floats_to_halves(const float* in, uint16_t* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = float_to_half(in[i]);
 }
 
-void round_to_half_inplace(float* p, int64_t n) {
+void round_to_half_inplace(float* p, int64_t n) { round_to_half_into(p, p, n); }
+
+void round_to_half_into(const float* in, float* out, int64_t n) {
   parallel_for(
       n,
       [&](int64_t s, int64_t e) {
 #if defined(__x86_64__)
-        if (has_f16c()) return round_f16c(p + s, e - s);
+        if (has_f16c()) return round_f16c(in + s, out + s, e - s);
 #endif
-        round_scalar(p + s, e - s);
+        round_scalar(in + s, out + s, e - s);
       },
       1 << 16);
 }

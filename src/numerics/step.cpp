@@ -266,16 +266,17 @@ std::vector<Tensor> run_step(const Node& layer, const StepRules& rules,
       if (!inputs[i] || constant[i] || inputs[i]->dtype() != DType::kF32) continue;
       if (!(in.quantize_scale > 0) && !in.round_fp16) continue;
       if (!in.round_fp16 && flag(shortcuts ? &shortcuts->input_on_grid : nullptr, i)) continue;
+      // Quantized (then rounded), or rounded, as it is copied.
       const Tensor& x = *inputs[i];
-      if (in.quantize_scale > 0) {  // quantized as it is copied
-        tmp.push_back(Tensor::uninitialized(DType::kF32, x.shape()));
-        quant::fake_quantize_to(x.data<float>(), tmp.back().data<float>(), x.numel(), in.quantize_scale,
-                                rules.rounding);
-      } else {
-        tmp.push_back(x.clone());
-      }
+      tmp.push_back(Tensor::uninitialized(DType::kF32, x.shape()));
       Tensor& t = tmp.back();
-      if (in.round_fp16) round_to_half_inplace(t.data<float>(), t.numel());
+      if (in.quantize_scale > 0) {
+        quant::fake_quantize_to(x.data<float>(), t.data<float>(), x.numel(), in.quantize_scale,
+                                rules.rounding);
+        if (in.round_fp16) round_to_half_inplace(t.data<float>(), t.numel());
+      } else {
+        round_to_half_into(x.data<float>(), t.data<float>(), x.numel());
+      }
       ptrs[i] = &t;
     }
     outs = run_kernel(layer, ptrs, out_types, constant);

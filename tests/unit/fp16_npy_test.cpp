@@ -86,10 +86,12 @@ TEST(Fp16, VectorRoundingMatchesScalarOnEveryHalfAndRandomFloats) {
     std::memcpy(&f, &x, 4);
     if (!std::isnan(f)) v.push_back(f);
   }
-  std::vector<float> w = v;
+  std::vector<float> w = v, copied(v.size());
   round_to_half_inplace(w.data(), int64_t(w.size()));
+  round_to_half_into(v.data(), copied.data(), int64_t(v.size()));  // not in place
   for (size_t i = 0; i < v.size(); ++i) {
     const float want = round_to_half(v[i]);
     ASSERT_EQ(std::memcmp(&w[i], &want, 4), 0) << "at " << v[i];
+    ASSERT_EQ(std::memcmp(&copied[i], &want, 4), 0) << "at " << v[i];
   }
 }
