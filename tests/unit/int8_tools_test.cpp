@@ -485,7 +485,9 @@ TEST(FixSearch, AMemoChangesNoResult) {
     const size_t measured = memo.scores.size();
     const SearchResult shared = search_fix(g, po, &t, {}, base.samples, so, {}, &memo);
     same(shared, search_fix(g, po, &t, {}, base.samples, so));
-    if (target == 0.99 && measured > 0) EXPECT_EQ(memo.scores.size(), measured);  // all measured before
+    if (target == 0.99 && measured > 0) {
+      EXPECT_EQ(memo.scores.size(), measured);  // all measured before
+    }
   }
   EXPECT_GT(memo.scores.size(), 0u);
   so.metric.kind = MetricKind::kTop1;
