@@ -284,16 +284,22 @@ std::pair<std::vector<double>, double> int8_error(const Graph& g, const ConvCase
   return {mean, sq / n};
 }
 
+// A geometry where every tap's valid output range differs: stride 2, uneven padding, odd sizes.
+ConvGeometry strided_geometry() {
+  ConvGeometry g;
+  g.h = 9;
+  g.w = 11;
+  g.pads = {2, 1, 0, 2};
+  g.strides = {2, 2};
+  return g;
+}
+
 }  // namespace
 
 // The default geometry and one where every tap's valid output range differs (stride 2, dilation 2, uneven
 // padding): the patch sums the correction uses are taken over exactly the positions each tap reads.
 TEST(WeightTuning, BiasCorrectionRemovesTheMeanErrorOfEachChannel) {
-  ConvGeometry strided;
-  strided.h = 9;
-  strided.w = 11;
-  strided.pads = {2, 1, 0, 2};
-  strided.strides = {2, 2};
+  ConvGeometry strided = strided_geometry();
   strided.dilations = {2, 2};
   for (const ConvGeometry& geom : {ConvGeometry{}, strided}) {
     SCOPED_TRACE(geom.h);
@@ -350,12 +356,7 @@ TEST(WeightTuning, WeightRoundingKeepsTheScalesAndLowersTheOutputError) {
 // One pass for several edits gives each edit's graph and report as tune_weights gives them alone, bit for
 // bit (the rounding statistics, collected for the options that round, change nothing for those that don't).
 TEST(WeightTuning, EachFromOnePassEqualsEachAlone) {
-  ConvGeometry strided;
-  strided.h = 9;
-  strided.w = 11;
-  strided.pads = {2, 1, 0, 2};
-  strided.strides = {2, 2};
-  const ConvCase c = conv_case(strided);
+  const ConvCase c = conv_case(strided_geometry());
   const NumericsPlan plan = plan_numerics(c.g, c.placement, &c.scales);
   std::vector<TuneOptions> each(4);
   for (int mode = 0; mode < 4; ++mode) {
@@ -417,16 +418,23 @@ Graph conv_chain() {
   return g;
 }
 
-TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
-  // a's range 1000x too wide: a quantizes to zero.
-  ConvCase base = conv_case();
-  const Graph g = conv_chain();
+namespace {
+// conv_chain's min-max scales on the samples with a's range 1000x too wide: a quantizes to zero.
+ScaleTable scales_collapsing_a(const Graph& g, const std::vector<TensorMap>& samples) {
   HistogramCollector h(g);
-  for (auto& s : base.samples) h.add(s);
+  for (auto& s : samples) h.add(s);
   CalibOptions mm;
   mm.algo = CalibAlgo::kMinMax;
   ScaleTable t = h.compute(mm);
   t.set_scale("a", *t.find_scale("a") * 1000);
+  return t;
+}
+}  // namespace
+
+TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
+  ConvCase base = conv_case();
+  const Graph g = conv_chain();
+  const ScaleTable t = scales_collapsing_a(g, base.samples);
   PlacementOptions po;
   po.precision = dla::Precision::kINT8;
   SearchOptions so;
@@ -451,12 +459,7 @@ TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
 TEST(FixSearch, AMemoChangesNoResult) {
   ConvCase base = conv_case();
   const Graph g = conv_chain();
-  HistogramCollector h(g);
-  for (auto& s : base.samples) h.add(s);
-  CalibOptions mm;
-  mm.algo = CalibAlgo::kMinMax;
-  ScaleTable t = h.compute(mm);
-  t.set_scale("a", *t.find_scale("a") * 1000);
+  const ScaleTable t = scales_collapsing_a(g, base.samples);
   PlacementOptions po;
   po.precision = dla::Precision::kINT8;
   auto same = [](const SearchResult& a, const SearchResult& b) {
