@@ -36,8 +36,8 @@ struct GpuEngine::Impl {
   std::vector<DeviceBuffer> val;
   // Per runtime value: the fp16 chw16 surface that its producer, an FP16 Conv on the implicit GEMM, writes
   // instead of floats where every reader takes one (surface_result); empty otherwise.
+  // A surface's float buffer exists once a reader's unpack fills it (floats()).
   std::vector<DeviceBuffer> atoms;
-  std::vector<char> floats_ready;            // a surface's float copy is made (by an earlier reader's unpack)
   std::vector<std::vector<Launch>> unpacks;  // per node: the float copies it needs, run before its steps
   std::vector<signed char> implicit_conv;    // per node: implicit_half_conv's answer; -1 not asked yet
   DeviceArena arena;                         // constants, temporaries
@@ -66,13 +66,13 @@ struct GpuEngine::Impl {
   // v's float values for node n: a surface is unpacked into them once, before the first node that reads
   // floats (nodes run in order).
   const float* floats(int v, size_t n) {
+    const bool unpacked = val[size_t(v)].data() != nullptr;
     float* f = dev(v);
-    if (surface(v) && !floats_ready[size_t(v)]) {
+    if (surface(v) && !unpacked) {
       const Shape& s = g.value(v).type.shape;
       const uint16_t* a = surface(v);
       const int64_t images = s[0], channels = s[1], plane = s[2] * s[3];
       unpacks[n].push_back([=](cudaStream_t st) { unpack_half_atoms(a, images, channels, plane, f, st); });
-      floats_ready[size_t(v)] = 1;
     }
     return f;
   }
@@ -198,8 +198,7 @@ bool GpuEngine::Impl::emit_gpu(size_t n, std::string& why, const ResidualTail* t
   c.rounding = rounding_code(rules.rounding);
   const int in0 = node.inputs.empty() ? -1 : node.inputs[0];
   set_input0(c, node.op, rules, in0 >= 0 && half_valued[size_t(in0)]);
-  const bool surface_in = in0 >= 0 && surface(in0) && node.op == OpKind::Conv && implicit_half_conv(n) &&
-                          rounds_to_half_only(rules.inputs[0]);
+  const bool surface_in = in0 >= 0 && surface(in0) && node.op == OpKind::Conv && reads_surface(n, in0);
   c.out_shape = g.value(out).type.shape;
   for (size_t k = 0; k < node.inputs.size(); ++k) {
     const int v = node.inputs[k];
@@ -374,7 +373,6 @@ GpuEngine::GpuEngine(const Graph& g, quant::NumericsPlan plan)
   Impl& m = *impl_;
   m.val.resize(g.values.size());
   m.atoms.resize(g.values.size());
-  m.floats_ready.assign(g.values.size(), 0);
   m.half_valued.assign(g.values.size(), 0);
   for (int v : g.inputs) m.dev(v);
   for (int v : g.outputs) m.dev(v);
