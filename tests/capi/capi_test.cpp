@@ -18,6 +18,7 @@
 #include "../common/onnx_text.h"
 #include "../common/require_gpu.h"
 #include "../common/test_data.h"
+#include "../common/test_paths.h"
 #include "cudla.h"
 #include "dlakit/cudla_ext.h"
 #include "engine/engine.h"
@@ -294,7 +295,7 @@ TEST(CudlaAbi, TwoCoresFromTwoThreadsAtOnce) {
 
 TEST(CudlaAbi, PlainCClientOnARealModelMatchesTheReference) {
   HOST_MEMORY_SEMANTICS_ONLY();
-  const fs::path model = fs::path(DLAKIT_SOURCE_DIR) / ".cache" / "models" / "mobilenet_v2.onnx";
+  const fs::path model = fs::path(test_paths::source_dir()) / ".cache" / "models" / "mobilenet_v2.onnx";
   ASSERT_TRUE(fs::exists(model)) << "run scripts/fetch-models.sh";
   Graph g = import_onnx_file(model.string());
   Graph optimised = g;
@@ -315,7 +316,7 @@ TEST(CudlaAbi, PlainCClientOnARealModelMatchesTheReference) {
   rt::pack(x, mod.inputs()[0], in.p);
   std::ofstream(dir / "in.bin", std::ios::binary)
       .write(static_cast<const char*>(in.p), std::streamsize(mod.inputs()[0].size));
-  const std::string cmd = std::string(HYBRID_STEPS) + " " + (dir / "model.dla").string() + " " +
+  const std::string cmd = std::string(test_paths::hybrid_steps()) + " " + (dir / "model.dla").string() + " " +
                           (dir / "in.bin").string() + " " + (dir / "out.bin").string() + " 1 > " +
                           (dir / "log.txt").string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << std::ifstream(dir / "log.txt").rdbuf();
@@ -384,7 +385,7 @@ TEST(CudlaAbi, PlainCClientRunsACnnEndingInA16x16GlobalAveragePool) {
   rt::pack(x, mod.inputs()[0], in.p);
   std::ofstream(dir / "in.bin", std::ios::binary)
       .write(static_cast<const char*>(in.p), std::streamsize(mod.inputs()[0].size));
-  const std::string cmd = std::string(HYBRID_STEPS) + " " + (dir / "model.dla").string() + " " +
+  const std::string cmd = std::string(test_paths::hybrid_steps()) + " " + (dir / "model.dla").string() + " " +
                           (dir / "in.bin").string() + " " + (dir / "out.bin").string() + " 0 > " +
                           (dir / "log.txt").string() + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << std::ifstream(dir / "log.txt").rdbuf();

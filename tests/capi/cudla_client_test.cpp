@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "common/test_data.h"
+#include "common/test_paths.h"
 #include "cudla_client/library.h"
 #include "onnx/importer.h"
 #include "runtime/io_format.h"
@@ -26,9 +27,9 @@ std::string from_env(const char* name, const char* built_in) {
   return v ? v : built_in;
 }
 const std::string kModel =
-    from_env("DLAKIT_SOURCE_DIR", DLAKIT_SOURCE_DIR) + "/.cache/models/blazeface_128.onnx";
-const std::string kLibrary = from_env("DLAKIT_CUDLA_LIBRARY", CUDLA_LIBRARY);
-const std::string kPartial = from_env("DLAKIT_PARTIAL_LIBRARY", PARTIAL_LIBRARY);
+    from_env("DLAKIT_SOURCE_DIR", test_paths::source_dir()) + "/.cache/models/blazeface_128.onnx";
+const std::string kLibrary = from_env("DLAKIT_CUDLA_LIBRARY", test_paths::cudla_library());
+const std::string kPartial = from_env("DLAKIT_PARTIAL_LIBRARY", test_paths::partial_library());
 
 workflow::PlacedModel placed_blazeface(dla::Precision precision = dla::Precision::kFP16) {
   PlacementOptions o;

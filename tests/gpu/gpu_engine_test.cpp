@@ -10,6 +10,7 @@
 
 #include "../common/require_gpu.h"
 #include "../common/test_data.h"
+#include "../common/test_paths.h"
 #include "base/fp16.h"
 #include "engine/gpu_engine.h"
 #include "gpu/gpu.h"
@@ -35,7 +36,7 @@ namespace fs = std::filesystem;
 namespace {
 // DLAKIT_SOURCE_DIR in the environment overrides the build's (the GPU machine runs a copy elsewhere).
 const fs::path kModels =
-    fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : DLAKIT_SOURCE_DIR) /
+    fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : test_paths::source_dir()) /
     ".cache" / "models";
 
 int64_t differing(const Tensor& a, const Tensor& b) {  // values, so -0 equals +0; NaN equals NaN

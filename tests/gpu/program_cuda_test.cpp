@@ -10,6 +10,7 @@
 
 #include "../common/require_gpu.h"
 #include "../common/test_data.h"
+#include "../common/test_paths.h"
 #include "gpu/gpu.h"
 #include "gpu/program_engine.h"
 #include "loadable/plan.h"
@@ -25,7 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kModels =
-    fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : DLAKIT_SOURCE_DIR) /
+    fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : test_paths::source_dir()) /
     ".cache" / "models";
 
 struct ModelSpec {

@@ -18,6 +18,7 @@
 
 #include <unistd.h>
 
+#include "../common/test_paths.h"
 #include "base/file.h"
 #include "onnx/exporter.h"
 #include "onnx/importer.h"
@@ -31,7 +32,7 @@ using namespace dlakit::quant;
 
 namespace {
 
-const fs::path kSource = DLAKIT_SOURCE_DIR;
+const fs::path kSource = test_paths::source_dir();
 // The five real caches (and retina_lp's model) are the project's shared test data, not part of the
 // repository (three of their sources state no licence): $DLAKIT_TRT_CACHES, shared/data/trt-caches in the
 // checkout, or /work/shared/data/trt-caches. Empty when none is there.
@@ -56,7 +57,8 @@ CliRun run_cli(const std::string& args) {
   const fs::path log =
       fs::temp_directory_path() / ("dlakit_int8_caches_" + std::to_string(::getpid()) + ".log");
   CliRun r;
-  r.status = std::system((std::string(DLAKIT_CLI) + " " + args + " > " + log.string() + " 2>&1").c_str());
+  r.status =
+      std::system((std::string(test_paths::cli()) + " " + args + " > " + log.string() + " 2>&1").c_str());
   r.output = read_file(log.string());
   fs::remove(log);
   return r;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "../common/test_paths.h"
 #include "latency/fit.h"
 #include "latency/params.h"
 #include "latency/published.h"
@@ -20,7 +21,7 @@ namespace {
 
 std::string nets_dir() {
   const char* env = std::getenv("DLAKIT_LATENCY_NETS");
-  return env ? env : std::string(DLAKIT_SOURCE_DIR) + "/.cache/models/latency";
+  return env ? env : std::string(test_paths::source_dir()) + "/.cache/models/latency";
 }
 
 struct Rows {

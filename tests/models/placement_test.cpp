@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "../common/test_data.h"
+#include "../common/test_paths.h"
 #include "engine/engine.h"
 #include "io/image.h"
 #include "loadable/loadable.h"
@@ -31,7 +32,7 @@ using namespace dlakit;
 
 namespace {
 
-const fs::path kSource = DLAKIT_SOURCE_DIR;
+const fs::path kSource = test_paths::source_dir();
 
 struct ModelSpec {
   std::string name, shapes;
@@ -164,7 +165,8 @@ TEST(HybridPlan, RealModelsMatchTheReferenceWithinFp16) {
     if (std::string(name) == "ppocr_cls") o.input_shapes = parse_input_shapes("x:1x3x48x192");
     Graph g = import_onnx_file(f.string(), o);
     Graph opt = import_onnx_file(f.string(), o);
-    PassOptions as_imported;  // the DLA rewrites make these models one DLA graph; without them they are hybrid
+    PassOptions
+        as_imported;  // the DLA rewrites make these models one DLA graph; without them they are hybrid
     as_imported.disabled = {"adjust-for-dla"};
     run_passes(opt, as_imported);
     const Placement p = place(opt, {});

@@ -29,6 +29,7 @@
 #include <sstream>
 
 #include "../common/test_data.h"
+#include "../common/test_paths.h"
 #include "engine/engine.h"
 #include "kernels/gemm.h"
 #include "loadable/loadable.h"
@@ -48,7 +49,7 @@ using nlohmann::json;
 
 namespace {
 
-const fs::path kSource = DLAKIT_SOURCE_DIR;
+const fs::path kSource = test_paths::source_dir();
 const fs::path kGolden = kSource / "tests" / "golden" / "programs";
 
 // The largest difference between the v1 CPU runtime's FP16 (every layer rounded to fp16) and the

@@ -310,11 +310,12 @@ TEST(Placement, OverridesGlobsAndTinyIslands) {
 #include <fstream>
 #include <sstream>
 
+#include "../common/test_paths.h"
 #include "targets/dla/matrix.h"
 
 TEST(SupportMatrix, DocsAreGeneratedFromTheTables) {
   const std::filesystem::path doc =
-      std::filesystem::path(DLAKIT_SOURCE_DIR) / "docs" / "dla-support-matrix.md";
+      std::filesystem::path(test_paths::source_dir()) / "docs" / "dla-support-matrix.md";
   std::ifstream f(doc);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -326,7 +327,7 @@ TEST(SupportMatrix, DocsAreGeneratedFromTheTables) {
 namespace {
 
 std::string read_doc(const char* name) {
-  std::ifstream f(std::filesystem::path(DLAKIT_SOURCE_DIR) / "docs" / name);
+  std::ifstream f(std::filesystem::path(test_paths::source_dir()) / "docs" / name);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();

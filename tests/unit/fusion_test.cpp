@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../common/test_data.h"
+#include "../common/test_paths.h"
 #include "engine/engine.h"
 #include "kernels/registry.h"
 #include "onnx/importer.h"
@@ -140,7 +141,7 @@ TEST(Fusion, HardSwishAndDepthwiseEpiloguesAreBitIdentical) {
 // Real models: ResNet-18 (Conv + Add + Relu), MobileNetV2 (Conv + Clip), PP-OCRv4 det (HardSwish chains
 // with per-channel scales), on random inputs.
 TEST(Fusion, RealModelsAreBitIdentical) {
-  const std::string models = std::string(DLAKIT_SOURCE_DIR) + "/.cache/models/";
+  const std::string models = std::string(test_paths::source_dir()) + "/.cache/models/";
   const std::pair<const char*, Shape> cases[] = {
       {"resnet18", {1, 3, 224, 224}}, {"mobilenet_v2", {1, 3, 224, 224}}, {"ppocr_det", {1, 3, 96, 160}}};
   for (const auto& [name, shape] : cases) {
@@ -158,7 +159,8 @@ TEST(Fusion, RealModelsAreBitIdentical) {
 TEST(Engine, BatchRunsMatchSingleRunsBitForBit) {
   ImportOptions opt;
   opt.input_shapes["x"] = {1, 3, 48, 96};
-  const Graph g = import_onnx_file(std::string(DLAKIT_SOURCE_DIR) + "/.cache/models/ppocr_rec.onnx", opt);
+  const Graph g =
+      import_onnx_file(std::string(test_paths::source_dir()) + "/.cache/models/ppocr_rec.onnx", opt);
   std::vector<TensorMap> samples;
   for (uint32_t seed = 1; seed <= 3; ++seed) samples.push_back(test_data::random_inputs(g, seed * 7));
   ReferenceEngine fp32(g);
@@ -184,7 +186,7 @@ TEST(Engine, SkippedRequantizationChangesNothing) {
     ImportOptions opt;
     opt.input_shapes[std::string(name) == "ppocr_rec" ? "x" : "input"] = shape;
     const Graph g =
-        import_onnx_file(std::string(DLAKIT_SOURCE_DIR) + "/.cache/models/" + name + ".onnx", opt);
+        import_onnx_file(std::string(test_paths::source_dir()) + "/.cache/models/" + name + ".onnx", opt);
     PlacementOptions po;
     po.precision = dla::Precision::kINT8;
     const quant::ScaleTable scales = test_data::random_calibration(g, 1);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "../common/test_paths.h"
 #include "base/error.h"
 #include "base/file.h"
 #include "io/image.h"
@@ -44,7 +45,7 @@ for name in ("baseline420.jpg", "baseline444.jpg", "progressive.jpg", "gray.jpg"
 }  // namespace
 
 TEST(ImageDecode, PhotosDecodeToPillowsPixels) {
-  const fs::path photo = fs::path(DLAKIT_SOURCE_DIR) / ".cache" / "images" / "fruits.jpg";
+  const fs::path photo = fs::path(test_paths::source_dir()) / ".cache" / "images" / "fruits.jpg";
   if (!fs::exists(photo)) GTEST_SKIP() << "run make fetch";
   const fs::path dir = fs::path(testing::TempDir()) / "dlakit_image_decode";
   fs::create_directories(dir);
@@ -67,7 +68,7 @@ TEST(ImageDecode, PhotosDecodeToPillowsPixels) {
 
 // Pillow refuses a JPEG cut short ("image file is truncated"); libjpeg would fill the rest with grey.
 TEST(ImageDecode, ATruncatedJpegIsRefused) {
-  const fs::path photo = fs::path(DLAKIT_SOURCE_DIR) / ".cache" / "images" / "fruits.jpg";
+  const fs::path photo = fs::path(test_paths::source_dir()) / ".cache" / "images" / "fruits.jpg";
   if (!fs::exists(photo)) GTEST_SKIP() << "run make fetch";
   const std::string whole = read_file(photo.string());
   EXPECT_NO_THROW(decode_image(whole, "fruits.jpg"));
@@ -82,7 +83,7 @@ TEST(ImageDecode, ATruncatedJpegIsRefused) {
 // A file that lacks only its end marker (FF D9) is refused, as Pillow refuses it ("image file is
 // truncated"); so are a CMYK JPEG and a file of more scans than dlakit reads, each by name.
 TEST(ImageDecode, MissingEndMarkerCmykAndTooManyScansAreRefused) {
-  const fs::path photo = fs::path(DLAKIT_SOURCE_DIR) / ".cache" / "images" / "fruits.jpg";
+  const fs::path photo = fs::path(test_paths::source_dir()) / ".cache" / "images" / "fruits.jpg";
   if (!fs::exists(photo)) GTEST_SKIP() << "run make fetch";
   const std::string whole = read_file(photo.string());
   ASSERT_EQ(whole.substr(whole.size() - 2), "\xff\xd9");

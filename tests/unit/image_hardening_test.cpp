@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "../common/test_paths.h"
 #include "base/error.h"
 #include "base/file.h"
 #include "io/image.h"
@@ -35,7 +36,7 @@ struct Refusal {
 };
 Refusal refusal_of(const std::string& regression) {
   const std::string bytes =
-      read_file(std::string(DLAKIT_SOURCE_DIR) + "/tests/fuzz/regressions/fuzz_image/" + regression);
+      read_file(std::string(test_paths::source_dir()) + "/tests/fuzz/regressions/fuzz_image/" + regression);
   try {
     const Image img = decode_image(bytes, regression);
     return {std::nullopt, "decoded to " + std::to_string(img.width) + "x" + std::to_string(img.height)};
