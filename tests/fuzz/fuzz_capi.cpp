@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/test_paths.h"
 #include "cudla.h"
 #include "dlakit/cudla_ext.h"
 
@@ -23,7 +24,8 @@ namespace {
 
 const std::vector<uint8_t>& loadable() {
   static const std::vector<uint8_t> bytes = [] {
-    std::ifstream f(DLAKIT_SEEDS_DIR "/test_Conv2d.dla", std::ios::binary);
+    std::ifstream f(std::string(dlakit::test_paths::source_dir()) + "/tests/fuzz/seeds/test_Conv2d.dla",
+                    std::ios::binary);
     std::vector<uint8_t> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     if (b.empty()) std::abort();  // the target is useless without its loadable
     return b;
