@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_atoms_mma_kernel(
   const unsigned p0 = blockIdx.x * unsigned(kRows);
   const int m0 = int(blockIdx.y) * kCols;
   int acc[4][4][4] = {};
-  igemm::accumulate<kWarpsM, kWarpsN>(a.op, shared, p0, m0, acc);
+  igemm::accumulate<kWarpsM, kWarpsN>(a.op, shared, p0, m0, 0, igemm::stages(a.op), acc);
 
   int8_t* tile = shared;  // [kRows][kOutPitch]
   levels_to_tile<kOutPitch>(acc, a, tile, m0, warp_m, warp_n, lane);

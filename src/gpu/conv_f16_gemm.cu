@@ -82,11 +82,12 @@ ConvF16Gemm::ConvF16Gemm(const ConvGeom& g)
 ConvF16Gemm::~ConvF16Gemm() = default;
 
 std::shared_ptr<const ConvF16Gemm> ConvF16Gemm::plan(const ConvGeom& g, Route route) {
-  MmaTile tile;
+  MmaShape shape;
   if (route == Route::kChoose && implicit_gemm_enabled() && half_atoms_fit(g) &&
-      4 * (half_atoms_channels(g.C) - g.C) <= g.C && implicit_gemm_tile(g, multiprocessors(), tile)) {
+      4 * (half_atoms_channels(g.C) - g.C) <= g.C &&
+      implicit_gemm_shape(g, half_atoms_stages(g), multiprocessors(), shape)) {
     std::shared_ptr<ConvF16Gemm> c(new ConvF16Gemm(g));
-    c->tile_ = tile;
+    c->shape_ = shape;
     return c;
   }
   // grid.y runs over K (im2col) and over the filters (epilogue); pixels and their offsets in 32 bits.
@@ -124,8 +125,8 @@ std::vector<uint16_t> ConvF16Gemm::weights(const float* w) const {
 
 void ConvF16Gemm::run(HalfInput x, const uint16_t* w, const float* bias, k::ActParams act,
                       const k::StoreRule& store, const HalfResidual* residual, HalfOutput y, void* cols,
-                      void* sums, void* workspace, cudaStream_t s) const {
-  if (!lt_) return conv_half_mma(g_, tile_, x, cols, w, bias, act, store, residual, y, s);
+                      void* sums, void* workspace, unsigned* arrivals, cudaStream_t s) const {
+  if (!lt_) return conv_half_mma(g_, shape_, x, cols, w, bias, act, store, residual, y, {sums, arrivals}, s);
   if (residual || !x.nchw || !y.nchw)
     fail(Status::kInternal, "a surface or a fused residual Add on the im2col route");
   const int pixels = int(pixels_), padded = int(pixels_padded_);

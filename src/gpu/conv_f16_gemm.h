@@ -38,11 +38,15 @@ class ConvF16Gemm {
   ConvF16Gemm& operator=(const ConvF16Gemm&) = delete;
 
   bool implicit() const { return !lt_; }
-  // Scratch the runs need: the input as halves (the im2col matrix or the chw16 surface), the fp32 sums and
-  // cuBLASLt's workspace (none for the implicit GEMM).
+  // Scratch the runs need: the input as halves (the im2col matrix or the chw16 surface), the fp32 sums
+  // (cuBLASLt's, or the implicit GEMM's parts of a split K) and cuBLASLt's workspace.
   size_t cols_bytes() const;
-  size_t sums_bytes() const { return lt_ ? size_t(g_.M * pixels_padded_) * 4 : 0; }
+  size_t sums_bytes() const { return lt_ ? size_t(g_.M * pixels_padded_) * 4 : split_sums_bytes(g_, shape_); }
   size_t workspace_bytes() const { return lt_ ? lt_->workspace_bytes() : 0; }
+  // The counts a split K needs (split_arrivals), zero before the first run: memory of the caller's that
+  // only this convolution uses.
+  int64_t arrivals() const { return lt_ ? 0 : split_arrivals(g_, shape_); }
+  MmaShape shape() const { return shape_; }
   // run()'s weight matrix as fp16 bits from w [M][C][KH][KW] (fp16 values): [M][K rounded up to 8], zeros
   // past K, or half_atoms_weights.
   std::vector<uint16_t> weights(const float* w) const;
@@ -52,14 +56,14 @@ class ConvF16Gemm {
   // those rules store fp16, a surface.
   void run(HalfInput x, const uint16_t* w, const float* bias, k::ActParams act, const k::StoreRule& store,
            const HalfResidual* residual, HalfOutput y, void* cols, void* sums, void* workspace,
-           cudaStream_t s) const;
+           unsigned* arrivals, cudaStream_t s) const;
 
  private:
   explicit ConvF16Gemm(const k::ConvGeom& g);
   k::ConvGeom g_;
   int64_t k_padded_ = 0, pixels_ = 0, pixels_padded_ = 0;  // padded to 8: 16-byte rows of halves
   std::unique_ptr<LtMatmul> lt_;                           // null: the implicit GEMM
-  MmaTile tile_ = MmaTile::k64x64;
+  MmaShape shape_;
 };
 
 }  // namespace dlakit::gpu

@@ -79,14 +79,47 @@ struct HalfConvArgs {
   bool has_residual;
   HalfOutput y;
   int atoms_out;  // the output surface's atoms an image (y.atoms; a surface residual operand's too)
+  SplitScratch split;
+  // Rules::kSimple's reading of the rules: a ReLU, and which of the three stores round to fp16
+  struct {
+    bool relu, store_half, add_half, relu_half;
+  } simple;
 };
 
+// The epilogue's rules: where each store rule is one rounding to fp16 or none (no int8 step) and the
+// activation none or a ReLU (every FP16 network's, ResNet's residual blocks included), the kernel's kSimple
+// form reads them as four flags; kAny calls the general functions, which cost more instructions than the
+// arithmetic (ncu counted 2,800-4,500 a warp in short-K layers' epilogues).
+enum class Rules { kAny, kSimple };
+
+bool rules_simple(k::ActParams act, const k::StoreRule& store, const HalfResidual* residual) {
+  auto simple = [](const k::StoreRule& r) { return r.kind != k::StoreRule::Kind::kInt8; };
+  return (act.act == k::Act::kNone || act.act == k::Act::kRelu) && simple(store) &&
+         (!residual || (simple(residual->store) && (!residual->relu || simple(residual->relu_store))));
+}
+
+// The layer's activation and store rule on its sum (with the bias).
+template <Rules kRules>
+__device__ __forceinline__ float conv_result(const HalfConvArgs& a, float v) {
+  if constexpr (kRules == Rules::kAny) return k::stored(a.store, k::activate(a.act, v));
+  if (a.simple.relu) v = k::activated<k::Act::kRelu>(a.act, v);
+  return a.simple.store_half ? k::half_rounded(v) : v;
+}
+
 // The fused residual's layers on the convolution's result v and the Add's other operand.
+template <Rules kRules>
 __device__ __forceinline__ float add_residual(const HalfConvArgs& a, float v, float other) {
   const HalfResidual& res = a.residual;
-  v = k::stored(res.store, v + other);
-  if (res.relu) v = k::stored(res.relu_store, k::activated<k::Act::kRelu>(a.act, v));
-  return v;
+  if constexpr (kRules == Rules::kAny) {
+    v = k::stored(res.store, v + other);
+    if (res.relu) v = k::stored(res.relu_store, k::activated<k::Act::kRelu>(a.act, v));
+    return v;
+  }
+  v += other;
+  if (a.simple.add_half) v = k::half_rounded(v);
+  if (!res.relu) return v;
+  v = k::activated<k::Act::kRelu>(a.act, v);
+  return a.simple.relu_half ? k::half_rounded(v) : v;
 }
 
 // The residual's other operand at filter m of output pixel `pixel` of image n, from either form.
@@ -98,11 +131,89 @@ __device__ __forceinline__ float residual_operand(const HalfConvArgs& a, int n, 
   return __half2float(reinterpret_cast<const __half*>(o.atoms)[unit * kAtomHalves + m % kAtomHalves]);
 }
 
-// The epilogue: bias, activation and store rule on the accumulators in registers, then, 32 filters (two
+// The epilogue under kSimple rules with a surface result (and the residual operand, if any, a surface): the
+// residual Add is done in registers too, after which every value is fp16 (the last rule stores fp16: the
+// host checks), so the whole tile goes through shared memory at once as halves
+// [pixel][filter] (a barrier, 32 stores and 8 wide loads a thread), and each thread writes whole 32-byte
+// units of consecutive pixels. The residual operand is read in registers, two filters (4 bytes) a load.
+template <int kWarpsM, int kWarpsN, Rules kRules>
+__device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float (&acc)[4][4][4],
+                                                   int8_t* shared, unsigned p0, int m0) {
+  using B = igemm::Block<kWarpsM, kWarpsN>;
+  // rows 68 or 36 words apart: a warp's 4-byte stores (8 rows x 4 filter pairs) and a quarter warp's 16-byte
+  // loads (8 rows) meet every bank once
+  constexpr int kPitch = B::kCols + 8;
+  static_assert(B::kRows * kPitch * 2 <= B::kStagesBytes, "the tile fits the stages' memory");
+  static_assert(B::kThreads % B::kRows == 0, "a thread keeps its row");
+  const k::ConvGeom& g = a.op.g;
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
+  const int64_t plane = g.OH * g.OW, atom_plane = plane * kAtomHalves;
+  __half* tile = reinterpret_cast<__half*>(shared);
+  const __half* other = reinterpret_cast<const __half*>(a.residual.other.atoms);
+  const int f0 = warp_n * kWarpCols + (lane & 3) * 2;  // the lane's filters: f0 + ni * 8 and the next
+  float bias[4][2];
+#pragma unroll
+  for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int m = m0 + f0 + ni * 8 + e;
+      bias[ni][e] = a.bias && m < g.M ? __ldg(a.bias + m) : 0.f;
+    }
+#pragma unroll
+  for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = warp_m * kWarpRows + mi * 16 + (lane >> 2) + h * 8;
+      const unsigned p = p0 + unsigned(r);
+      const __half* row = nullptr;  // the residual operand's pixel, where there is one to read
+      if (a.has_residual && p < a.op.pixels) {
+        int n, oh, ow;
+        a.op.pixel.split(p, n, oh, ow);
+        row = other + int64_t(n) * a.atoms_out * atom_plane + (int64_t(oh) * g.OW + ow) * kAtomHalves;
+      }
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        const int f = f0 + ni * 8, m = m0 + f;  // m even: m and m + 1 share an atom
+        float2 operand = make_float2(0.f, 0.f);
+        if (row && m < g.M)
+          operand = __half22float2(*reinterpret_cast<const __half2*>(
+              row + int64_t(m / kAtomHalves) * atom_plane + m % kAtomHalves));
+        float v[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          v[e] = acc[mi][ni][h * 2 + e];
+          if (a.bias) v[e] += bias[ni][e];  // no bias: the sum as it is (+0 would turn -0 into +0)
+          v[e] = conv_result<kRules>(a, v[e]);
+          if (a.has_residual) v[e] = add_residual<kRules>(a, v[e], e ? operand.y : operand.x);
+          if (m + e >= g.M) v[e] = 0.f;  // padding: zero (the readers' zero weights would not cancel NaN)
+        }
+        *reinterpret_cast<__half2*>(tile + r * kPitch + f) = __floats2half2_rn(v[0], v[1]);  // exact
+      }
+    }
+  __syncthreads();
+  const int r = t % B::kRows;
+  const unsigned p = p0 + unsigned(r);
+  if (p >= a.op.pixels) return;
+  int n, oh, ow;
+  a.op.pixel.split(p, n, oh, ow);
+  __half* out = reinterpret_cast<__half*>(a.y.atoms) + int64_t(n) * a.atoms_out * atom_plane +
+                (int64_t(oh) * g.OW + ow) * kAtomHalves;
+  for (int atom = t / B::kRows; atom < B::kCols / kAtomHalves; atom += B::kThreads / B::kRows) {
+    const int atom_out = m0 / kAtomHalves + atom;
+    if (atom_out >= a.atoms_out) break;
+    const int4* src = reinterpret_cast<const int4*>(tile + r * kPitch + atom * kAtomHalves);
+    int4* dst = reinterpret_cast<int4*>(out + atom_out * atom_plane);
+    dst[0] = src[0], dst[1] = src[1];
+  }
+}
+
+// The kernel: the sums (K whole or, over gridDim.z blocks, split), then half_tile_epilogue where it applies
+// or this epilogue: bias, activation and store rule on the accumulators in registers, then, 32 filters (two
 // atoms) at a time, through shared memory as [filter][pixel], so that a warp reads the residual's operand
 // and writes the output as 32 consecutive pixels of one NCHW plane, or as 32 consecutive pixels' 32-byte
 // units of a surface (a lane's own values are 8 pixels of 4 filters apart).
-template <int kWarpsM, int kWarpsN>
+template <int kWarpsM, int kWarpsN, Rules kRules>
 __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(const HalfConvArgs a) {
   using B = igemm::Block<kWarpsM, kWarpsN>;
   constexpr int kPitch = B::kRows + 4;  // the 4 filters one store instruction covers in 4 bank groups
@@ -115,7 +226,14 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
   const unsigned p0 = blockIdx.x * unsigned(B::kRows);
   const int m0 = int(blockIdx.y) * B::kCols;
   float acc[4][4][4] = {};
-  igemm::accumulate<kWarpsM, kWarpsN>(a.op, shared, p0, m0, acc);
+  int first, end;
+  igemm::split_stages(a.op, first, end);
+  igemm::accumulate<kWarpsM, kWarpsN>(a.op, shared, p0, m0, first, end, acc);
+  if (gridDim.z > 1 && !igemm::gather_split<B::kThreads>(a.split, acc)) return;
+  if constexpr (kRules != Rules::kAny) {
+    if (a.y.atoms && (!a.has_residual || a.residual.other.atoms))
+      return half_tile_epilogue<kWarpsM, kWarpsN, kRules>(a, acc, shared, p0, m0);
+  }
 
 #pragma unroll
   for (int ni = 0; ni < 4; ++ni)
@@ -129,7 +247,7 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
         for (int h = 0; h < 2; ++h) {
           float& v = acc[mi][ni][h * 2 + e];
           if (a.bias) v += bias_m;  // no bias: the sum as it is (+0 would turn -0 into +0)
-          v = k::stored(a.store, k::activate(a.act, v));
+          v = conv_result<kRules>(a, v);
         }
     }
   float* chunk = reinterpret_cast<float*>(shared);  // [kWarpCols][kPitch]
@@ -180,7 +298,7 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
             continue;
           }
           if (a.has_residual)
-            v = add_residual(
+            v = add_residual<kRules>(
                 a, v,
                 a.residual.other.atoms ? __half2float(other.h[c]) : residual_operand(a, n, m, pixel, plane));
           out.h[c] = __float2half_rn(v);  // v is on the fp16 grid: exact
@@ -214,7 +332,7 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
         if (at[j] < 0) continue;
-        a.y.nchw[at[j]] = a.has_residual ? add_residual(a, v[j], other[j]) : v[j];
+        a.y.nchw[at[j]] = a.has_residual ? add_residual<kRules>(a, v[j], other[j]) : v[j];
       }
     }
   }
@@ -229,6 +347,8 @@ size_t half_atoms_bytes(const k::ConvGeom& g) { return half_atoms_bytes(g.N, g.C
 int64_t half_atoms_channels(int64_t channels) { return atoms_of(channels) * kAtomHalves; }
 
 int64_t half_atoms_k_bytes(const k::ConvGeom& g) { return g.KH * g.KW * atoms_of(g.C) * 32; }
+
+int64_t half_atoms_stages(const k::ConvGeom& g) { return (half_atoms_k_bytes(g) / 32 + 1) / 2; }
 
 bool half_atoms_fit(const k::ConvGeom& g) {
   // the pack's (pixel, atom) index and the count of K chunks in 32 bits
@@ -252,9 +372,11 @@ bool half_surface_rules(const k::StoreRule& store, const HalfResidual* residual)
   return last.leaves_half();
 }
 
-void conv_half_mma(const k::ConvGeom& g, MmaTile tile, HalfInput x, void* atoms, const uint16_t* w,
+void conv_half_mma(const k::ConvGeom& g, MmaShape shape, HalfInput x, void* atoms, const uint16_t* w,
                    const float* bias, k::ActParams act, const k::StoreRule& store,
-                   const HalfResidual* residual, HalfOutput y, cudaStream_t s) {
+                   const HalfResidual* residual, HalfOutput y, const SplitScratch& split, cudaStream_t s) {
+  if (shape.splits > 1 && !(split.sums && split.arrivals))
+    fail(Status::kInternal, "a split K without the memory its blocks meet in");
   if (y.atoms && !half_surface_rules(store, residual))
     fail(Status::kInternal, "an fp16 surface asked of a convolution whose last rule stores other values");
   const int64_t atoms_in = atoms_of(g.C), plane = g.H * g.W;
@@ -273,10 +395,18 @@ void conv_half_mma(const k::ConvGeom& g, MmaTile tile, HalfInput x, void* atoms,
                          reinterpret_cast<const int8_t*>(w), half_atoms_k_bytes(g));
   a.bias = bias, a.act = act, a.store = store, a.y = y, a.atoms_out = int(atoms_of(g.M));
   a.residual = residual ? *residual : HalfResidual{}, a.has_residual = residual != nullptr;
-  igemm::launch_tile(tile, [&](auto warps_m, auto warps_n) {
+  a.split = split;
+  const Rules rules = rules_simple(act, store, residual) ? Rules::kSimple : Rules::kAny;
+  a.simple = {act.act == k::Act::kRelu, store.changes(), residual && residual->store.changes(),
+              residual && residual->relu && residual->relu_store.changes()};
+  igemm::launch_tile(shape.tile, [&](auto warps_m, auto warps_n) {
     constexpr int kWarpsM = decltype(warps_m)::value, kWarpsN = decltype(warps_n)::value;
-    conv_half_mma_kernel<kWarpsM, kWarpsN>
-        <<<igemm::grid_of<kWarpsM, kWarpsN>(a.op), 32 * kWarpsM * kWarpsN, 0, s>>>(a);
+    const dim3 grid = igemm::grid_of<kWarpsM, kWarpsN>(a.op, shape.splits), block(32 * kWarpsM * kWarpsN);
+    if (rules == Rules::kSimple) {
+      conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kSimple><<<grid, block, 0, s>>>(a);
+    } else {
+      conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kAny><<<grid, block, 0, s>>>(a);
+    }
   });
 }
 

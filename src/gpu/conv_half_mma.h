@@ -61,10 +61,13 @@ bool half_surface_rules(const k::StoreRule& store, const HalfResidual* residual)
 // x: the input (float NCHW is packed into `atoms`, half_atoms_bytes of scratch; unused for a surface);
 // w: half_atoms_weights on the device; bias: M values or null; residual: null or the fused Add; y: the
 // result (the Add's or the ReLU's with a residual); a surface only where half_surface_rules (kInternal
-// otherwise).
-void conv_half_mma(const k::ConvGeom& g, MmaTile tile, HalfInput x, void* atoms, const uint16_t* w,
+// otherwise); split: where shape.splits > 1, split_sums_bytes and split_arrivals counts (kInternal
+// without). A split K adds its parts' fp32 sums in a fixed order, the same in every run.
+void conv_half_mma(const k::ConvGeom& g, MmaShape shape, HalfInput x, void* atoms, const uint16_t* w,
                    const float* bias, k::ActParams act, const k::StoreRule& store,
-                   const HalfResidual* residual, HalfOutput y, cudaStream_t s);
+                   const HalfResidual* residual, HalfOutput y, const SplitScratch& split, cudaStream_t s);
+// K's 64-byte stages (implicit_gemm_shape's argument).
+int64_t half_atoms_stages(const k::ConvGeom& g);
 // A surface of n x c channels x plane pixels as float NCHW (for the layers that read floats).
 void unpack_half_atoms(const uint16_t* atoms, int64_t n, int64_t c, int64_t plane, float* y, cudaStream_t s);
 

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -11,22 +12,65 @@
 
 namespace dlakit::gpu {
 
+namespace {
+
+struct TileSize {
+  int64_t rows, cols;
+};
+TileSize size_of(MmaTile tile) {
+  switch (tile) {
+    case MmaTile::k128x128:
+      return {128, 128};
+    case MmaTile::k128x64:
+      return {128, 64};
+    case MmaTile::k64x64:
+      break;
+  }
+  return {64, 64};
+}
+
+int64_t tiles_of(const k::ConvGeom& g, MmaTile tile) {
+  const TileSize t = size_of(tile);
+  return (g.N * g.OH * g.OW + t.rows - 1) / t.rows * ((g.M + t.cols - 1) / t.cols);
+}
+
+}  // namespace
+
 bool implicit_gemm_tile(const k::ConvGeom& g, int sms, MmaTile& tile) {
   const int64_t pixels = g.N * g.OH * g.OW;
   if (g.G != 1 || pixels < 1 || pixels > INT32_MAX - 256) return false;
-  auto blocks = [&](int64_t rows, int64_t cols) {
-    return (pixels + rows - 1) / rows * ((g.M + cols - 1) / cols);
-  };
-  if (g.M > 64 && blocks(128, 128) >= sms) {
+  if (g.M > 64 && tiles_of(g, MmaTile::k128x128) >= sms) {
     tile = MmaTile::k128x128;
-  } else if (blocks(128, 64) >= sms) {
+  } else if (tiles_of(g, MmaTile::k128x64) >= sms) {
     tile = MmaTile::k128x64;
-  } else if (blocks(64, 64) >= sms) {
+  } else if (tiles_of(g, MmaTile::k64x64) >= sms) {
     tile = MmaTile::k64x64;
   } else {
     return false;
   }
   return (g.M + 63) / 64 <= 65535;
+}
+
+bool implicit_gemm_shape(const k::ConvGeom& g, int64_t stages, int sms, MmaShape& shape) {
+  shape.splits = 1;
+  if (!implicit_gemm_tile(g, sms, shape.tile)) return false;
+  const MmaTile largest = g.M > 64 ? MmaTile::k128x128 : MmaTile::k128x64;
+  if (shape.tile == largest) return true;  // blocks for every multiprocessor already
+  const TileSize t = size_of(largest);
+  const int64_t warps = t.rows / 64 * (t.cols / 32), blocks = sms * 16 / warps;
+  const int64_t splits = std::min(blocks / tiles_of(g, largest), stages / kMinSplitStages);
+  if (splits >= 2) shape = {largest, int(splits)};
+  return true;
+}
+
+size_t split_sums_bytes(const k::ConvGeom& g, const MmaShape& shape) {
+  if (shape.splits < 2) return 0;
+  const TileSize t = size_of(shape.tile);
+  return size_t(split_arrivals(g, shape) * shape.splits * t.rows * t.cols) * 4;
+}
+
+int64_t split_arrivals(const k::ConvGeom& g, const MmaShape& shape) {
+  return shape.splits < 2 ? 0 : tiles_of(g, shape.tile);
 }
 
 bool implicit_gemm_enabled() {

@@ -48,6 +48,9 @@ inline Operands operands(const k::ConvGeom& g, const int8_t* in, int64_t batch, 
   return a;
 }
 
+// K's stages of 64 bytes (two chunks), the last one perhaps half.
+__host__ __device__ inline int stages(const Operands& a) { return (a.chunks + 1) / 2; }
+
 // A block of kWarpsM x kWarpsN warps: its tile and the shared memory its stages take.
 template <int kWarpsM, int kWarpsN>
 struct Block {
@@ -76,11 +79,12 @@ void launch_tile(MmaTile tile, Launch&& launch) {
   DLAKIT_CUDA(cudaGetLastError());
 }
 
-// The grid of Block<kWarpsM, kWarpsN> over the output pixels x filters.
+// The grid of Block<kWarpsM, kWarpsN> over the output pixels x filters (x the parts of a split K).
 template <int kWarpsM, int kWarpsN>
-dim3 grid_of(const Operands& a) {
+dim3 grid_of(const Operands& a, int splits = 1) {
   using B = Block<kWarpsM, kWarpsN>;
-  return dim3((a.pixels + B::kRows - 1) / B::kRows, unsigned((a.g.M + B::kCols - 1) / B::kCols));
+  return dim3((a.pixels + B::kRows - 1) / B::kRows, unsigned((a.g.M + B::kCols - 1) / B::kCols),
+              unsigned(splits));
 }
 
 __device__ inline uint32_t shared_address(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
@@ -120,12 +124,13 @@ __device__ inline void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, u
 // phase reads fall in 8 different bank groups (plain 64-byte rows would put 2 rows in each of 4).
 __device__ inline int swizzled(int r, int u) { return r * kRowBytes + ((u ^ ((r >> 1) & 3)) << 4); }
 
-// The block's sums for output pixels [p0, p0 + kRows) x filters [m0, m0 + kCols): warp (warp_m, warp_n)
-// holds rows warp_m * 64 + mi * 16 + lane / 4 (+ 8 for the second half) and columns warp_n * 32 + ni * 8 +
-// 2 (lane % 4) (and the next) in acc[mi][ni]. `shared` holds Block::kStagesBytes; it is free again on return.
+// The block's sums for output pixels [p0, p0 + kRows) x filters [m0, m0 + kCols) over K's stages [first,
+// end) (64 bytes each; stages(a) in all): warp (warp_m, warp_n) holds rows warp_m * 64 + mi * 16 + lane / 4
+// (+ 8 for the second half) and columns warp_n * 32 + ni * 8 + 2 (lane % 4) (and the next) in acc[mi][ni].
+// `shared` holds Block::kStagesBytes; it is free again on return.
 template <int kWarpsM, int kWarpsN, class Acc>
-__device__ __forceinline__ void accumulate(const Operands& a, int8_t* shared, unsigned p0, int m0,
-                                           Acc (&acc)[4][4][4]) {
+__device__ __forceinline__ void accumulate(const Operands& a, int8_t* shared, unsigned p0, int m0, int first,
+                                           int end, Acc (&acc)[4][4][4]) {
   using B = Block<kWarpsM, kWarpsN>;
   constexpr int kLoadRows = B::kThreads / 4;  // tile rows one pass of the loaders covers (4 units a row)
   constexpr int kRowsPerThread = B::kRows / kLoadRows, kColsPerThread = B::kCols / kLoadRows;
@@ -174,21 +179,21 @@ __device__ __forceinline__ void accumulate(const Operands& a, int8_t* shared, un
     }
   };
 
-  const int stages_k = (a.chunks + 1) / 2;
+  const int count = end - first;
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < stages_k) load_stage(s, s);
+    if (s < count) load_stage(s, first + s);
     commit_copies();  // empty groups too: the wait below counts groups
   }
   // ldmatrix's lanes: A's four 8 x 16-byte matrices are rows 0-7 and 8-15 of the first 16 K bytes, then of
   // the next 16 (mma's a0..a3); B's are filters 0-7 of both K halves (b0, b1), then filters 8-15.
   const int a_row = lane & 15, a_unit = lane >> 4;
   const int b_row = (lane & 7) + (lane >> 4) * 8, b_unit = (lane >> 3) & 1;
-  for (int kb = 0; kb < stages_k; ++kb) {
+  for (int i = 0; i < count; ++i) {
     wait_copies<kStages - 2>();
-    __syncthreads();  // stage kb is in; every warp is done with the stage the next load overwrites
-    if (kb + kStages - 1 < stages_k) load_stage((kb + kStages - 1) % kStages, kb + kStages - 1);
+    __syncthreads();  // stage i is in; every warp is done with the stage the next load overwrites
+    if (i + kStages - 1 < count) load_stage((i + kStages - 1) % kStages, first + i + kStages - 1);
     commit_copies();
-    const int8_t* tile_a = shared + (kb % kStages) * B::kStageBytes;
+    const int8_t* tile_a = shared + (i % kStages) * B::kStageBytes;
     const int8_t* tile_b = tile_a + B::kRows * kRowBytes;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -212,6 +217,49 @@ __device__ __forceinline__ void accumulate(const Operands& a, int8_t* shared, un
   }
   wait_copies<0>();
   __syncthreads();  // the stages' memory is free for the caller's output tile
+}
+
+// Block blockIdx.z's stages [first, end) of K split over gridDim.z blocks (all of them where it is 1).
+__device__ inline void split_stages(const Operands& a, int& first, int& end) {
+  const int64_t n = stages(a), parts = gridDim.z, z = blockIdx.z;
+  first = int(n * z / parts), end = int(n * (z + 1) / parts);
+}
+
+// After accumulate over split_stages where gridDim.z > 1: each block writes its sums; the last of a tile's
+// blocks to arrive adds all of them in split order (the same fp32 result whichever block that is), sets the
+// tile's count back to zero for the next run and returns true with the total in acc. The others return
+// false: they are done.
+template <int kThreads>
+__device__ bool gather_split(const SplitScratch& s, float (&acc)[4][4][4]) {
+  const unsigned parts = gridDim.z, tile = blockIdx.y * gridDim.x + blockIdx.x;
+  // [tile][part][mi * 4 + ni][thread]: each store and load a warp's 512 consecutive bytes
+  float4* sums = static_cast<float4*>(s.sums) + int64_t(tile) * parts * 16 * kThreads + threadIdx.x;
+  float4* mine = sums + int64_t(blockIdx.z) * 16 * kThreads;
+#pragma unroll
+  for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      const float* v = acc[mi][ni];
+      __stcg(mine + (mi * 4 + ni) * kThreads, make_float4(v[0], v[1], v[2], v[3]));
+    }
+  __threadfence();  // the sums reach memory before the count says so
+  __syncthreads();
+  const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(s.arrivals + tile, 1u) == parts - 1);
+  if (!last) return false;
+  __threadfence();  // and are read after it
+#pragma unroll
+  for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+      float4 total = __ldcg(sums + (mi * 4 + ni) * kThreads);
+      for (unsigned part = 1; part < parts; ++part) {
+        const float4 v = __ldcg(sums + (int64_t(part) * 16 + mi * 4 + ni) * kThreads);
+        total.x += v.x, total.y += v.y, total.z += v.z, total.w += v.w;
+      }
+      acc[mi][ni][0] = total.x, acc[mi][ni][1] = total.y, acc[mi][ni][2] = total.z, acc[mi][ni][3] = total.w;
+    }
+  if (threadIdx.x == 0) s.arrivals[tile] = 0;
+  return true;
 }
 
 }  // namespace dlakit::gpu::igemm

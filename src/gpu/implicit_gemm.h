@@ -2,6 +2,9 @@
 // the block tile for the current GPU. Read by the INT8 (conv_atoms_mma.h) and FP16 (conv_half_mma.h)
 // convolutions. Host code of the CUDA backend only.
 #pragma once
+#include <cstddef>
+#include <cstdint>
+
 #include "gpu/kernels.h"
 
 namespace dlakit::gpu {
@@ -13,6 +16,30 @@ enum class MmaTile { k128x128, k128x64, k64x64 };
 // blocks leaves the GPU idle: cuBLASLt's split-K kernels serve those shapes better). With the kernels'
 // limits: groups 1, 32-bit pixel indices (the callers' planners hold the in-image offsets).
 bool implicit_gemm_tile(const k::ConvGeom& g, int sms, MmaTile& tile);
+
+// A block tile, and the blocks each tile's K is split over (gridDim.z): they add their sums through memory
+// in a fixed order (implicit_gemm.cuh: gather_split), so a result does not depend on which block ends last.
+struct MmaShape {
+  MmaTile tile = MmaTile::k64x64;
+  int splits = 1;
+};
+
+// For a kernel that can split K (`stages`: K's 64-byte steps): implicit_gemm_tile's choice, except where its
+// grid leaves the multiprocessors few warps (a batch's last stages: ResNet-50's 7 x 7 x 512 layers at batch
+// 32 ran 3 warps a multiprocessor, 4.7 % occupancy). There: the largest tile, K split so that the blocks
+// come to about 16 warps a multiprocessor (what the kernels reach where grids are large: 25 %), each part
+// at least kMinSplitStages long. The same rule as implicit_gemm_tile for whether the GEMM applies at all.
+bool implicit_gemm_shape(const k::ConvGeom& g, int64_t stages, int sms, MmaShape& shape);
+constexpr int64_t kMinSplitStages = 8;
+
+// The memory a split K needs (none for splits 1): every block's fp32 sums, and a count a tile of its blocks
+// done, zero before the first run (gather_split leaves it zero again, so a buffer serves every run).
+size_t split_sums_bytes(const k::ConvGeom& g, const MmaShape& shape);
+int64_t split_arrivals(const k::ConvGeom& g, const MmaShape& shape);
+struct SplitScratch {
+  void* sums = nullptr;
+  unsigned* arrivals = nullptr;
+};
 
 // On by default, since the INT8 kernel passed the GPU tests on an H100 (2026-12-06);
 // DLAKIT_CUDA_IMPLICIT_GEMM=0 keeps every convolution on im2col + cuBLASLt, so that the device suite tests

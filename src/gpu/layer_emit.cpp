@@ -155,6 +155,12 @@ const void* DeviceArena::upload(const void* host, size_t bytes) {
   return d;
 }
 
+void* DeviceArena::zeroed(size_t bytes) {
+  void* d = alloc(bytes);
+  DLAKIT_CUDA(cudaMemset(d, 0, bytes));
+  return d;
+}
+
 void* DeviceArena::scratch(size_t slot, size_t bytes) {
   if (scratch_.size() <= slot) scratch_.resize(slot + 1, {0, nullptr});
   if (bytes > scratch_[slot].first) {
@@ -319,11 +325,13 @@ bool emit_half_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& aren
   void* cols = arena.scratch(0, gemm->cols_bytes());
   void* sums = arena.scratch(1, gemm->sums_bytes());
   void* work = arena.scratch(2, gemm->workspace_bytes());
+  auto* arrivals =
+      gemm->arrivals() ? static_cast<unsigned*>(arena.zeroed(size_t(gemm->arrivals()) * 4)) : nullptr;
   const k::ActParams act = fused_act(*c.node);
   const k::StoreRule store = c.store;
   const std::optional<HalfResidual> residual = c.residual;
   launches.push_back([=](cudaStream_t s) {
-    gemm->run(x, wd, bias, act, store, residual ? &*residual : nullptr, y, cols, sums, work, s);
+    gemm->run(x, wd, bias, act, store, residual ? &*residual : nullptr, y, cols, sums, work, arrivals, s);
   });
   return true;
 }

@@ -1,14 +1,15 @@
 // The FP16 convolution's two routes (ConvF16Gemm: im2col + cuBLASLt; conv_half_mma: the implicit GEMM with
-// each block tile) against the plain CUDA path (round_to_half of the input, conv_f32: one thread per
-// output, then apply_store) on odd geometries: filters not a multiple of 8 nor of the tiles, channels not a
-// multiple of 16, pixels not a multiple of 8 nor of the tiles, stride 2, padding, dilation, batch 3, 1x1 and
-// 7x7 windows. The products are exact
-// in both, so only the fp32 sums differ (their order, and the tensor cores' rounding): the results must
-// agree within the sums' rounding bound (plus one fp16 step where stored in fp16), and with fp16 storage
-// 97 % of them bit for bit. Skips without a GPU; fails with
-// DLAKIT_REQUIRE_GPU=1, also when cuBLASLt cannot take these shapes.
+// each block tile, K whole or split over 2 or 3 blocks; its epilogue's simple rules (fp16 or fp32 stores,
+// ReLU or none) and, with a Clip, its general form) against the plain CUDA path (round_to_half of the input,
+// conv_f32: one thread per output, then apply_store) on odd geometries: filters not a multiple of 8 nor of
+// the tiles, channels not a multiple of 16, pixels not a multiple of 8 nor of the tiles, stride 2, padding,
+// dilation, batch 3, 1x1 and 7x7 windows. The products are exact in both, so only the fp32 sums differ (their
+// order, and the tensor cores' rounding): the results must agree within the sums' rounding bound (plus one
+// fp16 step where stored in fp16), and with fp16 storage 97 % of them bit for bit. Skips without a GPU; fails
+// with DLAKIT_REQUIRE_GPU=1, also when cuBLASLt cannot take these shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -38,18 +39,31 @@ namespace {
 struct Case {
   const char* name;
   ConvGeom g;
-  bool fp16_store;  // the DLA's FP16 layer (fp16 storage) or a fused fp32 result
+  bool fp16_store;    // the DLA's FP16 layer (fp16 storage) or a fused fp32 result
+  bool clip = false;  // a Clip activation (the epilogue's general form) instead of ReLU / none by M's parity
 };
 
-enum class Route { kIm2col, kImplicit128x128, kImplicit128x64, kImplicit64x64 };
+enum class Route {
+  kIm2col,
+  kImplicit128x128,
+  kImplicit128x64,
+  kImplicit64x64,
+  kImplicit128x128Split3,
+  kImplicit128x64Split2
+};
 const char* route_name(Route r) {
-  const char* names[] = {"im2col", "implicit128x128", "implicit128x64", "implicit64x64"};
+  const char* names[] = {"im2col",        "implicit128x128",        "implicit128x64",
+                         "implicit64x64", "implicit128x128_split3", "implicit128x64_split2"};
   return names[int(r)];
 }
 
-gpu::MmaTile tile_of(Route r) {
-  const gpu::MmaTile tiles[] = {gpu::MmaTile::k128x128, gpu::MmaTile::k128x64, gpu::MmaTile::k64x64};
-  return tiles[int(r) - 1];
+gpu::MmaShape shape_of(Route r) {
+  const gpu::MmaShape shapes[] = {{gpu::MmaTile::k128x128, 1},
+                                  {gpu::MmaTile::k128x64, 1},
+                                  {gpu::MmaTile::k64x64, 1},
+                                  {gpu::MmaTile::k128x128, 3},
+                                  {gpu::MmaTile::k128x64, 2}};
+  return shapes[int(r) - 1];
 }
 
 // NCHW values (on the fp16 grid) as an fp16 chw16 surface: [n][channel atom][pixel][16], zeros past c.
@@ -89,7 +103,9 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
   ASSERT_TRUE(ConvF16Gemm::half_values(w.data(), w.size()));
   gpu::k::StoreRule store;
   store.kind = param.fp16_store ? gpu::k::StoreRule::Kind::kFp16 : gpu::k::StoreRule::Kind::kKeep;
-  const gpu::k::ActParams act{g.M % 2 ? gpu::k::Act::kRelu : gpu::k::Act::kNone, 0, 0};
+  const gpu::k::ActParams act = param.clip
+                                    ? gpu::k::ActParams{gpu::k::Act::kClip, -1.5f, 2.f}
+                                    : gpu::k::ActParams{g.M % 2 ? gpu::k::Act::kRelu : gpu::k::Act::kNone};
 
   std::vector<gpu::DeviceBuffer> keep;
   const float* xd = to_device(x, keep);
@@ -109,17 +125,32 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
       to_device(std::vector<uint8_t>(std::max<size_t>(gemm ? gemm->sums_bytes() : 0, 4), 0x7f), keep);
   void* work =
       to_device(std::vector<uint8_t>(std::max<size_t>(gemm ? gemm->workspace_bytes() : 0, 4), 0), keep);
+  // a split K: its parts' sums (stale too) and the counts, zero before the first run and after each
+  const gpu::MmaShape shape = gemm ? gpu::MmaShape{} : shape_of(route);
+  const int64_t arrivals = gpu::split_arrivals(g, shape);
+  const gpu::SplitScratch split{
+      shape.splits > 1 ? to_device(std::vector<uint8_t>(gpu::split_sums_bytes(g, shape), 0x7f), keep)
+                       : nullptr,
+      shape.splits > 1 ? to_device(std::vector<unsigned>(size_t(arrivals), 0u), keep) : nullptr};
+  auto counts_back_to_zero = [&] {
+    std::vector<unsigned> counts(static_cast<size_t>(arrivals));
+    EXPECT_EQ(cudaMemcpy(counts.data(), split.arrivals, counts.size() * 4, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(std::count(counts.begin(), counts.end(), 0u), arrivals);
+  };
 
   gpu::k::round_to_half(xd, x_half, int64_t(x.size()), nullptr);
   gpu::k::conv_f32(g, x_half, wd, bd, act, want_d, nullptr);
   gpu::k::apply_store(store, want_d, count, nullptr);
   if (gemm) {
-    gemm->run({xd, nullptr}, whd, bd, act, store, nullptr, {got_d, nullptr}, cols, sums, work, nullptr);
+    gemm->run({xd, nullptr}, whd, bd, act, store, nullptr, {got_d, nullptr}, cols, sums, work, nullptr,
+              nullptr);
   } else {
-    gpu::conv_half_mma(g, tile_of(route), {xd, nullptr}, cols, whd, bd, act, store, nullptr, {got_d, nullptr},
+    gpu::conv_half_mma(g, shape, {xd, nullptr}, cols, whd, bd, act, store, nullptr, {got_d, nullptr}, split,
                        nullptr);
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  if (arrivals) counts_back_to_zero();
   const size_t n_out = static_cast<size_t>(count);
   std::vector<float> want(n_out), got(n_out);
   ASSERT_EQ(cudaMemcpy(want.data(), want_d, want.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -174,8 +205,8 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
   residual.relu = act.act == gpu::k::Act::kNone;
   residual.relu_store.kind = gpu::k::StoreRule::Kind::kFp16;
   float* fused_d = to_device(y_init, keep);
-  gpu::conv_half_mma(g, tile_of(route), {xd, nullptr}, cols, whd, bd, act, store, &residual,
-                     {fused_d, nullptr}, nullptr);
+  gpu::conv_half_mma(g, shape, {xd, nullptr}, cols, whd, bd, act, store, &residual, {fused_d, nullptr}, split,
+                     nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<float> fused(n_out);
   ASSERT_EQ(cudaMemcpy(fused.data(), fused_d, fused.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -219,10 +250,11 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
     if (run.surface_out && !run.residual && !param.fp16_store) continue;  // a surface holds fp16 values only
     uint16_t* y_atoms_d = to_device(std::vector<uint16_t>(out_atoms_size, 0x7e00), keep);  // stale: NaN
     float* y_d = to_device(y_init, keep);
-    gpu::conv_half_mma(
-        g, tile_of(route), run.surface_in ? gpu::HalfInput{nullptr, x_atoms_d} : gpu::HalfInput{xd, nullptr},
-        cols, whd, bd, act, store, run.residual,
-        run.surface_out ? gpu::HalfOutput{nullptr, y_atoms_d} : gpu::HalfOutput{y_d, nullptr}, nullptr);
+    gpu::conv_half_mma(g, shape,
+                       run.surface_in ? gpu::HalfInput{nullptr, x_atoms_d} : gpu::HalfInput{xd, nullptr},
+                       cols, whd, bd, act, store, run.residual,
+                       run.surface_out ? gpu::HalfOutput{nullptr, y_atoms_d} : gpu::HalfOutput{y_d, nullptr},
+                       split, nullptr);
     if (run.surface_out) gpu::unpack_half_atoms(y_atoms_d, g.N, g.M, plane_out, y_d, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << run.name;
     std::vector<float> back(n_out);
@@ -240,20 +272,23 @@ TEST_P(ConvF16GemmTest, MatchesThePlainKernelWithinTheSumOrder) {
               y_atoms[size_t(((i * atoms_out + ch / 16) * plane_out + p) * 16 + ch % 16)] != 0;
     EXPECT_EQ(padding_not_zero, 0u) << run.name;
   }
+  if (arrivals) counts_back_to_zero();
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ConvF16GemmTest,
-    ::testing::Combine(::testing::Values(Case{"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1), true},
-                                         Case{"c45_m17_1x1", geom(1, 45, 13, 17, 1, 1, 0, 1), true},
-                                         Case{"c17_m96_3x3_p1_n3", geom(3, 17, 11, 96, 3, 1, 1, 1), true},
-                                         Case{"c256_m130_3x3_s2_p1", geom(1, 256, 15, 130, 3, 2, 1, 1), true},
-                                         Case{"c40_m64_3x3_d2_p2_fp32", geom(1, 40, 17, 64, 3, 1, 2, 2),
-                                              false},
-                                         Case{"c64_m1000_1x1_fp32", geom(1, 64, 1, 1000, 1, 1, 0, 1), false},
-                                         Case{"c96_m200_1x1_n2", geom(2, 96, 9, 200, 1, 1, 0, 1), true}),
-                       ::testing::Values(Route::kIm2col, Route::kImplicit128x128, Route::kImplicit128x64,
-                                         Route::kImplicit64x64)),
+    ::testing::Combine(
+        ::testing::Values(Case{"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1), true},
+                          Case{"c45_m17_1x1", geom(1, 45, 13, 17, 1, 1, 0, 1), true},
+                          Case{"c17_m96_3x3_p1_n3", geom(3, 17, 11, 96, 3, 1, 1, 1), true},
+                          Case{"c256_m130_3x3_s2_p1", geom(1, 256, 15, 130, 3, 2, 1, 1), true},
+                          Case{"c40_m64_3x3_d2_p2_fp32", geom(1, 40, 17, 64, 3, 1, 2, 2), false},
+                          Case{"c64_m1000_1x1_fp32", geom(1, 64, 1, 1000, 1, 1, 0, 1), false},
+                          Case{"c96_m200_1x1_n2", geom(2, 96, 9, 200, 1, 1, 0, 1), true},
+                          Case{"c48_m40_3x3_p1_clip", geom(1, 48, 12, 40, 3, 1, 1, 1), true, true}),
+        ::testing::Values(Route::kIm2col, Route::kImplicit128x128, Route::kImplicit128x64,
+                          Route::kImplicit64x64, Route::kImplicit128x128Split3,
+                          Route::kImplicit128x64Split2)),
     [](const ::testing::TestParamInfo<std::tuple<Case, Route>>& i) {
       return std::string(std::get<0>(i.param).name) + "_" + route_name(std::get<1>(i.param));
     });
@@ -300,13 +335,51 @@ TEST(ConvHalfMma, WritesASurfaceOnlyWhereTheLastRuleStoresFp16) {
   EXPECT_TRUE(gpu::half_surface_rules(keep, &add));
   const ConvGeom g = geom(1, 16, 8, 16, 1, 1, 0, 1);
   auto* nowhere = reinterpret_cast<uint16_t*>(uintptr_t(256));  // never written: the call refuses first
-  EXPECT_THROW(gpu::conv_half_mma(g, gpu::MmaTile::k64x64, {nullptr, nowhere}, nullptr, nowhere, nullptr, {},
-                                  keep, nullptr, {nullptr, nowhere}, nullptr),
+  const gpu::MmaShape shape{gpu::MmaTile::k64x64, 1};
+  EXPECT_THROW(gpu::conv_half_mma(g, shape, {nullptr, nowhere}, nullptr, nowhere, nullptr, {}, keep, nullptr,
+                                  {nullptr, nowhere}, {}, nullptr),
                Error);
   add.relu_store = keep;
-  EXPECT_THROW(gpu::conv_half_mma(g, gpu::MmaTile::k64x64, {nullptr, nowhere}, nullptr, nowhere, nullptr, {},
-                                  half, &add, {nullptr, nowhere}, nullptr),
+  EXPECT_THROW(gpu::conv_half_mma(g, shape, {nullptr, nowhere}, nullptr, nowhere, nullptr, {}, half, &add,
+                                  {nullptr, nowhere}, {}, nullptr),
                Error);
+  // a split K without the memory its blocks meet in
+  EXPECT_THROW(gpu::conv_half_mma(g, {gpu::MmaTile::k64x64, 2}, {nullptr, nowhere}, nullptr, nowhere, nullptr,
+                                  {}, half, nullptr, {nullptr, nowhere}, {}, nullptr),
+               Error);
+}
+
+// Where implicit_gemm_tile's grid leaves the multiprocessors few warps (ResNet-50's last stages at batch
+// 32), the largest tile with K split to about 16 warps a multiprocessor; elsewhere its choice, unsplit.
+TEST(ImplicitGemmShape, SplitsKWhereTheGridIsThin) {
+  auto square = [](int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k) {
+    ConvGeom g = geom(n, c, hw, m, k, 1, k / 2, 1);
+    g.W = g.OW = hw;
+    return g;
+  };
+  auto shape_for = [](const ConvGeom& g) {
+    gpu::MmaShape shape;
+    EXPECT_TRUE(gpu::implicit_gemm_shape(g, gpu::half_atoms_stages(g), 132, shape));
+    return shape;
+  };
+  // 3x3, 512 filters at 7x7: 52 wide tiles for 264 blocks of 8 warps; 144 stages
+  gpu::MmaShape shape = shape_for(square(32, 512, 7, 512, 3));
+  EXPECT_EQ(shape.tile, gpu::MmaTile::k128x128);
+  EXPECT_EQ(shape.splits, 5);
+  EXPECT_EQ(gpu::split_arrivals(square(32, 512, 7, 512, 3), shape), 52);
+  EXPECT_EQ(gpu::split_sums_bytes(square(32, 512, 7, 512, 3), shape), size_t(52) * 5 * 128 * 128 * 4);
+  shape = shape_for(square(32, 256, 14, 256, 3));  // 98 wide tiles: 2 parts
+  EXPECT_EQ(shape.tile, gpu::MmaTile::k128x128);
+  EXPECT_EQ(shape.splits, 2);
+  shape = shape_for(square(32, 64, 14, 256, 1));  // 2 stages: too short to split
+  EXPECT_EQ(shape.tile, gpu::MmaTile::k128x64);
+  EXPECT_EQ(shape.splits, 1);
+  EXPECT_EQ(gpu::split_sums_bytes(square(32, 64, 14, 256, 1), shape), 0u);
+  shape = shape_for(square(32, 512, 7, 2048, 1));  // 13 x 16 wide tiles fill the GPU as they are
+  EXPECT_EQ(shape.tile, gpu::MmaTile::k128x128);
+  EXPECT_EQ(shape.splits, 1);
+  const ConvGeom batch1 = square(1, 512, 7, 512, 3);  // cuBLASLt's, as implicit_gemm_tile says
+  EXPECT_FALSE(gpu::implicit_gemm_shape(batch1, gpu::half_atoms_stages(batch1), 132, shape));
 }
 
 // Where cuBLASLt answers (a GPU), so that a null plan is the groups rule's, not a missing library's; the
