@@ -43,9 +43,10 @@ class ConvF16Gemm {
   size_t cols_bytes() const;
   size_t sums_bytes() const { return lt_ ? size_t(g_.M * pixels_padded_) * 4 : split_sums_bytes(g_, shape_); }
   size_t workspace_bytes() const { return lt_ ? lt_->workspace_bytes() : 0; }
-  // The counts a split K needs (split_arrivals), zero before the first run: memory of the caller's that
-  // only this convolution uses.
-  int64_t arrivals() const { return lt_ ? 0 : split_arrivals(g_, shape_); }
+  // The counts a split K needs (split_arrivals; 0: none), zero before the first run: memory of the
+  // caller's that only this convolution uses (the runs leave it zero).
+  int64_t arrival_counts() const { return lt_ ? 0 : split_arrivals(g_, shape_); }
+  // The implicit GEMM's tile and split (unused on im2col + cuBLASLt).
   MmaShape shape() const { return shape_; }
   // run()'s weight matrix as fp16 bits from w [M][C][KH][KW] (fp16 values): [M][K rounded up to 8], zeros
   // past K, or half_atoms_weights.
@@ -53,7 +54,8 @@ class ConvF16Gemm {
   // x: float NCHW, each value rounded to fp16 (to nearest even) as it is read, or, only where implicit(), an
   // fp16 chw16 surface; w: weights() on the device; bias: M values or null; residual: a fused Add, only where
   // implicit(); y: float NCHW, as `store` (or the residual's rules) leave it, or, only where implicit() and
-  // those rules store fp16, a surface.
+  // those rules store fp16, a surface; cols, sums, workspace: cols_bytes(), sums_bytes(), workspace_bytes()
+  // of scratch; arrivals: arrival_counts() zeroed counts (null where that is 0).
   void run(HalfInput x, const uint16_t* w, const float* bias, k::ActParams act, const k::StoreRule& store,
            const HalfResidual* residual, HalfOutput y, void* cols, void* sums, void* workspace,
            unsigned* arrivals, cudaStream_t s) const;

@@ -136,7 +136,7 @@ __device__ __forceinline__ float residual_operand(const HalfConvArgs& a, int n, 
 // host checks), so the whole tile goes through shared memory at once as halves
 // [pixel][filter] (a barrier, 32 stores and 8 wide loads a thread), and each thread writes whole 32-byte
 // units of consecutive pixels. The residual operand is read in registers, two filters (4 bytes) a load.
-template <int kWarpsM, int kWarpsN, Rules kRules>
+template <int kWarpsM, int kWarpsN>
 __device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float (&acc)[4][4][4],
                                                    int8_t* shared, unsigned p0, int m0) {
   using B = igemm::Block<kWarpsM, kWarpsN>;
@@ -184,8 +184,8 @@ __device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float 
         for (int e = 0; e < 2; ++e) {
           v[e] = acc[mi][ni][h * 2 + e];
           if (a.bias) v[e] += bias[ni][e];  // no bias: the sum as it is (+0 would turn -0 into +0)
-          v[e] = conv_result<kRules>(a, v[e]);
-          if (a.has_residual) v[e] = add_residual<kRules>(a, v[e], e ? operand.y : operand.x);
+          v[e] = conv_result<Rules::kSimple>(a, v[e]);
+          if (a.has_residual) v[e] = add_residual<Rules::kSimple>(a, v[e], e ? operand.y : operand.x);
           if (m + e >= g.M) v[e] = 0.f;  // padding: zero (the readers' zero weights would not cancel NaN)
         }
         *reinterpret_cast<__half2*>(tile + r * kPitch + f) = __floats2half2_rn(v[0], v[1]);  // exact
@@ -230,9 +230,9 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
   igemm::split_stages(a.op, first, end);
   igemm::accumulate<kWarpsM, kWarpsN>(a.op, shared, p0, m0, first, end, acc);
   if (gridDim.z > 1 && !igemm::gather_split<B::kThreads>(a.split, acc)) return;
-  if constexpr (kRules != Rules::kAny) {
+  if constexpr (kRules == Rules::kSimple) {
     if (a.y.atoms && (!a.has_residual || a.residual.other.atoms))
-      return half_tile_epilogue<kWarpsM, kWarpsN, kRules>(a, acc, shared, p0, m0);
+      return half_tile_epilogue<kWarpsM, kWarpsN>(a, acc, shared, p0, m0);
   }
 
 #pragma unroll

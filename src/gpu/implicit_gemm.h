@@ -1,6 +1,6 @@
-// Choosing the implicit GEMM on tensor cores (implicit_gemm.cuh) for a convolution: whether it is on, and
-// the block tile for the current GPU. Read by the INT8 (conv_atoms_mma.h) and FP16 (conv_half_mma.h)
-// convolutions. Host code of the CUDA backend only.
+// Choosing the implicit GEMM on tensor cores (implicit_gemm.cuh) for a convolution: whether it is on, the
+// block tile for the current GPU and, for the FP16 kernel, how many blocks share a tile's K. Read by the INT8
+// (conv_atoms_mma.h) and FP16 (conv_half_mma.h) convolutions. Host code of the CUDA backend only.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -158,6 +158,8 @@ const void* DeviceArena::upload(const void* host, size_t bytes) {
 void* DeviceArena::zeroed(size_t bytes) {
   void* d = alloc(bytes);
   DLAKIT_CUDA(cudaMemset(d, 0, bytes));
+  // the memset is on the legacy stream, which the engines' non-blocking queues do not wait for
+  DLAKIT_CUDA(cudaStreamSynchronize(nullptr));
   return d;
 }
 
@@ -325,8 +327,8 @@ bool emit_half_conv(const LayerCall& c, const k::ConvGeom& cg, DeviceArena& aren
   void* cols = arena.scratch(0, gemm->cols_bytes());
   void* sums = arena.scratch(1, gemm->sums_bytes());
   void* work = arena.scratch(2, gemm->workspace_bytes());
-  auto* arrivals =
-      gemm->arrivals() ? static_cast<unsigned*>(arena.zeroed(size_t(gemm->arrivals()) * 4)) : nullptr;
+  const int64_t counts = gemm->arrival_counts();
+  auto* arrivals = counts ? static_cast<unsigned*>(arena.zeroed(size_t(counts) * 4)) : nullptr;
   const k::ActParams act = fused_act(*c.node);
   const k::StoreRule store = c.store;
   const std::optional<HalfResidual> residual = c.residual;

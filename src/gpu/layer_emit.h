@@ -27,6 +27,7 @@ class DeviceArena {
     return owned_.back().data();
   }
   const void* upload(const void* host, size_t bytes);
+  // `bytes` of zeros, there before anything is queued on them (once, when a layer is emitted)
   void* zeroed(size_t bytes);
   // Memory the engine's launches use only while they run, shared between layers: they run one after
   // another on the engine's queue. Slot `slot`'s buffer holds at least `bytes`; a larger request than the

@@ -13,6 +13,7 @@
 #include "../common/test_paths.h"
 #include "base/fp16.h"
 #include "engine/gpu_engine.h"
+#include "fp16_cosine_bound.h"
 #include "gpu/gpu.h"
 #include "kernels/registry.h"
 #include "loadable/plan.h"
@@ -24,6 +25,7 @@
 #include "quant/numerics.h"
 
 #if DLAKIT_WITH_CUDA
+#include "gpu/conv_f16_gemm.h"
 #include "gpu/implicit_gemm.h"
 #endif
 
@@ -117,7 +119,7 @@ TEST_P(GpuModel, Fp16AndFp32MatchTheCpuWithinRounding) {
     for (auto& [name, w] : want) {
       const double c = cosine(got.at(name), w);
       std::printf("  %s cosine %.7f\n", name.c_str(), c);
-      EXPECT_GE(c, mode == quant::Mode::kFP32 ? 0.99999 : 0.999) << name;
+      EXPECT_GE(c, mode == quant::Mode::kFP32 ? 0.99999 : fp16_cosine_bound(GetParam())) << name;
     }
   }
 }
@@ -250,12 +252,13 @@ TEST(GpuBackend, HybridPlanGpuSegmentsRunOnCudaLikeTheReferenceEngine) {
 
 #if DLAKIT_WITH_CUDA
 namespace {
-// y = Add(a, conv2(a)) with a = Relu(Add(conv1(x), Relu(r))): 64 channels of 28 x 28 at batch 32, so that
-// both convolutions fill an H100 with the FP16 implicit GEMM's tiles. `blocked`: the convolutions' and the
-// first Add's results are graph outputs too, so no layer may run in another's epilogue.
-Graph residual_blocks(bool blocked, int64_t channels) {
+// y = Add(a, conv2(a)) with a = Relu(Add(conv1(x), Relu(r))): `channels` of side x side at batch 32, so that
+// both convolutions fill an H100 with the FP16 implicit GEMM's tiles (at 512 of 7 x 7, with K split).
+// `blocked`: the convolutions' and the first Add's results are graph outputs too, so no layer may run in
+// another's epilogue.
+Graph residual_blocks(bool blocked, int64_t channels, int64_t side) {
   Graph g;
-  const Shape shape = {32, channels, 28, 28};
+  const Shape shape = {32, channels, side, side};
   const int x = g.add_value("x", {DType::kF32, shape}), r = g.add_value("r", {DType::kF32, shape});
   g.inputs = {x, r};
   std::mt19937 gen(13);
@@ -294,13 +297,15 @@ Graph residual_blocks(bool blocked, int64_t channels) {
 // GEMM (on by default; DLAKIT_CUDA_IMPLICIT_GEMM=0: apart), and the first block's result, which only the
 // second convolution and its fused Add read, passes between them as an fp16 surface: bit for bit what the
 // layers give when run apart on the GPU (every value a graph output, float NCHW), and the CPU emulation's
-// results up to the sums' order (every value on the fp16 grid, 97 % equal). 40 channels: the surface's
-// last atom has 8 padding channels.
+// results up to the sums' order (every value on the fp16 grid, 97 % equal where measured). 40 channels: the
+// surface's last atom has 8 padding channels. 512 channels of 7 x 7: ResNet-50's last stage, where the tiles
+// are too few for the GPU and K is split; a second run (a replay of the recorded graph, the same arrival
+// counts) gives the same bytes.
 TEST(GpuBackend, Fp16ResidualAddsRunInTheConvolutionsEpilogue) {
   REQUIRE_GPU();
-  for (int64_t channels : {64, 40}) {
+  for (const auto& [channels, side] : {std::pair<int64_t, int64_t>{64, 28}, {40, 28}, {512, 7}}) {
     SCOPED_TRACE(channels);
-    const Graph g = residual_blocks(false, channels), apart = residual_blocks(true, channels);
+    const Graph g = residual_blocks(false, channels, side), apart = residual_blocks(true, channels, side);
     const quant::NumericsPlan plan = quant::plan_uniform(g, quant::Mode::kFP16, nullptr);
     gpu::GpuEngine gpu_engine(g, plan),
         apart_engine(apart, quant::plan_uniform(apart, quant::Mode::kFP16, nullptr));
@@ -316,10 +321,18 @@ TEST(GpuBackend, Fp16ResidualAddsRunInTheConvolutionsEpilogue) {
       EXPECT_EQ(apart_engine.nodes()[n].fused_into, -1) << n;
       EXPECT_FALSE(apart_engine.nodes()[n].surface) << n;
     }
+    gpu::k::ConvGeom cg;
+    cg.N = 32, cg.C = cg.M = channels, cg.H = cg.W = cg.OH = cg.OW = side, cg.KH = cg.KW = 3,
+    cg.PT = cg.PL = 1;
+    const std::shared_ptr<const gpu::ConvF16Gemm> gemm = gpu::ConvF16Gemm::plan(cg);
+    ASSERT_TRUE(gemm);
+    EXPECT_EQ(gemm->shape().splits > 1, on && channels == 512) << gemm->shape().splits;
     const TensorMap in = random_inputs(g, 17);
     const Tensor got = gpu_engine.run(in).at("add2_out"), separate = apart_engine.run(in).at("add2_out");
     ASSERT_EQ(got.nbytes(), separate.nbytes());
     EXPECT_EQ(std::memcmp(got.raw(), separate.raw(), got.nbytes()), 0) << "fused and separate layers differ";
+    const Tensor again = gpu_engine.run(in).at("add2_out");
+    EXPECT_EQ(std::memcmp(got.raw(), again.raw(), got.nbytes()), 0) << "a second run differs";
     quant::EmulatedEngine cpu_engine(g, plan);
     const Tensor want = cpu_engine.run(in).at("add2_out");
     ASSERT_EQ(got.numel(), want.numel());
@@ -330,7 +343,12 @@ TEST(GpuBackend, Fp16ResidualAddsRunInTheConvolutionsEpilogue) {
       equal += v == want.data<float>()[i];
     }
     EXPECT_EQ(off_grid, 0);
-    EXPECT_GE(equal, got.numel() * 97 / 100) << "of " << got.numel();
+    // 97 % was measured with K = 576 and 360; at K = 4608 (512 channels) the second convolution sums
+    // thousands of inputs, a few of which the first one's other sum order moved by an fp16 step: not
+    // measured yet, so only the cosine is asserted there
+    std::printf("%lld channels: %.2f %% of the outputs equal to the CPU emulation's\n", (long long)channels,
+                100.0 * double(equal) / double(got.numel()));
+    if (channels != 512) EXPECT_GE(equal, got.numel() * 97 / 100) << "of " << got.numel();
     EXPECT_GE(cosine(got, want), 0.99999);
   }
 }
