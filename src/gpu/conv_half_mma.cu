@@ -348,7 +348,7 @@ int64_t half_atoms_channels(int64_t channels) { return atoms_of(channels) * kAto
 
 int64_t half_atoms_k_bytes(const k::ConvGeom& g) { return g.KH * g.KW * atoms_of(g.C) * 32; }
 
-int64_t half_atoms_stages(const k::ConvGeom& g) { return (half_atoms_k_bytes(g) / 32 + 1) / 2; }
+int64_t half_atoms_stages(const k::ConvGeom& g) { return igemm::k_stages(half_atoms_k_bytes(g)); }
 
 bool half_atoms_fit(const k::ConvGeom& g) {
   // the pack's (pixel, atom) index and the count of K chunks in 32 bits

@@ -18,15 +18,8 @@ struct TileSize {
   int64_t rows, cols;
 };
 TileSize size_of(MmaTile tile) {
-  switch (tile) {
-    case MmaTile::k128x128:
-      return {128, 128};
-    case MmaTile::k128x64:
-      return {128, 64};
-    case MmaTile::k64x64:
-      break;
-  }
-  return {64, 64};
+  const TileWarps w = tile_warps(tile);
+  return {int64_t(w.m) * kWarpTileRows, int64_t(w.n) * kWarpTileCols};
 }
 
 int64_t tiles_of(const k::ConvGeom& g, MmaTile tile) {
@@ -56,8 +49,8 @@ bool implicit_gemm_shape(const k::ConvGeom& g, int64_t stages, int sms, MmaShape
   if (!implicit_gemm_tile(g, sms, shape.tile)) return false;
   const MmaTile largest = g.M > 64 ? MmaTile::k128x128 : MmaTile::k128x64;
   if (shape.tile == largest) return true;  // blocks for every multiprocessor already
-  const TileSize t = size_of(largest);
-  const int64_t warps = t.rows / 64 * (t.cols / 32), blocks = sms * 16 / warps;
+  const TileWarps w = tile_warps(largest);
+  const int64_t blocks = sms * 16 / (w.m * w.n);
   const int64_t splits = std::min(blocks / tiles_of(g, largest), stages / kMinSplitStages);
   if (splits >= 2) shape = {largest, int(splits)};
   return true;

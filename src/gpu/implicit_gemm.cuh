@@ -20,7 +20,7 @@ namespace dlakit::gpu::igemm {
 
 constexpr int kStages = 3;
 constexpr int kRowBytes = 64;  // a stage's K bytes per tile row
-constexpr int kWarpRows = 64, kWarpCols = 32;
+constexpr int kWarpRows = kWarpTileRows, kWarpCols = kWarpTileCols;
 constexpr int kOutside = -(1 << 29);  // the window row of a pixel past the last: every tap outside the image
 
 // What the main loop reads: the input surface (32 bytes a pixel in an atom, strides in bytes) and the
@@ -48,8 +48,9 @@ inline Operands operands(const k::ConvGeom& g, const int8_t* in, int64_t batch, 
   return a;
 }
 
-// K's stages of 64 bytes (two chunks), the last one perhaps half.
-__host__ __device__ inline int stages(const Operands& a) { return (a.chunks + 1) / 2; }
+// K's stages of 64 bytes (two 32-byte chunks), the last one perhaps half, for a filter's k_bytes.
+__host__ __device__ constexpr int64_t k_stages(int64_t k_bytes) { return (k_bytes / 32 + 1) / 2; }
+__host__ __device__ inline int stages(const Operands& a) { return int(k_stages(a.k_bytes)); }
 
 // A block of kWarpsM x kWarpsN warps: its tile and the shared memory its stages take.
 template <int kWarpsM, int kWarpsN>
@@ -62,18 +63,22 @@ struct Block {
 
 // Calls launch(warps_m, warps_n) with the tile's warps as std::integral_constant values (host code: each
 // kernel's launch is a template over them), then checks the launch.
+template <MmaTile kTile, class Launch>
+void launch_as(Launch& launch) {
+  constexpr TileWarps w = tile_warps(kTile);
+  launch(std::integral_constant<int, w.m>{}, std::integral_constant<int, w.n>{});
+}
 template <class Launch>
 void launch_tile(MmaTile tile, Launch&& launch) {
-  using std::integral_constant;
   switch (tile) {
     case MmaTile::k128x128:
-      launch(integral_constant<int, 2>{}, integral_constant<int, 4>{});
+      launch_as<MmaTile::k128x128>(launch);
       break;
     case MmaTile::k128x64:
-      launch(integral_constant<int, 2>{}, integral_constant<int, 2>{});
+      launch_as<MmaTile::k128x64>(launch);
       break;
     case MmaTile::k64x64:
-      launch(integral_constant<int, 1>{}, integral_constant<int, 2>{});
+      launch_as<MmaTile::k64x64>(launch);
       break;
   }
   DLAKIT_CUDA(cudaGetLastError());

@@ -11,6 +11,17 @@ namespace dlakit::gpu {
 
 // A block's tile of output pixels x filters (warps of 64 x 32 each).
 enum class MmaTile { k128x128, k128x64, k64x64 };
+constexpr int kWarpTileRows = 64, kWarpTileCols = 32;
+// A tile's warps, pixels x filters: the one mapping the launches (implicit_gemm.cuh) and the grid arithmetic
+// read.
+struct TileWarps {
+  int m, n;
+};
+constexpr TileWarps tile_warps(MmaTile tile) {
+  return tile == MmaTile::k128x128  ? TileWarps{2, 4}
+         : tile == MmaTile::k128x64 ? TileWarps{2, 2}
+                                    : TileWarps{1, 2};
+}
 
 // The largest tile whose grid gives every one of `sms` multiprocessors a block, or none (a grid of few
 // blocks leaves the GPU idle: cuBLASLt's split-K kernels serve those shapes better). With the kernels'
