@@ -2,6 +2,8 @@
 // strict standalone mode (--buildDLAStandalone), explained. Capability proposes; the partitioner decides.
 #pragma once
 #include <nlohmann/json.hpp>
+
+#include <compare>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +29,8 @@ struct PlacementOptions {
   // and under min_island_mac_share of the MACs, that would cost two DLA<->GPU hops, runs on the GPU.
   int min_island_layers = 3;
   double min_island_mac_share = 0.02;
+  // every field: equal options, equal placements of one graph (search memos key on them)
+  auto operator<=>(const PlacementOptions&) const = default;
 };
 
 struct LayerPlacement {

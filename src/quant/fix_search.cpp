@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <sstream>
 
 namespace dlakit::quant {
 
@@ -17,23 +16,6 @@ double int8_mac_share(const Placement& p, const NumericsPlan& plan) {
   return dla > 0 ? int8 / dla : 0.0;
 }
 
-std::string placement_key(const PlacementOptions& o) {
-  std::ostringstream k;
-  auto text = [&](const std::string& s) { k << s.size() << ':' << s; };  // length first: no separator clash
-  text(o.target);
-  k << '/' << o.standalone << '/' << int(o.precision) << '/' << o.dla_core << '/' << o.min_island_layers
-    << '/' << std::hexfloat << o.min_island_mac_share;
-  for (const auto* list : {&o.layer_devices, &o.op_devices}) {
-    k << '/' << list->size();
-    for (const auto& [name, device] : *list) text(name), k << '=' << int(device);
-  }
-  for (const auto* list : {&o.layer_precisions, &o.op_precisions}) {
-    k << '/' << list->size();
-    for (const auto& [name, precision] : *list) text(name), k << '=' << int(precision);
-  }
-  return k.str();
-}
-
 namespace {
 
 struct Evaluator {
@@ -45,12 +27,16 @@ struct Evaluator {
   const SearchOptions& o;
   int evaluations = 0;
 
-  // The plan's score on the first `count` samples, measured once per memo.
-  Score score(const PlacementOptions& po, const NumericsPlan& plan, size_t count) {
+  // The placement's score on the first `count` samples, measured once per memo; make_plan() gives its
+  // numerics plan, asked for only when the memo has no score.
+  template <class MakePlan>
+  Score score(const PlacementOptions& po, size_t count, MakePlan&& make_plan) {
     count = std::min(count, samples.size());
-    const auto key = std::make_pair(placement_key(po), count);
+    const auto key = std::make_pair(po, count);
     auto it = memo.scores.find(key);
     if (it != memo.scores.end()) return it->second;
+    ++memo.measured;
+    const NumericsPlan& plan = make_plan();
     if (count == samples.size())
       return memo.scores[key] = score_plan(g, plan, samples, memo.reference, o.metric);
     const std::vector<TensorMap> some(samples.begin(), samples.begin() + long(count));
@@ -61,7 +47,7 @@ struct Evaluator {
   // The score of a placement on the first `count` samples (sensitivity) without building a curve point.
   Score quick(const PlacementOptions& po, size_t count) {
     ++evaluations;
-    return score(po, plan_numerics(g, place(g, po), scales, no), count);
+    return score(po, count, [&] { return plan_numerics(g, place(g, po), scales, no); });
   }
 
   CurvePoint point(const PlacementOptions& po, int moves, NumericsPlan* plan_out = nullptr) {
@@ -72,7 +58,7 @@ struct Evaluator {
     c.int8_layers = plan.int8_nodes;
     c.fp16_layers = plan.fp16_nodes;
     c.int8_mac_share = int8_mac_share(p, plan);
-    c.score = score(po, plan, samples.size());
+    c.score = score(po, samples.size(), [&]() -> const NumericsPlan& { return plan; });
     c.meets = meets(o.metric.kind, c.score.metric, o.target);
     if (o.predict_latency) c.predicted_latency_ms = o.predict_latency(p, plan);
     ++evaluations;
@@ -86,16 +72,16 @@ void prepare_memo(SearchMemo& m, const Graph& g, const PlacementOptions& base, c
                   const NumericsOptions& no, const std::vector<TensorMap>& samples, const MetricSpec& metric,
                   const NumericsPlan& all_int8) {
   if (m.graph) {
-    if (m.graph != &g || m.scales != scales || m.samples != &samples || m.base != placement_key(base) ||
-        m.gpu_int8 != no.gpu_int8 || !(m.metric == metric))
+    if (m.graph != &g || m.scales != scales || m.samples != &samples || m.base != base ||
+        !(m.numerics == no) || !(m.metric == metric))
       fail(Status::kInvalidArgument, "search_fix: the memo belongs to another search's inputs");
     return;
   }
   m.graph = &g;
   m.scales = scales;
   m.samples = &samples;
-  m.base = placement_key(base);
-  m.gpu_int8 = no.gpu_int8;
+  m.base = base;
+  m.numerics = no;
   m.metric = metric;
   m.reference = reference_outputs(g, samples);
   m.before = compare_numerics(g, all_int8, samples, {}, metric);

@@ -75,32 +75,31 @@ struct SearchResult {
   Fix applied;                    // the chosen moves
   PlacementOptions options;       // the placement options with them
   NumericsPlan plan;
-  int evaluations = 0;  // plans scored over the samples
+  int evaluations = 0;  // plans scored over the samples (a memo's scores included)
 };
 
 // What a search measures whatever its target: the FP32 reference, the all-INT8 comparison and every plan's
 // score (by its placement options and sample count). Searches of one model, base placement, scale table,
 // numerics options, samples and metric that share a memo (other targets, return_groups) measure no plan
-// twice; search_fix fills it and refuses one filled from other inputs.
+// twice; search_fix fills it and refuses one filled from other inputs (the graph, scales and samples by
+// address: the same objects).
 struct SearchMemo {
   const Graph* graph = nullptr;  // the inputs it was filled from (null: empty)
   const ScaleTable* scales = nullptr;
   const std::vector<TensorMap>* samples = nullptr;
-  std::string base;  // placement_key of the base options
-  bool gpu_int8 = false;
+  PlacementOptions base;
+  NumericsOptions numerics;
   MetricSpec metric;
   std::vector<TensorMap> reference;
   CompareResult before;
-  std::map<std::pair<std::string, size_t>, Score> scores;  // (placement_key, samples scored) -> score
+  std::map<std::pair<PlacementOptions, size_t>, Score> scores;  // (placement, samples scored) -> score
+  int measured = 0;                                             // plans scored on samples (not found here)
 };
 
 SearchResult search_fix(const Graph& g, const PlacementOptions& base, const ScaleTable* scales,
                         const NumericsOptions& no, const std::vector<TensorMap>& samples,
                         const SearchOptions& o, const std::function<void(const std::string&)>& log = {},
                         SearchMemo* memo = nullptr);
-
-// The placement options as one string: equal strings, equal placements of one graph.
-std::string placement_key(const PlacementOptions& o);
 
 // Step 5's groups: for each moved layer that another moved layer's move covers (as a fused producer or an
 // INT8 reader), the layer with every moved layer that covers it; each sorted, no duplicates, none alone.

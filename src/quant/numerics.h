@@ -47,6 +47,7 @@ struct NumericsPlan {
 
 struct NumericsOptions {
   bool gpu_int8 = false;  // GPU layers run INT8 (half-to-even rounding) where scales exist, not FP32
+  bool operator==(const NumericsOptions&) const = default;
 };
 
 // Decides every node's mode from its placement (device, precision) and the available scales. DLA INT8
