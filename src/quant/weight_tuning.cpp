@@ -83,8 +83,8 @@ void add_patch_sums(const ConvStats& s, const float* in, int64_t b, int64_t grp,
 }
 
 void observe(ConvStats& s, const Tensor& x) {
-  Tensor xq = x.clone();
-  fake_quantize(xq.data<float>(), xq.numel(), s.in_scale, s.rounding);
+  Tensor xq = Tensor::uninitialized(DType::kF32, x.shape());
+  fake_quantize_to(x.data<float>(), xq.data<float>(), x.numel(), s.in_scale, s.rounding);
   const ref::WindowGeom& w = s.geom;
   const int64_t P = s.patch, positions = w.out_vol();
   // Each (group, channel) has its own sums, added in sample order on one thread, so the result does not
@@ -366,7 +366,10 @@ std::vector<Graph> tune_weights_each(const Graph& g, const NumericsPlan& plan,
     if (o.weight_rounding &&
         (o.rounding_positions != wanted.rounding_positions || o.max_patch != wanted.max_patch))
       fail(Status::kInvalidArgument, "tune_weights_each: the options round with different statistics");
-  const Collected c = collect_stats(g, plan, samples, wanted);
+  const bool edits = std::any_of(each.begin(), each.end(),
+                                 [](const TuneOptions& o) { return o.bias_correction || o.weight_rounding; });
+  const Collected c =
+      edits ? collect_stats(g, plan, samples, wanted) : Collected{};  // tune_weights' shortcut
   std::map<size_t, Rounded> rounded;
   std::vector<Graph> tuned;
   for (const TuneOptions& o : each) {
