@@ -22,14 +22,9 @@ namespace {
 
 // The build's paths, or the environment's (the GPU machine runs a copy:
 // tests/device/prepare_cudla_client_run.sh).
-std::string from_env(const char* name, const char* built_in) {
-  const char* v = std::getenv(name);
-  return v ? v : built_in;
-}
-const std::string kModel =
-    from_env("DLAKIT_SOURCE_DIR", test_paths::source_dir()) + "/.cache/models/blazeface_128.onnx";
-const std::string kLibrary = from_env("DLAKIT_CUDLA_LIBRARY", test_paths::cudla_library());
-const std::string kPartial = from_env("DLAKIT_PARTIAL_LIBRARY", test_paths::partial_library());
+const std::string kModel = std::string(test_paths::source_dir()) + "/.cache/models/blazeface_128.onnx";
+const std::string kLibrary = test_paths::cudla_library();
+const std::string kPartial = test_paths::partial_library();
 
 workflow::PlacedModel placed_blazeface(dla::Precision precision = dla::Precision::kFP16) {
   PlacementOptions o;

@@ -36,10 +36,8 @@ using dlakit::test_data::random_inputs;
 namespace fs = std::filesystem;
 
 namespace {
-// DLAKIT_SOURCE_DIR in the environment overrides the build's (the GPU machine runs a copy elsewhere).
-const fs::path kModels =
-    fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : test_paths::source_dir()) /
-    ".cache" / "models";
+// The models of the build's source tree, or of DLAKIT_SOURCE_DIR (test_paths: the GPU machine runs a copy).
+const fs::path kModels = fs::path(test_paths::source_dir()) / ".cache" / "models";
 
 int64_t differing(const Tensor& a, const Tensor& b) {  // values, so -0 equals +0; NaN equals NaN
   int64_t d = 0;

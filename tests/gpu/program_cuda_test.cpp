@@ -26,9 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kModels =
-    fs::path(std::getenv("DLAKIT_SOURCE_DIR") ? std::getenv("DLAKIT_SOURCE_DIR") : test_paths::source_dir()) /
-    ".cache" / "models";
+const fs::path kModels = fs::path(test_paths::source_dir()) / ".cache" / "models";
 
 struct ModelSpec {
   std::string name, shapes;
