@@ -625,7 +625,7 @@ void conv_int8_depthwise(const PackedInt8Conv& p, const Int8ConvGeometry& g, int
         // Column iw + pl goes to phase (iw + pl) % S at (iw + pl) / S, stepped without dividing.
         int32_t* dst = plane.data() + row * S * Wq;
         const int8_t* src = x.at(n, m, ih, 0);
-        if (S == 1) {  // one phase: column iw + pl, a plain widening copy (vectorised)
+        if (S == 1) {  // one phase: column iw + pl, a plain widening copy (vectorised where x is planar)
           const int64_t pixel = x.pixel;
           int32_t* to = dst + g.pl;
           for (int64_t iw = 0; iw < iw_end; ++iw) to[iw] = src[iw * pixel];

@@ -93,6 +93,14 @@ template <typename T, typename Op>
 }
 const bool kHasAvx2 = __builtin_cpu_supports("avx2");
 #endif
+// binary_run on the widest build this CPU runs
+template <typename T, typename Op>
+void binary_run_best(const T* x, const T* y, bool y_scalar, T* o, int64_t s, int64_t e, Op op) {
+#if defined(__x86_64__)
+  if (kHasAvx2) return binary_run_avx2(x, y, y_scalar, o, s, e, op);
+#endif
+  binary_run_baseline(x, y, y_scalar, o, s, e, op);
+}
 
 // out = op(src, b), b broadcast to out's shape; src has out's shape (src == out: in place). Ints compute in
 // T (wrapping like ONNX Runtime).
@@ -104,29 +112,14 @@ void apply_binary(Tensor& out, const T* src, const Tensor& b, Op op) {
   if (b.shape() == out.shape() || b.numel() == 1) {
     const bool scalar = b.shape() != out.shape();
     parallel_for(
-        n,
-        [&](int64_t s, int64_t e) {
-#if defined(__x86_64__)
-          if (kHasAvx2) return binary_run_avx2(src, pb, scalar, o, s, e, op);
-#endif
-          binary_run_baseline(src, pb, scalar, o, s, e, op);
-        },
-        16384);
+        n, [&](int64_t s, int64_t e) { binary_run_best(src, pb, scalar, o, s, e, op); }, 16384);
   } else {
     const BroadcastBlocks bb = broadcast_blocks(b.shape(), out.shape());
     const int64_t min_blocks = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, bb.block));
-    parallel_for_each_broadcast(bb.outer, {bb.outer_strides}, min_blocks,
-                                [&](int64_t i, const std::vector<int64_t>& off) {
-                                  T* orow = o + i * bb.block;
-                                  const T* srow = src + i * bb.block;
-                                  if (bb.scalar_run) {
-                                    const T v = pb[off[0]];
-                                    for (int64_t k = 0; k < bb.block; ++k) orow[k] = op(srow[k], v);
-                                  } else {
-                                    const T* brow = pb + off[0];
-                                    for (int64_t k = 0; k < bb.block; ++k) orow[k] = op(srow[k], brow[k]);
-                                  }
-                                });
+    parallel_for_each_broadcast(
+        bb.outer, {bb.outer_strides}, min_blocks, [&](int64_t i, const std::vector<int64_t>& off) {
+          binary_run_best(src + i * bb.block, pb + off[0], bb.scalar_run, o + i * bb.block, 0, bb.block, op);
+        });
   }
 }
 
