@@ -76,8 +76,8 @@ static void BM_Conv(benchmark::State& st) {
 }
 // resnet18 7x7 stem, 3x3 64@56, stride 2 into 128@28, 256@14 and 512@7, 256@14, 512@7; resnet50 1x1
 // 256->64@56;
-// mobilenet_v2 1x1 96->24@56 and 16->96@112, depthwise 144@56, 96@112 stride 2 and 576@14; ppocr_det 3x3
-// 96->24@160.
+// mobilenet_v2 1x1 96->24@56 and 16->96@112, depthwise 144@56, 96@112 stride 2, 576@14, 192@28, 960@7 and
+// stride 2 from 144@56, 192@28 and 576@14; ppocr_det 3x3 96->24@160.
 BENCHMARK(BM_Conv)
     ->Args({3, 224, 64, 7, 2, 1})
     ->Args({64, 56, 64, 3, 1, 1})
@@ -92,6 +92,11 @@ BENCHMARK(BM_Conv)
     ->Args({144, 56, 144, 3, 1, 144})
     ->Args({96, 112, 96, 3, 2, 96})
     ->Args({576, 14, 576, 3, 1, 576})
+    ->Args({192, 28, 192, 3, 1, 192})
+    ->Args({960, 7, 960, 3, 1, 960})
+    ->Args({144, 56, 144, 3, 2, 144})
+    ->Args({192, 28, 192, 3, 2, 192})
+    ->Args({576, 14, 576, 3, 2, 576})
     ->Args({96, 160, 24, 3, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

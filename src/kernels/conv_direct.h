@@ -98,6 +98,8 @@ struct DepthwiseArgs {
   GemmEpilogue epilogue;  // residual (if any) is [M][OH][OW]
 };
 void conv_depthwise_direct(const DepthwiseArgs& a);
+// Whether conv_depthwise_direct runs `a` with channels in the lanes (where the CPU has that kernel).
+bool depthwise_lanes_suit(const DepthwiseArgs& a);
 
 namespace gemm_isa {
 // Each ISA's register tiles (the macros of gemm_<isa>.cpp), for conv_choose_kernel: sgemm's rows x
@@ -119,6 +121,9 @@ void conv_channels_pack_avx512(PackedA& p, const float* w);
 void conv_channels_pack_avx2(PackedA& p, const float* w);
 void conv_channels_pack_generic(PackedA& p, const float* w);
 void depthwise_avx512(const DepthwiseArgs& a);
+// The same sums with channels in the lanes (16 at a time, transposed through a padded buffer): small maps,
+// horizontal stride 1 or 2. AVX-512 only.
+void depthwise_lanes_avx512(const DepthwiseArgs& a);
 void depthwise_avx2(const DepthwiseArgs& a);
 void depthwise_generic(const DepthwiseArgs& a);
 }  // namespace gemm_isa

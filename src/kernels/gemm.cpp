@@ -21,6 +21,7 @@ struct Choice {
   void (*conv)(const ConvDirectArgs&);
   void (*conv_pack)(PackedA&, const float*);
   void (*depthwise)(const DepthwiseArgs&);
+  void (*depthwise_lanes)(const DepthwiseArgs&);  // channels in lanes (AVX-512 only), else null
   void (*conv_channels)(const ConvDirectArgs&);
   void (*conv_channels_pack)(PackedA&, const float*);
   const gemm_isa::TileShapes* shapes;
@@ -31,15 +32,19 @@ struct Choice {
   Choice {                                                                                 \
     .fn = sgemm_##isa, .pack = pack_a_##isa, .epilogue = epilogue_##isa, .name = #isa,     \
     .conv = conv_direct_##isa, .conv_pack = conv_pack_##isa, .depthwise = depthwise_##isa, \
-    .conv_channels = conv_channels_##isa, .conv_channels_pack = conv_channels_pack_##isa,  \
-    .shapes = &tile_shapes_##isa                                                           \
+    .depthwise_lanes = nullptr, .conv_channels = conv_channels_##isa,                      \
+    .conv_channels_pack = conv_channels_pack_##isa, .shapes = &tile_shapes_##isa           \
   }
 
 Choice choose() {
   using namespace gemm_isa;
 #if defined(__x86_64__) && defined(DLAKIT_HAVE_X86_KERNELS)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return DLAKIT_ISA_KERNELS(avx512);
+  if (__builtin_cpu_supports("avx512f")) {
+    Choice c = DLAKIT_ISA_KERNELS(avx512);
+    c.depthwise_lanes = depthwise_lanes_avx512;
+    return c;
+  }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return DLAKIT_ISA_KERNELS(avx2);
 #endif
   return DLAKIT_ISA_KERNELS(generic);
@@ -77,7 +82,10 @@ const char* sgemm_isa() { return choice().name; }
 void gemm_epilogue(const GemmEpilogue& e, float* c, int64_t n) { choice().epilogue(e, c, n); }
 
 void conv_direct(const ConvDirectArgs& a) { choice().conv(a); }
-void conv_depthwise_direct(const DepthwiseArgs& a) { choice().depthwise(a); }
+void conv_depthwise_direct(const DepthwiseArgs& a) {
+  if (choice().depthwise_lanes && depthwise_lanes_suit(a)) return choice().depthwise_lanes(a);
+  choice().depthwise(a);
+}
 void conv_direct_channels(const ConvDirectArgs& a) { choice().conv_channels(a); }
 
 std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, const float* w) {
@@ -115,6 +123,15 @@ ConvKernel conv_choose_kernel(const ConvShape2d& s, const gemm_isa::TileShapes& 
   if (s.in_place) return channels < gemm ? ConvKernel::kDirectChannels : ConvKernel::kGemm;
   if (channels < std::min(positions, gemm)) return ConvKernel::kDirectChannels;
   return positions <= gemm ? ConvKernel::kDirectPositions : ConvKernel::kGemm;
+}
+
+bool depthwise_lanes_suit(const DepthwiseArgs& a) {
+  // Measured (bench_kernels BM_Conv, MobileNetV2's depthwise shapes, and the model's per-layer times, two
+  // threads; docs/benchmarks.md): channels in lanes win where a planar row fills at most half a vector (7x7:
+  // 960 channels 0.116 -> 0.067 ms in the model) and at stride 2 up to 16 outputs a row (the planar kernel's
+  // phase split: 576 @ 14x14 -> 7x7 0.108 -> 0.076 ms); they tie at 14x14 stride 1 and lose on wider rows,
+  // whose transposes cost more than the wasted lanes (144 @ 56x56: 0.115 -> 0.19 ms).
+  return a.S <= 2 && (a.OW <= 8 || (a.S == 2 && a.OW <= 16));
 }
 
 std::shared_ptr<const PackedA> conv_direct_pack_weights(int64_t M, int64_t K, const float* w) {

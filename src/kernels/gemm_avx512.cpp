@@ -15,3 +15,5 @@
 #define CONV_CHANNELS_PACK_NAME conv_channels_pack_avx512
 #define TILE_SHAPES_NAME tile_shapes_avx512
 #include "kernels/conv_direct_kernel.inc"
+#define DEPTHWISE_LANES_NAME depthwise_lanes_avx512
+#include "kernels/depthwise_lanes_kernel.inc"
