@@ -41,6 +41,13 @@ inline PhaseSpan conv_direct_phase_span(int64_t W, int64_t pl, int64_t S, int64_
   const int64_t lo = std::clamp<int64_t>((pl - phase + S - 1) / S, 0, Wq);
   return {lo, std::clamp<int64_t>((W + pl - phase + S - 1) / S, lo, Wq)};
 }
+// Every phase's span, computed once for all the rows of a plane (two divisions a phase cost more than
+// copying a row of a stride-2 layer).
+inline std::vector<PhaseSpan> conv_direct_phase_spans(int64_t W, int64_t pl, int64_t S, int64_t Wq) {
+  std::vector<PhaseSpan> spans;
+  for (int64_t phase = 0; phase < S; ++phase) spans.push_back(conv_direct_phase_span(W, pl, S, Wq, phase));
+  return spans;
+}
 // Size in floats of the padded buffer, with slack so a tile's vector loads past the last row stay inside.
 int64_t conv_direct_buffer_size(int64_t C, int64_t Hp, int64_t S, int64_t Wq);
 // x [C][H][W] -> xp: pt rows and pl columns of zeros first, zeros past the input, Hp padded rows; the

@@ -150,7 +150,7 @@ int64_t conv_direct_buffer_size(int64_t C, int64_t Hp, int64_t S, int64_t Wq) {
 
 // Padded row r of one channel [H][W] -> [S][Wq] at dst, zeros included.
 static void pad_row(const float* x, int64_t r, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t S,
-                    int64_t Wq, float* dst) {
+                    int64_t Wq, const PhaseSpan* spans, float* dst) {
   const int64_t ih = r - pt;
   if (ih < 0 || ih >= H) {
     std::memset(dst, 0, sizeof(float) * size_t(S * Wq));
@@ -166,22 +166,26 @@ static void pad_row(const float* x, int64_t r, int64_t H, int64_t W, int64_t pt,
   }
   for (int64_t phase = 0; phase < S; ++phase) {
     float* out = dst + phase * Wq;
-    const auto [lo, hi] = conv_direct_phase_span(W, pl, S, Wq, phase);
+    const auto [lo, hi] = spans[phase];
     const float* in = src + phase - pl;
     for (int64_t q = 0; q < lo; ++q) out[q] = 0.f;
-    for (int64_t q = lo; q < hi; ++q) out[q] = in[q * S];
+    if (S == 2)  // a constant stride the compiler vectorises (even/odd lanes)
+      for (int64_t q = lo; q < hi; ++q) out[q] = in[q * 2];
+    else
+      for (int64_t q = lo; q < hi; ++q) out[q] = in[q * S];
     for (int64_t q = hi; q < Wq; ++q) out[q] = 0.f;
   }
 }
 
 void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int64_t pt, int64_t pl,
                            int64_t Hp, int64_t S, int64_t Wq, float* xp) {
+  const std::vector<PhaseSpan> spans = conv_direct_phase_spans(W, pl, S, Wq);
   // Row by row, so that an input of few channels (a network's first layer: 3) is shared by the threads too.
   parallel_for(
       C * Hp,
       [&](int64_t s, int64_t e) {
         for (int64_t cr = s; cr < e; ++cr)
-          pad_row(x + (cr / Hp) * H * W, cr % Hp, H, W, pt, pl, S, Wq, xp + cr * S * Wq);
+          pad_row(x + (cr / Hp) * H * W, cr % Hp, H, W, pt, pl, S, Wq, spans.data(), xp + cr * S * Wq);
       },
       std::max<int64_t>(1, 4096 / (S * Wq)));
   std::memset(xp + C * Hp * S * Wq, 0, sizeof(float) * size_t(conv_direct_slack(S, Wq)));
