@@ -97,6 +97,7 @@ BENCHMARK(BM_Conv)
     ->Args({144, 56, 144, 3, 2, 144})
     ->Args({192, 28, 192, 3, 2, 192})
     ->Args({576, 14, 576, 3, 2, 576})
+    ->Args({32, 112, 32, 3, 1, 32})
     ->Args({96, 160, 24, 3, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -128,8 +128,8 @@ void conv_channels_pack_avx512(PackedA& p, const float* w);
 void conv_channels_pack_avx2(PackedA& p, const float* w);
 void conv_channels_pack_generic(PackedA& p, const float* w);
 void depthwise_avx512(const DepthwiseArgs& a);
-// The same sums with channels in the lanes (16 at a time, transposed through a padded buffer): small maps,
-// horizontal stride 1 or 2. AVX-512 only.
+// The same sums with channels in the lanes (16 at a time, transposed through a padded buffer), horizontal
+// stride 1 or 2. AVX-512 only.
 void depthwise_lanes_avx512(const DepthwiseArgs& a);
 void depthwise_avx2(const DepthwiseArgs& a);
 void depthwise_generic(const DepthwiseArgs& a);

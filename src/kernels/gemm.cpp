@@ -126,12 +126,11 @@ ConvKernel conv_choose_kernel(const ConvShape2d& s, const gemm_isa::TileShapes& 
 }
 
 bool depthwise_lanes_suit(const DepthwiseArgs& a) {
-  // Measured (bench_kernels BM_Conv, MobileNetV2's depthwise shapes, and the model's per-layer times, two
-  // threads; docs/benchmarks.md): channels in lanes win where a planar row fills at most half a vector (7x7:
-  // 960 channels 0.116 -> 0.067 ms in the model) and at stride 2 up to 16 outputs a row (the planar kernel's
-  // phase split: 576 @ 14x14 -> 7x7 0.108 -> 0.076 ms); they tie at 14x14 stride 1 and lose on wider rows,
-  // whose transposes cost more than the wasted lanes (144 @ 56x56: 0.115 -> 0.19 ms).
-  return a.S <= 2 && (a.OW <= 8 || (a.S == 2 && a.OW <= 16));
+  // Measured (bench_kernels BM_Conv on MobileNetV2's depthwise shapes, one and two threads;
+  // docs/benchmarks.md): channels in lanes win at every shape up to 56 outputs a row, at stride 1 and 2
+  // (two threads: 960 @ 7x7 0.049 -> 0.020 ms, 576 @ 14x14 0.055 -> 0.032 ms, 144 @ 56x56 0.13 -> 0.105 ms),
+  // and lose at 112 (32 channels at 112x112: 0.10 -> 0.12 ms).
+  return a.S <= 2 && a.OW <= 56;
 }
 
 std::shared_ptr<const PackedA> conv_direct_pack_weights(int64_t M, int64_t K, const float* w) {
