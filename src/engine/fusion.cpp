@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "base/cpu.h"
 #include "base/threadpool.h"
 #include "kernels/ref/common.h"
 #include "kernels/ref/float_ops.h"
@@ -306,8 +307,8 @@ bool block_op_baseline(const EwOp& op, const float* x, const float* yv, float c,
   return block_op(op, x, yv, c, dst, len);
 }
 #if defined(__x86_64__)
-[[gnu::target("avx2")]] bool block_op_avx2(const EwOp& op, const float* x, const float* yv, float c,
-                                           float* dst, int64_t len) {
+DLAKIT_TARGET_AVX2 bool block_op_avx2(const EwOp& op, const float* x, const float* yv, float c, float* dst,
+                                      int64_t len) {
   return block_op(op, x, yv, c, dst, len);
 }
 #endif
@@ -315,8 +316,7 @@ bool block_op_baseline(const EwOp& op, const float* x, const float* yv, float c,
 using BlockOp = bool (*)(const EwOp&, const float*, const float*, float, float*, int64_t);
 BlockOp choose_block_op() {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2")) return block_op_avx2;
+  if (cpu::avx2()) return block_op_avx2;
 #endif
   return block_op_baseline;
 }

@@ -98,7 +98,7 @@ struct Requant16 {
 // int32 -> double + bias_q -> float, * mult (the scalar formula's operations in the same order), the bias
 // where there is no multiplier, then the activations of ref::f32 (relu, clip, leaky_relu), NaN included:
 // max_ps(a, b) is a > b ? a : b and min_ps(a, b) is a < b ? a : b.
-DLAKIT_VNNI inline __m512 requantize16(const Requant16& q, __m512i sum) {
+DLAKIT_TARGET_AVX512_VNNI inline __m512 requantize16(const Requant16& q, __m512i sum) {
   const __m512d lo = _mm512_add_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(sum)), q.bias_q_lo);
   const __m512d hi = _mm512_add_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(sum, 1)), q.bias_q_hi);
   const __m512 v = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
@@ -120,8 +120,8 @@ DLAKIT_VNNI inline __m512 requantize16(const Requant16& q, __m512i sum) {
 }
 
 // 16 channels of one pixel, requantized, quantized into the int8 surface (n: how many are real channels).
-DLAKIT_VNNI inline void put16(const Int8Output& o, const Tile& t, int64_t m, int64_t ow, __m512 v,
-                              const simd::Scale16& scale, int64_t n) {
+DLAKIT_TARGET_AVX512_VNNI inline void put16(const Int8Output& o, const Tile& t, int64_t m, int64_t ow,
+                                            __m512 v, const simd::Scale16& scale, int64_t n) {
   const __m128i q = simd::quantize16(v, scale);
   if (m % 32 + n <= 32) {  // within one atom (always, unless a group's channels start mid-block)
     _mm_mask_storeu_epi8(o.atom_at(t.n, m, t.oh, ow),
@@ -138,7 +138,7 @@ DLAKIT_VNNI inline void put16(const Int8Output& o, const Tile& t, int64_t m, int
 }
 
 template <int kBlocks, int kPixels>
-DLAKIT_VNNI void tile_vnni(const Tile& t) {
+DLAKIT_TARGET_AVX512_VNNI void tile_vnni(const Tile& t) {
   __m512i acc[kBlocks][kPixels];
   for (int b = 0; b < kBlocks; ++b)
     for (int j = 0; j < kPixels; ++j) acc[b][j] = _mm512_setzero_si512();
@@ -202,7 +202,7 @@ struct Requant8 {
 };
 
 // Channels [m, m + count) of rq (count <= 8; the others read as 0 and are never stored).
-DLAKIT_AVX2 inline Requant8 requant8_at(const Int8Requant& rq, int64_t m, int64_t count) {
+DLAKIT_TARGET_AVX2_FMA inline Requant8 requant8_at(const Int8Requant& rq, int64_t m, int64_t count) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::min<int64_t>(count, 8))), lane);
   Requant8 q;
@@ -216,7 +216,7 @@ DLAKIT_AVX2 inline Requant8 requant8_at(const Int8Requant& rq, int64_t m, int64_
   return q;
 }
 
-DLAKIT_AVX2 inline __m256 requantize8(const Requant8& q, __m256i sum) {
+DLAKIT_TARGET_AVX2_FMA inline __m256 requantize8(const Requant8& q, __m256i sum) {
   const __m256d lo = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(sum)), q.bias_q_lo);
   const __m256d hi = _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(sum, 1)), q.bias_q_hi);
   const __m256 v = _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
@@ -246,7 +246,7 @@ inline int32_t load_pair(const uint16_t* p) {
 // One block of 16 output channels x kPixels pixels (from pixel j0 of the tile): sums, then requantized
 // and stored 8 channels at a time.
 template <int kPixels>
-DLAKIT_AVX2 void block_avx2(const Tile& t, int b, int j0) {
+DLAKIT_TARGET_AVX2_FMA void block_avx2(const Tile& t, int b, int j0) {
   __m256i acc[kPixels][2];
   for (int j = 0; j < kPixels; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_si256();
   const int16_t* wb = t.w16 + b * t.block_stride16;
@@ -429,7 +429,7 @@ inline int32_t low16(int32_t w) { return int32_t(uint16_t(int16_t(w))); }
 
 #if defined(__x86_64__)
 
-DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
+DLAKIT_TARGET_AVX512_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
   Requant16 q;
   q.mult = _mm512_set1_ps(r.rq->mult[r.m]);
   q.bias = _mm512_set1_ps(r.rq->bias ? r.rq->bias[r.m] : 0.f);
@@ -466,8 +466,9 @@ DLAKIT_VNNI void depthwise_row_vnni(const DepthwiseRow& r, int64_t oh) {
 // Depthwise with input and output in int8 chw32 surfaces: 16 channels of a pixel are contiguous in both,
 // so each tap is one 16-byte load, widened, times the 16 channels' weights; no padded copy (taps outside
 // the input are skipped: they would add level 0). One output row of image n.
-DLAKIT_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeometry& g, const Int8Input& x,
-                                     const Int8Requant& rq, const Int8Output& out, int64_t n, int64_t oh) {
+DLAKIT_TARGET_AVX512_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeometry& g,
+                                                   const Int8Input& x, const Int8Requant& rq,
+                                                   const Int8Output& out, int64_t n, int64_t oh) {
   const int64_t taps = g.KH * g.KW, blocks = (g.M + kLanes - 1) / kLanes;
   const simd::Scale16 scale = simd::scale16(out.scale);
   for (int64_t b = 0; b < blocks; ++b) {
@@ -509,7 +510,7 @@ DLAKIT_VNNI void depthwise_atoms_row(const PackedInt8Conv& p, const Int8ConvGeom
 }
 
 // depthwise_row_vnni on AVX2: 8 outputs of the row at a time.
-DLAKIT_AVX2 void depthwise_row_avx2(const DepthwiseRow& r, int64_t oh) {
+DLAKIT_TARGET_AVX2_FMA void depthwise_row_avx2(const DepthwiseRow& r, int64_t oh) {
   Requant8 q;
   q.mult = _mm256_set1_ps(r.rq->mult[r.m]);
   q.bias = _mm256_set1_ps(r.rq->bias ? r.rq->bias[r.m] : 0.f);
@@ -550,7 +551,7 @@ DLAKIT_AVX2 void depthwise_row_avx2(const DepthwiseRow& r, int64_t oh) {
 }
 
 // 16 int8 levels as int16.
-DLAKIT_AVX2 inline __m256i widen16(const int8_t* src) {
+DLAKIT_TARGET_AVX2_FMA inline __m256i widen16(const int8_t* src) {
   return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
 }
 
@@ -558,9 +559,9 @@ DLAKIT_AVX2 inline __m256i widen16(const int8_t* src) {
 // kernel row per 16-bit multiply-add (levels in [-128, 127]: a pair of products stays within int32, and
 // each sum is exact). The accumulators hold channels {0-3, 8-11} and {4-7, 12-15}; they are put back in
 // order once per pixel.
-DLAKIT_AVX2 void depthwise_atoms_row_avx2(const PackedInt8Conv& p, const Int8ConvGeometry& g,
-                                          const Int8Input& x, const Int8Requant& rq, const Int8Output& out,
-                                          int64_t n, int64_t oh) {
+DLAKIT_TARGET_AVX2_FMA void depthwise_atoms_row_avx2(const PackedInt8Conv& p, const Int8ConvGeometry& g,
+                                                     const Int8Input& x, const Int8Requant& rq,
+                                                     const Int8Output& out, int64_t n, int64_t oh) {
   const int64_t taps = g.KH * g.KW;
   const __m256 scale = _mm256_set1_ps(out.scale);
   for (int64_t c = 0; c < g.M; c += kLanes) {

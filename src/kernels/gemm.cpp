@@ -1,5 +1,6 @@
 #include "kernels/gemm.h"
 
+#include "base/cpu.h"
 #include "base/threadpool.h"
 #include "kernels/conv_direct.h"
 #include "kernels/ref/float_ops.h"
@@ -39,13 +40,12 @@ struct Choice {
 Choice choose() {
   using namespace gemm_isa;
 #if defined(__x86_64__) && defined(DLAKIT_HAVE_X86_KERNELS)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) {
+  if (cpu::avx512()) {
     Choice c = DLAKIT_ISA_KERNELS(avx512);
     c.depthwise_lanes = depthwise_lanes_avx512;
     return c;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return DLAKIT_ISA_KERNELS(avx2);
+  if (cpu::avx2_fma()) return DLAKIT_ISA_KERNELS(avx2);
 #endif
   return DLAKIT_ISA_KERNELS(generic);
 }

@@ -34,8 +34,8 @@ void add_row_generic(const int8_t* a, float sa, const int8_t* b, float sb, bool 
 }
 
 #if defined(__x86_64__)
-DLAKIT_VNNI void add_row_avx512(const int8_t* a, float sa, const int8_t* b, float sb, bool relu, int8_t* y,
-                                float sy, int64_t W, int lanes) {
+DLAKIT_TARGET_AVX512_VNNI void add_row_avx512(const int8_t* a, float sa, const int8_t* b, float sb, bool relu,
+                                              int8_t* y, float sy, int64_t W, int lanes) {
   const simd::Scale16 vy = simd::scale16(sy);
   const __m512 va = _mm512_set1_ps(sa), vb = _mm512_set1_ps(sb), zero = _mm512_setzero_ps();
   const __m256i keep =
@@ -86,7 +86,7 @@ void window_max_generic(const Int8Atoms& x, int64_t n, int64_t g, const WindowTa
 
 #if defined(__x86_64__)
 // Levels at x.scale -> levels at y.scale, as quantize(float(level) * x.scale, y.scale).
-DLAKIT_VNNI void rescale32_avx512(int8_t* levels, float sx, float sy) {
+DLAKIT_TARGET_AVX512_VNNI void rescale32_avx512(int8_t* levels, float sx, float sy) {
   const __m512 vx = _mm512_set1_ps(sx);
   const simd::Scale16 vy = simd::scale16(sy);
   for (int h = 0; h < 2; ++h) {
@@ -96,13 +96,13 @@ DLAKIT_VNNI void rescale32_avx512(int8_t* levels, float sx, float sy) {
 }
 
 // The AVX2 kernel: the same operations, 8 lanes at a time.
-DLAKIT_AVX2 inline __m256 dequantize8(const int8_t* levels, __m256 scale) {
+DLAKIT_TARGET_AVX2_FMA inline __m256 dequantize8(const int8_t* levels, __m256 scale) {
   const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(levels));
   return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), scale);
 }
 
-DLAKIT_AVX2 void add_row_avx2(const int8_t* a, float sa, const int8_t* b, float sb, bool relu, int8_t* y,
-                              float sy, int64_t W, int lanes) {
+DLAKIT_TARGET_AVX2_FMA void add_row_avx2(const int8_t* a, float sa, const int8_t* b, float sb, bool relu,
+                                         int8_t* y, float sy, int64_t W, int lanes) {
   const __m256 va = _mm256_set1_ps(sa), vb = _mm256_set1_ps(sb), vy = _mm256_set1_ps(sy),
                zero = _mm256_setzero_ps();
   for (int64_t w = 0; w < W; ++w) {
@@ -119,7 +119,8 @@ DLAKIT_AVX2 void add_row_avx2(const int8_t* a, float sa, const int8_t* b, float 
 }
 
 // 32 lanes in one 256-bit vector: AVX2, the AVX-512 kernel's too.
-DLAKIT_AVX2 void window_max_avx2(const Int8Atoms& x, int64_t n, int64_t g, const WindowTaps& t, int8_t* out) {
+DLAKIT_TARGET_AVX2_FMA void window_max_avx2(const Int8Atoms& x, int64_t n, int64_t g, const WindowTaps& t,
+                                            int8_t* out) {
   __m256i m = _mm256_set1_epi8(-128);
   for (int64_t kh = t.kh0; kh < t.kh1; ++kh)
     for (int64_t kw = t.kw0; kw < t.kw1; ++kw)
@@ -128,7 +129,7 @@ DLAKIT_AVX2 void window_max_avx2(const Int8Atoms& x, int64_t n, int64_t g, const
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), m);
 }
 
-DLAKIT_AVX2 void rescale32_avx2(int8_t* levels, float sx, float sy) {
+DLAKIT_TARGET_AVX2_FMA void rescale32_avx2(int8_t* levels, float sx, float sy) {
   const __m256 vx = _mm256_set1_ps(sx), vy = _mm256_set1_ps(sy);
   for (int e = 0; e < 4; ++e)
     _mm_storel_epi64(reinterpret_cast<__m128i*>(levels + e * 8),

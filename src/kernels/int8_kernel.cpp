@@ -3,29 +3,17 @@
 #include <algorithm>
 #include <atomic>
 
+#include "base/cpu.h"
 #include "base/error.h"
 #include "kernels/int8_simd.h"
 
 namespace dlakit {
 
-#if defined(__x86_64__)
-bool simd::has_avx512_vnni() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512vnni");
-}
-bool simd::has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-#endif
-
 namespace {
 Int8Kernel fastest() {
 #if defined(__x86_64__)
-  if (simd::has_avx512_vnni()) return Int8Kernel::kAvx512Vnni;
-  if (simd::has_avx2()) return Int8Kernel::kAvx2;
+  if (cpu::avx512_vnni()) return Int8Kernel::kAvx512Vnni;
+  if (cpu::avx2_fma()) return Int8Kernel::kAvx2;
 #endif
   return Int8Kernel::kGeneric;
 }

@@ -6,11 +6,9 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "base/cpu.h"
 #include "numerics/fast_level.h"
 #include "numerics/fast_level_avx512.h"
-
-#define DLAKIT_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
-#define DLAKIT_AVX2 __attribute__((target("avx2,fma")))
 
 namespace dlakit::simd {
 
@@ -22,13 +20,15 @@ struct Scale16 {
   bool fast;
 };
 // inv: numerics::usable_inverse(scale), where a caller has it already.
-DLAKIT_VNNI inline Scale16 scale16(float scale, float inv) {
+DLAKIT_TARGET_AVX512_VNNI inline Scale16 scale16(float scale, float inv) {
   return {_mm512_set1_ps(scale), _mm512_set1_ps(inv), inv != 0.f};
 }
-DLAKIT_VNNI inline Scale16 scale16(float scale) { return scale16(scale, numerics::usable_inverse(scale)); }
+DLAKIT_TARGET_AVX512_VNNI inline Scale16 scale16(float scale) {
+  return scale16(scale, numerics::usable_inverse(scale));
+}
 // x / scale as IEEE division rounds it (numerics::quotient: from 2^22 on, or NaN, the first product, which
 // saturates alike).
-DLAKIT_VNNI inline __m512 quotient16(__m512 x, const Scale16& s) {
+DLAKIT_TARGET_AVX512_VNNI inline __m512 quotient16(__m512 x, const Scale16& s) {
   if (!s.fast) return _mm512_div_ps(x, s.scale);
   const __m512 q = _mm512_mul_ps(x, s.inv);
   const __mmask16 far = _mm512_cmp_ps_mask(_mm512_abs_ps(q), _mm512_set1_ps(4194304.f), _CMP_NLT_UQ);
@@ -41,7 +41,7 @@ DLAKIT_VNNI inline __m512 quotient16(__m512 x, const Scale16& s) {
 
 // quant::quantize of 16 values with ties away from zero: v / scale, rounded to nearest even and a tie
 // rounded towards zero moved one step out, saturated to [-128, 127], NaN to 0.
-DLAKIT_VNNI inline __m128i quantize16(__m512 x, const Scale16& scale) {
+DLAKIT_TARGET_AVX512_VNNI inline __m128i quantize16(__m512 x, const Scale16& scale) {
   if (scale.fast) {  // numerics::fast_level's shortcut, where every lane takes it
     const numerics::FastLevels16 fast = numerics::fast_levels16(x, scale.inv);
     if (fast.far == 0xffff) return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(fast.level));
@@ -60,14 +60,14 @@ DLAKIT_VNNI inline __m128i quantize16(__m512 x, const Scale16& scale) {
 }
 
 // 16 int8 levels -> float(level) * scale (how a surface read dequantizes them).
-DLAKIT_VNNI inline __m512 dequantize16(__m128i levels, __m512 scale) {
+DLAKIT_TARGET_AVX512_VNNI inline __m512 dequantize16(__m128i levels, __m512 scale) {
   return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(levels)), scale);
 }
 
 // quant::quantize of 8 values on AVX2; the levels are the low 8 bytes. std::round as truncation plus a step
 // away from zero where the dropped part is at least one half: v - trunc(v) is exact for every float (0 for
 // |v| >= 2^23, NaN for infinities, whose step is then skipped), so this is the scalar rule, ties included.
-DLAKIT_AVX2 inline __m128i quantize8(__m256 x, __m256 scale) {
+DLAKIT_TARGET_AVX2_FMA inline __m128i quantize8(__m256 x, __m256 scale) {
   const __m256 sign = _mm256_set1_ps(-0.f);
   const __m256 v = _mm256_div_ps(x, scale);
   const __m256 whole = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
@@ -81,10 +81,6 @@ DLAKIT_AVX2 inline __m128i quantize8(__m256 x, __m256 scale) {
   const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(levels), _mm256_extracti128_si256(levels, 1));
   return _mm_packs_epi16(words, words);
 }
-
-// Whether this CPU runs the functions above.
-bool has_avx512_vnni();
-bool has_avx2();
 
 }  // namespace dlakit::simd
 #endif

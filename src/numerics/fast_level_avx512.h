@@ -7,6 +7,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "base/cpu.h"
 #include "numerics/fast_level.h"
 
 namespace dlakit::numerics {
@@ -16,7 +17,7 @@ struct FastLevels16 {
   __mmask16 far;
 };
 
-__attribute__((target("avx512f"))) inline FastLevels16 fast_levels16(__m512 x, __m512 inv) {
+DLAKIT_TARGET_AVX512 inline FastLevels16 fast_levels16(__m512 x, __m512 inv) {
   const __m512 product = _mm512_mul_ps(x, inv);
   const __m512 v = _mm512_min_ps(_mm512_max_ps(product, _mm512_set1_ps(-128.f)), _mm512_set1_ps(127.f));
   const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

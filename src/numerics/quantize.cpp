@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #endif
 
+#include "base/cpu.h"
 #include "base/threadpool.h"
 #include "numerics/fast_level.h"
 #include "numerics/fast_level_avx512.h"
@@ -27,8 +28,8 @@ inline float level_of(float x, float scale, Rounding r, bool dequant) {
 // q[i] = quantize(x[i]) (* scale when `dequant`), eight lanes at a time; the same arithmetic as
 // quantize(): x / scale, round (ties by the mode), clamp to [-128, 127], NaN -> 0.
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) void levels_avx2(const float* x, float* q, int64_t n, float scale, Rounding r,
-                                                 bool dequant) {
+DLAKIT_TARGET_AVX2 void levels_avx2(const float* x, float* q, int64_t n, float scale, Rounding r,
+                                    bool dequant) {
   const __m256 s = _mm256_set1_ps(scale), lo = _mm256_set1_ps(-128.f), hi = _mm256_set1_ps(127.f),
                half = _mm256_set1_ps(0.5f), sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.f);
   int64_t i = 0;
@@ -49,12 +50,11 @@ __attribute__((target("avx2"))) void levels_avx2(const float* x, float* q, int64
   }
   for (; i < n; ++i) q[i] = level_of(x[i], scale, r, dequant);
 }
-const bool kHasAvx2 = __builtin_cpu_supports("avx2");
 
 // levels_avx2's results by fast_level's shortcut (fast_levels16), sixteen lanes at a time; the lanes near a
 // tie or NaN take quantize() itself. inv: usable_inverse(scale), not 0.
-__attribute__((target("avx512f"))) void levels_avx512(const float* x, float* q, int64_t n, float scale,
-                                                      float inv, Rounding r, bool dequant) {
+DLAKIT_TARGET_AVX512 void levels_avx512(const float* x, float* q, int64_t n, float scale, float inv,
+                                        Rounding r, bool dequant) {
   const __m512 s = _mm512_set1_ps(scale), vinv = _mm512_set1_ps(inv);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -70,14 +70,13 @@ __attribute__((target("avx512f"))) void levels_avx512(const float* x, float* q, 
   }
   for (; i < n; ++i) q[i] = level_of(x[i], scale, r, dequant);
 }
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 #endif
 
 // The vector kernel for a run of values; the plain loop without x86 vectors.
 void levels_run(const float* x, float* q, int64_t n, float scale, float inv, Rounding r, bool dequant) {
 #if defined(__x86_64__)
-  if (kHasAvx512 && inv != 0.f) return levels_avx512(x, q, n, scale, inv, r, dequant);
-  if (kHasAvx2) return levels_avx2(x, q, n, scale, r, dequant);
+  if (cpu::avx512() && inv != 0.f) return levels_avx512(x, q, n, scale, inv, r, dequant);
+  if (cpu::avx2()) return levels_avx2(x, q, n, scale, r, dequant);
 #endif
   for (int64_t i = 0; i < n; ++i) q[i] = level_of(x[i], scale, r, dequant);
 }

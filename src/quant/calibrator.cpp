@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #endif
 
+#include "base/cpu.h"
 #include "base/error.h"
 #include "base/threadpool.h"
 
@@ -252,8 +253,7 @@ float mse_pick(const MseSearch& m, const std::vector<double>& err, double width,
 // mse_error for eight candidates at once, one per lane: the same operations in the same order per lane
 // (round half away from zero of a non-negative x as trunc(x) plus one where x - trunc(x), exact, is at
 // least 0.5), so the same errors bit for bit.
-__attribute__((target("avx512f"))) void mse_errors_avx512(const MseSearch& m, double width,
-                                                          std::vector<double>& err) {
+DLAKIT_TARGET_AVX512 void mse_errors_avx512(const MseSearch& m, double width, std::vector<double>& err) {
   const size_t count = m.candidates.size();
   const __m512d vwidth = _mm512_set1_pd(width), levels = _mm512_set1_pd(127.0), half = _mm512_set1_pd(0.5),
                 one = _mm512_set1_pd(1.0);
@@ -279,14 +279,13 @@ __attribute__((target("avx512f"))) void mse_errors_avx512(const MseSearch& m, do
     for (size_t l = 0; l < 8 && c0 + l < count; ++l) err[c0 + l] = out[l];
   }
 }
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 #endif
 
 }  // namespace
 
 float amax_mse(const std::vector<double>& bins, double width, int start_bin) {
 #if defined(__x86_64__)
-  if (kHasAvx512) {
+  if (cpu::avx512()) {
     const MseSearch m = mse_search(bins, width, start_bin);
     std::vector<double> err(m.candidates.size());
     mse_errors_avx512(m, width, err);

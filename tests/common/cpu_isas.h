@@ -4,6 +4,8 @@
 #pragma once
 #include <vector>
 
+#include "base/cpu.h"
+
 namespace test_isa {
 
 template <typename Fn>
@@ -17,8 +19,8 @@ struct Isa {
 template <typename Fn>
 std::vector<Isa<Fn>> usable(Fn generic, Fn avx2, Fn avx512) {
   std::vector<Isa<Fn>> isas{{"generic", generic, false}};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back({"avx2", avx2, true});
-  if (__builtin_cpu_supports("avx512f")) isas.push_back({"avx512", avx512, true});
+  if (dlakit::cpu::avx2_fma()) isas.push_back({"avx2", avx2, true});
+  if (dlakit::cpu::avx512()) isas.push_back({"avx512", avx512, true});
   return isas;
 }
 

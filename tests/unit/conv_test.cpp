@@ -13,6 +13,7 @@
 #include <string>
 
 #include "../common/cpu_isas.h"
+#include "base/cpu.h"
 #include "base/threadpool.h"
 #include "engine/engine.h"
 #include "kernels/conv_direct.h"
@@ -401,7 +402,7 @@ TEST(ConvDirect, EveryIsaDepthwiseAgrees) {
 // multiplier, strides 1 and 2 (rows of 7 and of 17 outputs: two steps a row), 5x5, dilation 2, one output
 // column, non-square maps, and each epilogue (residual with ReLU, Clip, LeakyRelu, none).
 TEST(ConvDirect, DepthwiseLanesMatchPlanarBitForBit) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!cpu::avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
   struct Case {
     int64_t C, mult, H, W, K, stride, pad, dil;
     GemmEpilogue::Act act;

@@ -41,14 +41,14 @@ std::vector<float> awkward_values(float scale) {
   return v;
 }
 
-DLAKIT_AVX2 void quantize_avx2(const float* x, float scale, int8_t* levels) {
+DLAKIT_TARGET_AVX2_FMA void quantize_avx2(const float* x, float scale, int8_t* levels) {
   alignas(16) int8_t out[16];
   _mm_store_si128(reinterpret_cast<__m128i*>(out),
                   simd::quantize8(_mm256_loadu_ps(x), _mm256_set1_ps(scale)));
   for (int i = 0; i < 8; ++i) levels[i] = out[i];
 }
 
-DLAKIT_VNNI void quantize_avx512(const float* x, float scale, int8_t* levels) {
+DLAKIT_TARGET_AVX512_VNNI void quantize_avx512(const float* x, float scale, int8_t* levels) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(levels),
                    simd::quantize16(_mm512_loadu_ps(x), simd::scale16(scale)));
 }
@@ -106,18 +106,18 @@ const float kScales[] = {1.f, 0.0078125f, 0.013f, 3.7e-5f, 250.f, 0x1.b8672ep-10
 }  // namespace
 
 TEST(Int8Simd, Quantize8EqualsTheScalarRule) {
-  if (!simd::has_avx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  if (!cpu::avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2";
   for (float scale : kScales)
     EXPECT_EQ(mismatches(awkward_values(scale), scale, 8, quantize_avx2), 0u) << "scale " << scale;
 }
 
 TEST(Int8Simd, Quantize16EqualsTheScalarRule) {
-  if (!simd::has_avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  if (!cpu::avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
   for (float scale : kScales)
     EXPECT_EQ(mismatches(awkward_values(scale), scale, 16, quantize_avx512), 0u) << "scale " << scale;
 }
 TEST(Int8Simd, Quantize16ShortcutRoundsAsTheScalarRule) {
-  if (!simd::has_avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  if (!cpu::avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
   for (float scale : kScales)
     EXPECT_EQ(mismatches(shortcut_values(scale), scale, 16, quantize_avx512), 0u) << "scale " << scale;
 }

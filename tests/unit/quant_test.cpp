@@ -8,6 +8,7 @@
 
 #include "../common/test_data.h"
 #include "../common/ties.h"
+#include "base/cpu.h"
 #include "base/fp16.h"
 #include "numerics/quantize.h"
 #include "numerics/step.h"
@@ -218,7 +219,7 @@ TEST(Calibrators, UniformDataWithOneOutlier) {
 // round half away from zero where the candidate is 127 bins) and from bin 128.
 TEST(Calibrators, MseSearchEqualsItsPlainLoop) {
 #if defined(__x86_64__)
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "amax_mse is its plain loop on this CPU";
+  if (!cpu::avx512()) GTEST_SKIP() << "amax_mse is its plain loop on this CPU";
 #else
   GTEST_SKIP() << "amax_mse is its plain loop on this CPU";
 #endif

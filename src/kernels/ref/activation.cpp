@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "base/cpu.h"
 #include "base/threadpool.h"
 #include "kernels/ref/common.h"
 #include "kernels/ref/float_ops.h"
@@ -143,10 +144,9 @@ void unary_run_baseline(const float* px, float* py, int64_t s, int64_t e, F f) {
 }
 #if defined(__x86_64__)
 template <typename F>
-[[gnu::target("avx2")]] void unary_run_avx2(const float* px, float* py, int64_t s, int64_t e, F f) {
+DLAKIT_TARGET_AVX2 void unary_run_avx2(const float* px, float* py, int64_t s, int64_t e, F f) {
   unary_run(px, py, s, e, f);
 }
-const bool kHasAvx2 = __builtin_cpu_supports("avx2");
 #endif
 
 void run_unary(const KernelContext& c) {
@@ -163,7 +163,7 @@ void run_unary(const KernelContext& c) {
           n,
           [&](int64_t s, int64_t e) {
 #if defined(__x86_64__)
-            if (kHasAvx2) return unary_run_avx2(px, py, s, e, f);
+            if (cpu::avx2()) return unary_run_avx2(px, py, s, e, f);
 #endif
             unary_run_baseline(px, py, s, e, f);
           },

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 
+#include "base/cpu.h"
 #include "base/threadpool.h"
 #include "kernels/ref/common.h"
 
@@ -87,17 +88,16 @@ void binary_run_baseline(const T* x, const T* y, bool y_scalar, T* o, int64_t s,
 }
 #if defined(__x86_64__)
 template <typename T, typename Op>
-[[gnu::target("avx2")]] void binary_run_avx2(const T* x, const T* y, bool y_scalar, T* o, int64_t s,
-                                             int64_t e, Op op) {
+DLAKIT_TARGET_AVX2 void binary_run_avx2(const T* x, const T* y, bool y_scalar, T* o, int64_t s, int64_t e,
+                                        Op op) {
   binary_run(x, y, y_scalar, o, s, e, op);
 }
-const bool kHasAvx2 = __builtin_cpu_supports("avx2");
 #endif
 // binary_run on the widest build this CPU runs
 template <typename T, typename Op>
 void binary_run_best(const T* x, const T* y, bool y_scalar, T* o, int64_t s, int64_t e, Op op) {
 #if defined(__x86_64__)
-  if (kHasAvx2) return binary_run_avx2(x, y, y_scalar, o, s, e, op);
+  if (cpu::avx2()) return binary_run_avx2(x, y, y_scalar, o, s, e, op);
 #endif
   binary_run_baseline(x, y, y_scalar, o, s, e, op);
 }
