@@ -129,8 +129,11 @@ bool depthwise_lanes_suit(const DepthwiseArgs& a) {
   // Measured (bench_kernels BM_Conv on MobileNetV2's depthwise shapes, one and two threads;
   // docs/benchmarks.md): channels in lanes win at every shape up to 56 outputs a row, at stride 1 and 2
   // (two threads: 960 @ 7x7 0.049 -> 0.020 ms, 576 @ 14x14 0.055 -> 0.032 ms, 144 @ 56x56 0.13 -> 0.105 ms),
-  // and lose at 112 (32 channels at 112x112: 0.10 -> 0.12 ms).
-  return a.S <= 2 && a.OW <= 56;
+  // and lose at 112 (32 channels at 112x112: 0.10 -> 0.12 ms). Its buffer holds 16 channels (64 bytes a
+  // cell, 16 times the planar kernel's plane) and stays with the thread: at most 1 MB of cells (MobileNetV2's
+  // largest, 96 @ 112x112 stride 2, takes 0.8 MB), so a tall map goes to the planar kernel.
+  const int64_t width = (a.OW - 1) * a.S + (a.KW - 1) * a.dw + 1;
+  return a.S <= 2 && a.OW <= 56 && a.Hp * width <= (int64_t(1) << 14);
 }
 
 std::shared_ptr<const PackedA> conv_direct_pack_weights(int64_t M, int64_t K, const float* w) {

@@ -397,81 +397,95 @@ TEST(ConvDirect, EveryIsaDepthwiseAgrees) {
   }
 }
 
-// The depthwise kernel with channels in the lanes (AVX-512) bit for bit against the planar one, and near the
-// plain convolution: channel counts around the 16 lanes (a last group of 5, exactly 16, 17), a channel
-// multiplier, strides 1 and 2 (rows of 7 and of 17 outputs: two steps a row), 5x5, dilation 2, one output
-// column, non-square maps, and each epilogue (residual with ReLU, Clip, LeakyRelu, none).
+// The depthwise kernel with channels in the lanes (AVX-512) bit for bit against the planar one, and near a
+// plain loop: channel counts around the 16 lanes (a last group of 5, exactly 16, 17), a channel multiplier,
+// horizontal strides 1 and 2 with vertical strides 1, 2 and longer than the window (a top padding the
+// window never reaches), asymmetric pads, an input wider than the window reads, 5x5 (more taps than
+// lanes), dilation 2, one output column, rows of 7 and 17 outputs, and every epilogue. Both kernels sum
+// with FMAs (the planar one's contracted by GCC at -O2, as every build here compiles).
 TEST(ConvDirect, DepthwiseLanesMatchPlanarBitForBit) {
   if (!cpu::avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  using Act = GemmEpilogue::Act;
   struct Case {
-    int64_t C, mult, H, W, K, stride, pad, dil;
-    GemmEpilogue::Act act;
+    int64_t C, mult, H, W, K, sh, sw, pt, pb, pl, pr, dil;
+    Act act;
     bool residual, bias;
   };
-  using Act = GemmEpilogue::Act;
   const Case cases[] = {
-      {37, 1, 7, 7, 3, 1, 1, 1, Act::kRelu, true, true},      // 7x7: groups of 16, 16 and 5
-      {20, 1, 14, 14, 3, 2, 1, 1, Act::kClip, false, false},  // stride 2 -> 7x7, no bias
-      {16, 1, 9, 11, 5, 1, 2, 1, Act::kLeakyRelu, false, true},
-      {17, 1, 8, 8, 3, 1, 2, 2, Act::kNone, false, true},    // dilation 2
-      {9, 2, 7, 6, 3, 1, 1, 1, Act::kNone, true, true},      // channel multiplier 2: 18 outputs
-      {6, 1, 5, 1, 3, 1, 1, 1, Act::kRelu, false, true},     // one output column
-      {19, 1, 6, 33, 3, 2, 1, 1, Act::kClip, true, true},    // stride 2, 17 outputs a row
-      {33, 1, 13, 13, 3, 2, 0, 1, Act::kNone, false, true},  // stride 2 without padding: 6x6
+      {37, 1, 7, 7, 3, 1, 1, 1, 1, 1, 1, 1, Act::kRelu, true, true},      // 7x7: groups of 16, 16 and 5
+      {20, 1, 14, 14, 3, 2, 2, 1, 1, 1, 1, 1, Act::kClip, false, false},  // stride 2 -> 7x7, no bias
+      {16, 1, 9, 11, 5, 1, 1, 2, 2, 2, 2, 1, Act::kLeakyRelu, false, true},
+      {17, 1, 8, 8, 3, 1, 1, 2, 2, 2, 2, 2, Act::kNone, false, true},    // dilation 2
+      {9, 2, 7, 6, 3, 1, 1, 1, 1, 1, 1, 1, Act::kNone, true, true},      // channel multiplier 2: 18 outputs
+      {6, 1, 5, 1, 3, 1, 1, 1, 1, 1, 1, 1, Act::kRelu, false, true},     // one output column
+      {19, 1, 6, 33, 3, 2, 2, 1, 1, 1, 1, 1, Act::kClip, true, true},    // stride 2, 17 outputs a row
+      {33, 1, 13, 13, 3, 2, 2, 0, 0, 0, 0, 1, Act::kNone, false, true},  // stride 2 without padding: 6x6
+      {18, 1, 12, 9, 3, 2, 1, 0, 2, 1, 0, 1, Act::kHardSigmoidMul, true, true},  // vertical stride only
+      {21, 1, 7, 12, 3, 1, 2, 2, 0, 0, 1, 1, Act::kRelu, false, true},           // horizontal stride only
+      {16, 1, 6, 10, 3, 1, 2, 1, 1, 0, 0, 1, Act::kNone, false, true},  // the last input column unread
+      {16, 1, 1, 1, 1, 10001, 1, 5000, 5000, 0, 0, 1, Act::kClip, true,
+       true},  // top padding below every window
   };
   uint32_t seed = 1300;
   for (const Case& c : cases) {
     const int64_t M = c.C * c.mult, span = (c.K - 1) * c.dil + 1;
-    const int64_t OH = (c.H + 2 * c.pad - span) / c.stride + 1, OW = (c.W + 2 * c.pad - span) / c.stride + 1;
-    const int64_t Hp = (OH - 1) * c.stride + span,
-                  Wq = conv_direct_layout((OW - 1) * c.stride + span, c.stride);
+    const int64_t OH = (c.H + c.pt + c.pb - span) / c.sh + 1, OW = (c.W + c.pl + c.pr - span) / c.sw + 1;
+    const int64_t Hp = (OH - 1) * c.sh + span, Wq = conv_direct_layout((OW - 1) * c.sw + span, c.sw);
     SCOPED_TRACE("C=" + std::to_string(c.C) + " mult=" + std::to_string(c.mult) + " " + std::to_string(c.H) +
-                 "x" + std::to_string(c.W) + " K=" + std::to_string(c.K) +
-                 " stride=" + std::to_string(c.stride));
+                 "x" + std::to_string(c.W) + " K=" + std::to_string(c.K) + " strides " +
+                 std::to_string(c.sh) + "," + std::to_string(c.sw));
     const Tensor x = random_tensor({1, c.C, c.H, c.W}, seed++), w = random_tensor({M, 1, c.K, c.K}, seed++),
-                 b = c.bias ? random_tensor({M}, seed++) : Tensor(DType::kF32, {M}),
-                 res = random_tensor({1, M, OH, OW}, seed++);
+                 b = random_tensor({M}, seed++), res = random_tensor({1, M, OH, OW}, seed++);
     GemmEpilogue e;
-    e.act = c.act, e.lo = -0.5f, e.hi = 0.75f, e.alpha = 0.1f;
+    e.act = c.act, e.lo = -0.5f, e.hi = 0.75f, e.alpha = c.act == Act::kLeakyRelu ? 0.1f : 0.2f,
+    e.beta = 0.5f;
     if (c.residual) e.residual = res.data<float>(), e.ldr = OH * OW;
-    const DepthwiseArgs args{x.data<float>(),
-                             c.C,
-                             M,
-                             c.H,
-                             c.W,
-                             c.pad,
-                             c.pad,
-                             Hp,
-                             c.stride,
-                             Wq,
-                             c.K,
-                             c.K,
-                             c.dil,
-                             c.dil,
-                             c.stride,
-                             OH,
-                             OW,
-                             w.data<float>(),
-                             c.bias ? b.data<float>() : nullptr,
-                             nullptr,
-                             e};
+    DepthwiseArgs args{x.data<float>(),
+                       c.C,
+                       M,
+                       c.H,
+                       c.W,
+                       c.pt,
+                       c.pl,
+                       Hp,
+                       c.sw,
+                       Wq,
+                       c.K,
+                       c.K,
+                       c.dil,
+                       c.dil,
+                       c.sh,
+                       OH,
+                       OW,
+                       w.data<float>(),
+                       c.bias ? b.data<float>() : nullptr,
+                       nullptr,
+                       e};
     std::vector<float> planar(size_t(M * OH * OW), std::nanf("")), lanes = planar;
-    DepthwiseArgs to_planar = args, to_lanes = args;
-    to_planar.y = planar.data();
-    to_lanes.y = lanes.data();
-    gemm_isa::depthwise_avx512(to_planar);
-    gemm_isa::depthwise_lanes_avx512(to_lanes);
-    // The plain convolution, then the epilogue.
-    Tensor want = direct_conv(x, w, b, c.stride, c.pad, c.dil, c.C);
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      float v = want.data<float>()[i] + (c.residual ? res.data<float>()[i] : 0.f);
-      if (c.act == Act::kRelu) v = std::max(v, 0.f);
-      if (c.act == Act::kClip) v = std::min(std::max(v, e.lo), e.hi);
-      if (c.act == Act::kLeakyRelu && v < 0) v *= e.alpha;
-      want.data<float>()[i] = v;
-    }
-    for (size_t i = 0; i < lanes.size(); ++i)
-      ASSERT_NEAR(lanes[i], want.data<float>()[i], 1e-4) << "at " << i;
+    args.y = planar.data();
+    gemm_isa::depthwise_avx512(args);
+    args.y = lanes.data();
+    gemm_isa::depthwise_lanes_avx512(args);
+    // The plain loop, then the epilogue.
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double sum = c.bias ? b.data<float>()[m] : 0.0;
+          for (int64_t kh = 0; kh < c.K; ++kh)
+            for (int64_t kw = 0; kw < c.K; ++kw) {
+              const int64_t ih = oh * c.sh - c.pt + kh * c.dil, iw = ow * c.sw - c.pl + kw * c.dil;
+              if (ih >= 0 && ih < c.H && iw >= 0 && iw < c.W)
+                sum += double(w.data<float>()[(m * c.K + kh) * c.K + kw]) *
+                       x.data<float>()[((m / c.mult) * c.H + ih) * c.W + iw];
+            }
+          const int64_t at = (m * OH + oh) * OW + ow;
+          double v = sum + (c.residual ? res.data<float>()[at] : 0.f);
+          if (c.act == Act::kRelu) v = std::max(v, 0.0);
+          if (c.act == Act::kClip) v = std::min(std::max(v, double(e.lo)), double(e.hi));
+          if (c.act == Act::kLeakyRelu && v < 0) v *= e.alpha;
+          if (c.act == Act::kHardSigmoidMul) v *= std::max(0.0, std::min(1.0, e.alpha * v + e.beta));
+          ASSERT_NEAR(lanes[size_t(at)], v, 1e-4) << "at " << at;
+        }
     EXPECT_EQ(lanes, planar);
   }
 }
