@@ -37,16 +37,22 @@ int64_t conv_direct_layout(int64_t Wp, int64_t S);
 struct PhaseSpan {
   int64_t lo, hi;
 };
-inline PhaseSpan conv_direct_phase_span(int64_t W, int64_t pl, int64_t S, int64_t Wq, int64_t phase) {
-  const int64_t lo = std::clamp<int64_t>((pl - phase + S - 1) / S, 0, Wq);
-  return {lo, std::clamp<int64_t>((W + pl - phase + S - 1) / S, lo, Wq)};
-}
 // Every phase's span, computed once for all the rows of a plane (two divisions a phase cost more than
 // copying a row of a stride-2 layer).
 inline std::vector<PhaseSpan> conv_direct_phase_spans(int64_t W, int64_t pl, int64_t S, int64_t Wq) {
   std::vector<PhaseSpan> spans;
-  for (int64_t phase = 0; phase < S; ++phase) spans.push_back(conv_direct_phase_span(W, pl, S, Wq, phase));
+  for (int64_t phase = 0; phase < S; ++phase) {
+    const int64_t lo = std::clamp<int64_t>((pl - phase + S - 1) / S, 0, Wq);
+    spans.push_back({lo, std::clamp<int64_t>((W + pl - phase + S - 1) / S, lo, Wq)});
+  }
   return spans;
+}
+// Slots [lo, hi) of one phase row: out[q] = in[q * S], the input column of slot q at in + q * S.
+inline void conv_direct_copy_phase(const float* in, float* out, PhaseSpan span, int64_t S) {
+  if (S == 2)  // a constant stride the compiler vectorises (even/odd lanes)
+    for (int64_t q = span.lo; q < span.hi; ++q) out[q] = in[q * 2];
+  else
+    for (int64_t q = span.lo; q < span.hi; ++q) out[q] = in[q * S];
 }
 // Size in floats of the padded buffer, with slack so a tile's vector loads past the last row stay inside.
 int64_t conv_direct_buffer_size(int64_t C, int64_t Hp, int64_t S, int64_t Wq);
@@ -107,6 +113,10 @@ struct DepthwiseArgs {
 void conv_depthwise_direct(const DepthwiseArgs& a);
 // Whether conv_depthwise_direct runs `a` with channels in the lanes (where the CPU has that kernel).
 bool depthwise_lanes_suit(const DepthwiseArgs& a);
+// That kernel's padded rows, in cells of 16 channels: the columns its outputs read.
+inline int64_t depthwise_lanes_width(const DepthwiseArgs& a) {
+  return (a.OW - 1) * a.S + (a.KW - 1) * a.dw + 1;
+}
 
 namespace gemm_isa {
 // Each ISA's register tiles (the macros of gemm_<isa>.cpp), for conv_choose_kernel: sgemm's rows x

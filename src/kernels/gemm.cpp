@@ -132,8 +132,7 @@ bool depthwise_lanes_suit(const DepthwiseArgs& a) {
   // and lose at 112 (32 channels at 112x112: 0.10 -> 0.12 ms). Its buffer holds 16 channels (64 bytes a
   // cell, 16 times the planar kernel's plane) and stays with the thread: at most 1 MB of cells (MobileNetV2's
   // largest, 96 @ 112x112 stride 2, takes 0.8 MB), so a tall map goes to the planar kernel.
-  const int64_t width = (a.OW - 1) * a.S + (a.KW - 1) * a.dw + 1;
-  return a.S <= 2 && a.OW <= 56 && a.Hp * width <= (int64_t(1) << 14);
+  return a.S <= 2 && a.OW <= 56 && a.Hp * depthwise_lanes_width(a) <= (int64_t(1) << 14);
 }
 
 std::shared_ptr<const PackedA> conv_direct_pack_weights(int64_t M, int64_t K, const float* w) {
@@ -168,14 +167,10 @@ static void pad_row(const float* x, int64_t r, int64_t H, int64_t W, int64_t pt,
   }
   for (int64_t phase = 0; phase < S; ++phase) {
     float* out = dst + phase * Wq;
-    const auto [lo, hi] = spans[phase];
-    const float* in = src + phase - pl;
-    for (int64_t q = 0; q < lo; ++q) out[q] = 0.f;
-    if (S == 2)  // a constant stride the compiler vectorises (even/odd lanes)
-      for (int64_t q = lo; q < hi; ++q) out[q] = in[q * 2];
-    else
-      for (int64_t q = lo; q < hi; ++q) out[q] = in[q * S];
-    for (int64_t q = hi; q < Wq; ++q) out[q] = 0.f;
+    const PhaseSpan span = spans[phase];
+    for (int64_t q = 0; q < span.lo; ++q) out[q] = 0.f;
+    conv_direct_copy_phase(src + phase - pl, out, span, S);
+    for (int64_t q = span.hi; q < Wq; ++q) out[q] = 0.f;
   }
 }
 
