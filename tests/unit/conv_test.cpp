@@ -545,25 +545,22 @@ TEST(ConvDirect, ChannelTilesMatchPositionTilesOnEveryIsa) {
         return y;
       };
       const std::vector<float> positions = run(isa.fn.pack, isa.fn.conv, d.padded.data());
+      // The channel tiles on two threads and on one: their two task orders give the same bits. One thread
+      // takes the panels first; two take the rows first where the weights are at most twice the input (here
+      // the two 1x1 cases, and the stride-2 case on AVX2 and generic), else the panels too.
+      const int threads = num_threads();
+      set_num_threads(2);
       const std::vector<float> channels =
           run(isa.fn.channels_pack, isa.fn.channels, in_place ? own.data() : d.padded.data());
+      set_num_threads(1);
+      const std::vector<float> one_thread =
+          run(isa.fn.channels_pack, isa.fn.channels, in_place ? own.data() : d.padded.data());
+      set_num_threads(threads);
       for (size_t i = 0; i < channels.size(); ++i)
         ASSERT_NEAR(channels[i], d.want.data<float>()[i], 1e-4 * std::sqrt(double(c.C * c.K * c.K)))
             << "at " << i;
       EXPECT_EQ(channels, positions);
-      // The channel tiles' two task orders give the same bits: one thread takes the panels first; two take
-      // the rows first where the weights are at most twice the input (here the two 1x1 cases, and the
-      // stride-2 case on AVX2 and generic), else the panels too.
-      const int threads = num_threads();
-      set_num_threads(1);
-      const std::vector<float> one_thread =
-          run(isa.fn.channels_pack, isa.fn.channels, in_place ? own.data() : d.padded.data());
-      set_num_threads(2);
-      const std::vector<float> two_threads =
-          run(isa.fn.channels_pack, isa.fn.channels, in_place ? own.data() : d.padded.data());
-      set_num_threads(threads);
       EXPECT_EQ(one_thread, channels);
-      EXPECT_EQ(two_threads, channels);
       if (isa.fma) channel_outputs.push_back(channels);
     }
     if (channel_outputs.size() == 2) {
