@@ -350,7 +350,7 @@ TuneReport apply_edits(Graph& g, const Collected& c, const TuneOptions& o,
 
 TuneReport tune_weights(Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,
                         const TuneOptions& o) {
-  if (!o.bias_correction && !o.weight_rounding) return {};
+  if (!o.edits()) return {};
   std::map<size_t, Rounded> rounded;
   return apply_edits(g, collect_stats(g, plan, samples, o), o, rounded);
 }
@@ -366,16 +366,14 @@ std::vector<Graph> tune_weights_each(const Graph& g, const NumericsPlan& plan,
     if (o.weight_rounding &&
         (o.rounding_positions != wanted.rounding_positions || o.max_patch != wanted.max_patch))
       fail(Status::kInvalidArgument, "tune_weights_each: the options round with different statistics");
-  const bool edits = std::any_of(each.begin(), each.end(),
-                                 [](const TuneOptions& o) { return o.bias_correction || o.weight_rounding; });
+  const bool edits = std::any_of(each.begin(), each.end(), [](const TuneOptions& o) { return o.edits(); });
   const Collected c =
       edits ? collect_stats(g, plan, samples, wanted) : Collected{};  // tune_weights' shortcut
   std::map<size_t, Rounded> rounded;
   std::vector<Graph> tuned;
   for (const TuneOptions& o : each) {
     tuned.push_back(g);
-    TuneReport r =
-        o.bias_correction || o.weight_rounding ? apply_edits(tuned.back(), c, o, rounded) : TuneReport{};
+    TuneReport r = o.edits() ? apply_edits(tuned.back(), c, o, rounded) : TuneReport{};
     if (reports) reports->push_back(std::move(r));
   }
   return tuned;

@@ -23,6 +23,7 @@ struct TuneOptions {
   bool bias_correction = false, weight_rounding = false;
   int64_t rounding_positions = 8192;  // output positions per layer (spread over the samples) for rounding
   int64_t max_patch = 4608;  // weight rounding skips layers whose patch (C/groups x kernel) is larger
+  bool edits() const { return bias_correction || weight_rounding; }  // whether any weight changes
 };
 
 struct TunedLayer {

@@ -93,13 +93,16 @@ DLAKIT_TARGET_AVX2 void binary_run_avx2(const T* x, const T* y, bool y_scalar, T
   binary_run(x, y, y_scalar, o, s, e, op);
 }
 #endif
-// binary_run on the widest build this CPU runs
+// binary_run on the widest build this CPU runs, chosen once per operation (the broadcast path calls it a
+// row at a time).
 template <typename T, typename Op>
-void binary_run_best(const T* x, const T* y, bool y_scalar, T* o, int64_t s, int64_t e, Op op) {
+using BinaryRun = void (*)(const T*, const T*, bool, T*, int64_t, int64_t, Op);
+template <typename T, typename Op>
+BinaryRun<T, Op> binary_run_best() {
 #if defined(__x86_64__)
-  if (cpu::avx2()) return binary_run_avx2(x, y, y_scalar, o, s, e, op);
+  if (cpu::avx2()) return binary_run_avx2<T, Op>;
 #endif
-  binary_run_baseline(x, y, y_scalar, o, s, e, op);
+  return binary_run_baseline<T, Op>;
 }
 
 // out = op(src, b), b broadcast to out's shape; src has out's shape (src == out: in place). Ints compute in
@@ -109,16 +112,17 @@ void apply_binary(Tensor& out, const T* src, const Tensor& b, Op op) {
   T* o = out.data<T>();
   const T* pb = b.data<T>();
   const int64_t n = out.numel();
+  const BinaryRun<T, Op> run = binary_run_best<T, Op>();
   if (b.shape() == out.shape() || b.numel() == 1) {
     const bool scalar = b.shape() != out.shape();
     parallel_for(
-        n, [&](int64_t s, int64_t e) { binary_run_best(src, pb, scalar, o, s, e, op); }, 16384);
+        n, [&](int64_t s, int64_t e) { run(src, pb, scalar, o, s, e, op); }, 16384);
   } else {
     const BroadcastBlocks bb = broadcast_blocks(b.shape(), out.shape());
     const int64_t min_blocks = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, bb.block));
     parallel_for_each_broadcast(
         bb.outer, {bb.outer_strides}, min_blocks, [&](int64_t i, const std::vector<int64_t>& off) {
-          binary_run_best(src + i * bb.block, pb + off[0], bb.scalar_run, o + i * bb.block, 0, bb.block, op);
+          run(src + i * bb.block, pb + off[0], bb.scalar_run, o + i * bb.block, 0, bb.block, op);
         });
   }
 }
