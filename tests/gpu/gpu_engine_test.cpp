@@ -15,6 +15,7 @@
 #include "engine/gpu_engine.h"
 #include "fp16_cosine_bound.h"
 #include "gpu/gpu.h"
+#include "gpu/layer_emit.h"
 #include "kernels/registry.h"
 #include "loadable/plan.h"
 #include "loadable/plan_executor.h"
@@ -297,8 +298,8 @@ Graph residual_blocks(bool blocked, int64_t channels, int64_t side) {
 // layers give when run apart on the GPU (every value a graph output, float NCHW), and the CPU emulation's
 // results up to the sums' order (every value on the fp16 grid, 97 % equal where measured). 40 channels: the
 // surface's last atom has 8 padding channels. 512 channels of 7 x 7: ResNet-50's last stage, where the tiles
-// are too few for the GPU and K is split; a second run (a replay of the recorded graph, the same arrival
-// counts) gives the same bytes.
+// are too few for the GPU and K is split; a second run on other inputs (a replay of the recorded graph, the
+// same arrival counts) gives a fresh engine's bytes.
 TEST(GpuBackend, Fp16ResidualAddsRunInTheConvolutionsEpilogue) {
   REQUIRE_GPU();
   for (const auto& [channels, side] : {std::pair<int64_t, int64_t>{64, 28}, {40, 28}, {512, 7}}) {
@@ -319,18 +320,23 @@ TEST(GpuBackend, Fp16ResidualAddsRunInTheConvolutionsEpilogue) {
       EXPECT_EQ(apart_engine.nodes()[n].fused_into, -1) << n;
       EXPECT_FALSE(apart_engine.nodes()[n].surface) << n;
     }
-    gpu::k::ConvGeom cg;
-    cg.N = 32, cg.C = cg.M = channels, cg.H = cg.W = cg.OH = cg.OW = side, cg.KH = cg.KW = 3,
-    cg.PT = cg.PL = 1;
-    const std::shared_ptr<const gpu::ConvF16Gemm> gemm = gpu::ConvF16Gemm::plan(cg);
+    // The second convolution's geometry as the engine plans it.
+    const Node& conv2 = g.nodes[4];
+    auto shape_of = [&](int value) { return g.values[size_t(value)].type.shape; };
+    const std::shared_ptr<const gpu::ConvF16Gemm> gemm = gpu::ConvF16Gemm::plan(gpu::conv_geom(
+        conv2, shape_of(conv2.inputs[0]), shape_of(conv2.inputs[1]), shape_of(conv2.outputs[0])));
     ASSERT_TRUE(gemm);
     EXPECT_EQ(gemm->shape().splits > 1, on && channels == 512) << gemm->shape().splits;
     const TensorMap in = random_inputs(g, 17);
     const Tensor got = gpu_engine.run(in).at("add2_out"), separate = apart_engine.run(in).at("add2_out");
     ASSERT_EQ(got.nbytes(), separate.nbytes());
     EXPECT_EQ(std::memcmp(got.raw(), separate.raw(), got.nbytes()), 0) << "fused and separate layers differ";
-    const Tensor again = gpu_engine.run(in).at("add2_out");
-    EXPECT_EQ(std::memcmp(got.raw(), again.raw(), got.nbytes()), 0) << "a second run differs";
+    // A second run on other inputs against a fresh engine's first: with the split's arrival counts left
+    // over from the first run no block would be last, and the first run's bytes would stay.
+    const TensorMap other = random_inputs(g, 18);
+    const Tensor again = gpu_engine.run(other).at("add2_out"),
+                 fresh = gpu::GpuEngine(g, plan).run(other).at("add2_out");
+    EXPECT_EQ(std::memcmp(fresh.raw(), again.raw(), fresh.nbytes()), 0) << "a second run differs";
     quant::EmulatedEngine cpu_engine(g, plan);
     const Tensor want = cpu_engine.run(in).at("add2_out");
     ASSERT_EQ(got.numel(), want.numel());
@@ -341,14 +347,13 @@ TEST(GpuBackend, Fp16ResidualAddsRunInTheConvolutionsEpilogue) {
       equal += v == want.data<float>()[i];
     }
     EXPECT_EQ(off_grid, 0);
-    // 97 % was measured with K = 576 and 360; at K = 4608 (512 channels) the second convolution sums
-    // thousands of inputs, a few of which the first one's other sum order moved by an fp16 step: not
-    // measured yet, so only the cosine is asserted there
+    // 97 % was measured with K = 576 and 360 (98.54 % and 99.25 % on an H100, 2026-12-06). At K = 4608 (512
+    // channels) the second convolution sums thousands of inputs, a few of which the first one's other sum
+    // order moved by an fp16 step: 93.18 % there, so the 97 % does not hold; 90 % is a regression guard
+    // below that measurement, and the cosine below is the target.
     std::printf("%lld channels: %.2f %% of the outputs equal to the CPU emulation's\n", (long long)channels,
                 100.0 * double(equal) / double(got.numel()));
-    if (channels != 512) {
-      EXPECT_GE(equal, got.numel() * 97 / 100) << "of " << got.numel();
-    }
+    EXPECT_GE(equal, got.numel() * (channels == 512 ? 90 : 97) / 100) << "of " << got.numel();
     EXPECT_GE(cosine(got, want), 0.99999);
   }
 }
