@@ -402,6 +402,10 @@ void conv_half_mma(const k::ConvGeom& g, MmaShape shape, HalfInput x, void* atom
   igemm::launch_tile(shape.tile, [&](auto warps_m, auto warps_n) {
     constexpr int kWarpsM = decltype(warps_m)::value, kWarpsN = decltype(warps_n)::value;
     const dim3 grid = igemm::grid_of<kWarpsM, kWarpsN>(a.op, shape.splits), block(32 * kWarpsM * kWarpsN);
+    // gather_split indexes the sums and counts by this grid; the host sized them by split_arrivals' tiles.
+    if (shape.splits > 1 && int64_t(grid.x) * grid.y != split_arrivals(g, shape))
+      fail(Status::kInternal, "a split K's grid of ", grid.x, " x ", grid.y, " tiles differs from the ",
+           split_arrivals(g, shape), " counts allocated for it");
     if (rules == Rules::kSimple) {
       conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kSimple><<<grid, block, 0, s>>>(a);
     } else {
