@@ -419,6 +419,7 @@ GpuEngine::GpuEngine(const Graph& g, quant::NumericsPlan plan)
   }
   for (size_t n = 0; n < g.nodes.size(); ++n)
     m.steps[n].insert(m.steps[n].begin(), m.unpacks[n].begin(), m.unpacks[n].end());
+  m.arena.settle();
 }
 
 GpuEngine::~GpuEngine() = default;

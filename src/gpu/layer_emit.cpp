@@ -158,10 +158,11 @@ const void* DeviceArena::upload(const void* host, size_t bytes) {
 void* DeviceArena::zeroed(size_t bytes) {
   void* d = alloc(bytes);
   DLAKIT_CUDA(cudaMemset(d, 0, bytes));
-  // the memset is on the legacy stream, which the engines' non-blocking queues do not wait for
-  DLAKIT_CUDA(cudaStreamSynchronize(nullptr));
   return d;
 }
+
+// A copy from pageable memory may return before its bytes reach the device, and a memset is asynchronous.
+void DeviceArena::settle() { DLAKIT_CUDA(cudaStreamSynchronize(nullptr)); }
 
 void* DeviceArena::scratch(size_t slot, size_t bytes) {
   if (scratch_.size() <= slot) scratch_.resize(slot + 1, {0, nullptr});

@@ -26,9 +26,11 @@ class DeviceArena {
     owned_.emplace_back(std::max<size_t>(bytes, 4));
     return owned_.back().data();
   }
+  // upload and zeroed queue their copies and clears on CUDA's legacy stream, which the engines' non-blocking
+  // queues do not wait for: call settle() once after the last of them, before anything is queued on them.
   const void* upload(const void* host, size_t bytes);
-  // `bytes` of zeros, there before anything is queued on them (once, when a layer is emitted)
-  void* zeroed(size_t bytes);
+  void* zeroed(size_t bytes);  // `bytes` of zeros (once, when a layer is emitted)
+  void settle();
   // Memory the engine's launches use only while they run, shared between layers: they run one after
   // another on the engine's queue. Slot `slot`'s buffer holds at least `bytes`; a larger request than the
   // slot has allocates a new one (a power of two), so pointers handed out before stay valid.

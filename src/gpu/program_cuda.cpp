@@ -486,6 +486,7 @@ ProgramEngine::ProgramEngine(const rt::PreparedProgram& prepared) : impl_(std::m
   m.ops.resize(m.p.ops.size());
   for (size_t oi = 0; oi < m.p.ops.size(); ++oi) m.build_op(oi);
   m.fuse_residual_adds();
+  m.arena.settle();
 }
 
 ProgramEngine::~ProgramEngine() = default;
