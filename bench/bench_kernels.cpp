@@ -159,37 +159,48 @@ BENCHMARK(BM_ConvTiles)
     ->UseRealTime();
 
 // A 1x1 convolution read in place, on the GEMM (weights packed once) or on the channel tiles: the other
-// choice conv_choose_kernel makes. C, H(=W), M, then 0 for the GEMM, 1 for the channel tiles.
+// choice conv_choose_kernel makes. C, H(=W), M, then 0 for the GEMM, 1 for the channel tiles; then 1 to add
+// a residual before a ReLU in the epilogue (a ResNet block's last layer), and 1 for cold weights: 48 packed
+// copies taken in turn, as a model's weights come from memory.
 static void BM_ConvPointwise(benchmark::State& st) {
   using namespace dlakit;
   const int64_t C = st.range(0), H = st.range(1), M = st.range(2), N = H * H;
-  const bool channels = st.range(3) == 1;
+  const bool channels = st.range(3) == 1, residual = st.range(4) == 1, cold = st.range(5) == 1;
   std::mt19937 gen(1);
   std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> x(size_t(C * N)), w(size_t(M * C)), b(static_cast<size_t>(M)), y(size_t(M * N));
-  for (auto* v : {&x, &w, &b})
+  std::vector<float> x(size_t(C * N)), w(size_t(M * C)), b(static_cast<size_t>(M)), y(size_t(M * N)),
+      res(size_t(M * N));
+  for (auto* v : {&x, &w, &b, &res})
     for (float& f : *v) f = d(gen);
-  const auto packed =
-      channels ? conv_channels_pack_weights(M, C, w.data()) : sgemm_pack_a(M, C, w.data(), C, 1);
+  std::vector<std::shared_ptr<const PackedA>> copies;
+  for (int i = 0; i < (cold ? 48 : 1); ++i)
+    copies.push_back(channels ? conv_channels_pack_weights(M, C, w.data())
+                              : sgemm_pack_a(M, C, w.data(), C, 1));
+  GemmEpilogue epilogue;
+  if (residual) epilogue.act = GemmEpilogue::Act::kRelu, epilogue.residual = res.data(), epilogue.ldr = N;
+  size_t turn = 0;
   for (auto _ : st) {
+    const PackedA* packed = copies[turn++ % copies.size()].get();
     if (channels)
-      conv_direct_channels({x.data(), C, H, 1, H, 1, 1, 1, 1, 1, H, H, packed.get(), b.data(), y.data(), {}});
+      conv_direct_channels({x.data(), C, H, 1, H, 1, 1, 1, 1, 1, H, H, packed, b.data(), y.data(), epilogue});
     else
-      sgemm({M, N, C, w.data(), C, 1, x.data(), N, 1, y.data(), N, false, b.data(), packed.get()});
+      sgemm(
+          {M, N, C, w.data(), C, 1, x.data(), N, 1, y.data(), N, false, b.data(), packed, nullptr, epilogue});
     benchmark::DoNotOptimize(y.data());
   }
   st.counters["GFLOP/s"] = benchmark::Counter(
       2.0 * double(M * N * C), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
-// ResNet-50's and MobileNetV2's 1x1 layers at 14x14 and 7x7.
+// ResNet-50's and MobileNetV2's 1x1 layers at 14x14 and 7x7; ResNet-50's block ends with and without the
+// residual, hot and cold.
 BENCHMARK(BM_ConvPointwise)
-    ->ArgsProduct({{1024}, {14}, {256}, {0, 1}})
-    ->ArgsProduct({{256}, {14}, {1024}, {0, 1}})
-    ->ArgsProduct({{2048}, {7}, {512}, {0, 1}})
-    ->ArgsProduct({{512}, {7}, {2048}, {0, 1}})
-    ->ArgsProduct({{960}, {7}, {160}, {0, 1}})
-    ->ArgsProduct({{64}, {14}, {384}, {0, 1}})
-    ->ArgsProduct({{96}, {14}, {576}, {0, 1}})
+    ->ArgsProduct({{1024}, {14}, {256}, {0, 1}, {0}, {0}})
+    ->ArgsProduct({{256}, {14}, {1024}, {0, 1}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{2048}, {7}, {512}, {0, 1}, {0}, {0}})
+    ->ArgsProduct({{512}, {7}, {2048}, {0, 1}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{960}, {7}, {160}, {0, 1}, {0}, {0}})
+    ->ArgsProduct({{64}, {14}, {384}, {0, 1}, {0}, {0}})
+    ->ArgsProduct({{96}, {14}, {576}, {0, 1}, {0}, {0}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

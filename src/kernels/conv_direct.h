@@ -93,6 +93,7 @@ struct ConvShape2d {
   int64_t Wq, S, sh;  // the padded layout's row length, the horizontal and the vertical stride
   bool in_place;      // 1x1, stride 1 or 2, no padding: the channel tiles (at stride 1 the GEMM too) read the
                       // input in place
+  bool residual = false;  // the epilogue adds a residual, which the channel tiles read transposed
 };
 ConvKernel conv_choose_kernel(const ConvShape2d& shape);
 
@@ -123,6 +124,7 @@ namespace gemm_isa {
 // columns, the direct kernel's channels x positions, the channel tile's most positions x channels.
 struct TileShapes {
   int64_t gemm_mr, gemm_nr, direct_mr, direct_nr, channel_p, channel_nr;
+  int64_t gemm_kc;  // sgemm's k-block: up to it, its sums are one chain of FMAs, as the direct kernels' are
 };
 extern const TileShapes tile_shapes_avx512, tile_shapes_avx2, tile_shapes_generic;
 void conv_direct_avx512(const ConvDirectArgs& a);

@@ -94,8 +94,8 @@ std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, 
 
 ConvKernel conv_choose_kernel(const ConvShape2d& s) { return conv_choose_kernel(s, *choice().shapes); }
 
-ConvKernel conv_choose_kernel(const ConvShape2d& s, const gemm_isa::TileShapes& c) {
-  if (s.K == 0) return ConvKernel::kGemm;  // no input channels: only the GEMM writes the bias alone
+// conv_choose_kernel's cost model for one shape, its epilogue included.
+static ConvKernel cheapest_kernel(const ConvShape2d& s, const gemm_isa::TileShapes& c) {
   auto round_up = [](int64_t v, int64_t to) { return double((v + to - 1) / to * to); };
   // Costs in multiply-adds computed per step of K, wasted lanes included (docs/design.md). Measured with
   // bench/bench_kernels.cpp: with every lane useful the two direct tilings run within 3 % of each other
@@ -116,13 +116,31 @@ ConvKernel conv_choose_kernel(const ConvShape2d& s, const gemm_isa::TileShapes& 
   const int64_t last = s.OW - (rt.per_row - 1) * rt.width;
   const double per_row =
       double((rt.per_row - 1) * std::max<int64_t>(rt.width, 4) + std::max<int64_t>(last, 4));
+  // A residual read into a channel tile's layout, value by value, costs about 70 steps of K more (one
+  // thread, BM_ConvPointwise with and without it: 256 -> 1024 at 14x14 0.559 -> 0.706 ms, 512 -> 2048 at 7x7
+  // 0.584 -> 0.658; the GEMM adds it in registers: +1 % and +4 %).
+  const double store_steps = s.residual ? 86.0 : 16.0;
   const double channels = round_up(s.M, c.channel_nr) * double(s.OH) * per_row * 1.03 *
-                          (1.0 + 16.0 / double(std::max<int64_t>(s.K, 1)));
+                          (1.0 + store_steps / double(std::max<int64_t>(s.K, 1)));
   // The channel tiles read a 1x1 convolution's input in place (the GEMM only at stride 1); the position
   // tiles would need a padded copy with slack.
   if (s.in_place) return channels < gemm ? ConvKernel::kDirectChannels : ConvKernel::kGemm;
   if (channels < std::min(positions, gemm)) return ConvKernel::kDirectChannels;
   return positions <= gemm ? ConvKernel::kDirectPositions : ConvKernel::kGemm;
+}
+
+ConvKernel conv_choose_kernel(const ConvShape2d& s, const gemm_isa::TileShapes& c) {
+  if (s.K == 0) return ConvKernel::kGemm;  // no input channels: only the GEMM writes the bias alone
+  ConvShape2d alone = s;
+  alone.residual = false;
+  const ConvKernel plain = cheapest_kernel(alone, c);
+  if (!s.residual) return plain;
+  // A fused residual Add may change the kernel only to one whose sums have the same bits, so that fusing
+  // it changes no result (tests/unit/fusion_test.cpp): the direct tilings always, the GEMM where K fits in
+  // one of its k-blocks (beyond, it adds each block's sum to the last).
+  const ConvKernel fused = cheapest_kernel(s, c);
+  const bool same_bits = (fused != ConvKernel::kGemm && plain != ConvKernel::kGemm) || s.K <= c.gemm_kc;
+  return same_bits ? fused : plain;
 }
 
 bool depthwise_lanes_suit(const DepthwiseArgs& a) {

@@ -568,3 +568,29 @@ TEST(ConvDirect, ChannelTilesMatchPositionTilesOnEveryIsa) {
     }
   }
 }
+
+// A residual read transposed makes the channel tiles dearer: ResNet-50's block ends at 14x14 (256 -> 1024, K
+// within one of the GEMM's k-blocks, so both give the same bits) go to the GEMM when the residual is fused.
+// With K beyond a k-block the fused residual never moves a layer between the GEMM and a direct kernel.
+TEST(ConvDirect, FusedResidualChangesTheKernelOnlyWhereBitsAgree) {
+  const gemm_isa::TileShapes& tiles = gemm_isa::tile_shapes_avx512;
+  ConvShape2d block_end{1024, 256, 14, 14, 14, 1, 1, true};
+  EXPECT_EQ(conv_choose_kernel(block_end, tiles), ConvKernel::kDirectChannels);
+  block_end.residual = true;
+  EXPECT_EQ(conv_choose_kernel(block_end, tiles), ConvKernel::kGemm);
+  int checked = 0;
+  for (int64_t M : {64, 128, 256, 512, 1024, 2048})
+    for (int64_t C : {64, 128, 256, 512, 1024})
+      for (int64_t H : {7, 14, 28, 56})
+        for (int64_t K : {1, 3}) {
+          ConvShape2d s{M, C * K * K, H, H, K == 1 ? H : H + 2, 1, 1, K == 1};
+          if (s.K <= tiles.gemm_kc) continue;
+          const ConvKernel plain = conv_choose_kernel(s, tiles);
+          s.residual = true;
+          const ConvKernel fused = conv_choose_kernel(s, tiles);
+          EXPECT_TRUE(fused == plain || (fused != ConvKernel::kGemm && plain != ConvKernel::kGemm))
+              << M << " " << C << " " << H << " " << K;
+          ++checked;
+        }
+  EXPECT_GT(checked, 100);
+}

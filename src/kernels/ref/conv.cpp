@@ -284,9 +284,9 @@ void run_conv(const KernelContext& c) {
   const bool in_place = planar && unpadded_1x1 && g.s[1] == g.s[2] && g.s[1] <= 2;
   // The direct kernels' input layout: the padded copy's, or [C][H][W] itself.
   const DirectLayout in = in_place ? DirectLayout{g.in[1], g.in[2], 1} : dl;
-  const ConvKernel kernel =
-      planar ? conv_choose_kernel({Mg, K, g.out[1], g.out[2], in.Wq, in.S, g.s[1], in_place})
-             : ConvKernel::kGemm;
+  const ConvKernel kernel = planar ? conv_choose_kernel({Mg, K, g.out[1], g.out[2], in.Wq, in.S, g.s[1],
+                                                         in_place, residual != nullptr})
+                                   : ConvKernel::kGemm;
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gi = 0; gi < G; ++gi) {
       const float* xg = x + (n * g.C + gi * Cg) * ivol;
