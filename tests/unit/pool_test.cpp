@@ -53,10 +53,17 @@ Tensor max_pool(const Tensor& x, const PoolCase& c) {
 
 TEST(MaxPool, FastPathEqualsTheDefinitionBitForBit) {
   const std::vector<PoolCase> cases = {
-      {11, 13, 3, 3, 2, 2, 1, 1, 1, 1, false}, {11, 13, 2, 2, 1, 1, 0, 0, 1, 1, false},
-      {9, 17, 3, 3, 1, 1, 1, 1, 1, 1, false},  {12, 15, 3, 3, 2, 2, 0, 0, 0, 0, true},
-      {14, 19, 5, 5, 3, 3, 2, 2, 2, 2, false}, {10, 11, 3, 2, 2, 1, 1, 0, 0, 1, false},
-      {7, 23, 1, 4, 1, 4, 0, 1, 0, 2, true}};
+      {11, 13, 3, 3, 2, 2, 1, 1, 1, 1, false},
+      {11, 13, 2, 2, 1, 1, 0, 0, 1, 1, false},
+      {9, 17, 3, 3, 1, 1, 1, 1, 1, 1, false},
+      {12, 15, 3, 3, 2, 2, 0, 0, 0, 0, true},
+      {14, 19, 5, 5, 3, 3, 2, 2, 2, 2, false},
+      {10, 11, 3, 2, 2, 1, 1, 0, 0, 1, false},
+      {7, 23, 1, 4, 1, 4, 0, 1, 0, 2, true},
+      // wide enough for the stride-2 rows' vector steps (16 outputs), with a tail and a ragged end
+      {9, 77, 3, 3, 2, 2, 1, 1, 1, 1, false},
+      {6, 70, 2, 2, 2, 2, 0, 0, 0, 0, true},
+      {5, 66, 3, 3, 2, 2, 0, 0, 0, 0, true}};
   std::mt19937 gen(17);
   const float specials[] = {0.f, -0.f, std::numeric_limits<float>::quiet_NaN(),
                             -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()};

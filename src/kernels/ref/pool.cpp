@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
+#include "base/cpu.h"
 #include "base/threadpool.h"
 #include "kernels/ref/common.h"
 #include "kernels/ref/conv_geom.h"
@@ -30,6 +34,42 @@ std::vector<TensorType> infer_pool(const InferContext& c) {
   return out;
 }
 
+#if defined(__x86_64__)
+// max_row at column stride 2 (ResNet's stem pool), 16 outputs in a register while the window passes over
+// them in max_row's order, so each output takes the same std::max sequence: their inputs, every other value,
+// picked from two loads. _mm512_max_ps(v, r) is std::max(r, v) in every lane: v where r < v, else r, NaN
+// and signed zeros alike. Outputs whose window leaves the row (the ends) go value by value.
+DLAKIT_TARGET_AVX512 void max_row_s2_avx512(const float* xc, int64_t W, int64_t hs, int64_t he,
+                                            int64_t kernel_w, int64_t pad_w, int64_t OW, float* yr) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  // Outputs [lo, hi) read every tap inside the row (max_row's first for kw = 0, end for the last kw).
+  const int64_t lo = (pad_w + 1) / 2, last = W - 1 + pad_w - (kernel_w - 1);
+  const int64_t hi = std::max(lo, std::min(OW, last < 0 ? 0 : last / 2 + 1));
+  auto one = [&](int64_t ow) {
+    float r = -std::numeric_limits<float>::infinity();
+    for (int64_t ih = hs; ih < he; ++ih)
+      for (int64_t kw = 0; kw < kernel_w; ++kw) {
+        const int64_t iw = ow * 2 - pad_w + kw;
+        if (iw >= 0 && iw < W) r = std::max(r, xc[ih * W + iw]);
+      }
+    yr[ow] = r;
+  };
+  int64_t ow = 0;
+  for (; ow < std::min(lo, OW); ++ow) one(ow);
+  for (; ow + 16 <= hi; ow += 16) {
+    __m512 r = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int64_t ih = hs; ih < he; ++ih)
+      for (int64_t kw = 0; kw < kernel_w; ++kw) {
+        const float* p = xc + ih * W + ow * 2 - pad_w + kw;  // the last value read is p[30]
+        r = _mm512_max_ps(
+            _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_maskz_loadu_ps(0x7fff, p + 16)), r);
+      }
+    _mm512_storeu_ps(yr + ow, r);
+  }
+  for (; ow < OW; ++ow) one(ow);
+}
+#endif
+
 // One output row of a max pool: each window position (input row ih, column tap kw), in the scalar loop's
 // order, taken for every output whose window holds it inside the input, so the inner loop runs along the
 // row (vectorised; S: the column stride, 0 for one known only at run time). std::max(r, v) in the same
@@ -38,6 +78,9 @@ template <int S>
 void max_row(const float* xc, int64_t W, int64_t hs, int64_t he, int64_t kernel_w, int64_t stride_w,
              int64_t pad_w, int64_t OW, float* yr) {
   const int64_t sw = S ? S : stride_w;
+#if defined(__x86_64__)
+  if (S == 2 && cpu::avx512()) return max_row_s2_avx512(xc, W, hs, he, kernel_w, pad_w, OW, yr);
+#endif
   std::fill(yr, yr + OW, -std::numeric_limits<float>::infinity());
   for (int64_t ih = hs; ih < he; ++ih)
     for (int64_t kw = 0; kw < kernel_w; ++kw) {
