@@ -63,7 +63,9 @@ TEST(MaxPool, FastPathEqualsTheDefinitionBitForBit) {
       // wide enough for the stride-2 rows' vector steps (16 outputs), with a tail and a ragged end
       {9, 77, 3, 3, 2, 2, 1, 1, 1, 1, false},
       {6, 70, 2, 2, 2, 2, 0, 0, 0, 0, true},
-      {5, 66, 3, 3, 2, 2, 0, 0, 0, 0, true}};
+      {5, 66, 3, 3, 2, 2, 0, 0, 0, 0, true},
+      // a window much wider than the row, padded left: no output reads every tap (the vector steps none)
+      {1, 1, 1, 40, 1, 2, 0, 39, 0, 0, false}};
   std::mt19937 gen(17);
   const float specials[] = {0.f, -0.f, std::numeric_limits<float>::quiet_NaN(),
                             -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()};

@@ -44,7 +44,7 @@ DLAKIT_TARGET_AVX512 void max_row_s2_avx512(const float* xc, int64_t W, int64_t 
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   // Outputs [lo, hi) read every tap inside the row (max_row's first for kw = 0, end for the last kw).
   const int64_t lo = (pad_w + 1) / 2, last = W - 1 + pad_w - (kernel_w - 1);
-  const int64_t hi = std::max(lo, std::min(OW, last < 0 ? 0 : last / 2 + 1));
+  const int64_t hi = std::min(OW, std::max(lo, last < 0 ? 0 : last / 2 + 1));  // lo may pass OW (wide pads)
   auto one = [&](int64_t ow) {
     float r = -std::numeric_limits<float>::infinity();
     for (int64_t ih = hs; ih < he; ++ih)
