@@ -267,6 +267,9 @@ NumericsPlan plan_uniform(const Graph& g, Mode mode, const ScaleTable* scales) {
 ConstantForm constant_form(const Graph& g, const NumericsPlan& plan, size_t node, int input) {
   const Node& n = g.nodes[node];
   const Mode m = plan.nodes[node].mode;
+  // A Resize's roi and scales say where it samples, not values it computes on: in fp16 a scale would move
+  // (0.29998 rounds to 0.30005, another output size than the graph's).
+  if ((n.op == OpKind::Resize || n.op == OpKind::Upsample) && input >= 1) return ConstantForm::kAsIs;
   if (m == Mode::kFP16) return ConstantForm::kFp16;
   if (m == Mode::kINT8 && input == 1 && weight_axis(g, n) >= 0) return ConstantForm::kInt8Weight;
   return ConstantForm::kAsIs;

@@ -10,6 +10,8 @@
 #include "../common/ties.h"
 #include "base/cpu.h"
 #include "base/fp16.h"
+#include "engine/engine.h"
+#include "kernels/registry.h"
 #include "numerics/quantize.h"
 #include "numerics/step.h"
 #include "quant/calib_cache.h"
@@ -834,4 +836,33 @@ TEST(QDQ, RejectsWhatTheDlaCannotTake) {
   }
   Graph direct = qdq_graph(0, true);
   EXPECT_THROW(fold_qdq(direct), Error);
+}
+
+// A Resize in FP16 keeps its scales as they are: they say where it samples, and 0.29998 in fp16 (0.30005)
+// would give 3 rows of 10 where the graph has 2 (the emulation then wrote past its output).
+TEST(Numerics, Fp16ResizeKeepsItsScales) {
+  Graph g;
+  const int x = g.add_value("x", {DType::kF32, {1, 2, 10, 3}});
+  Tensor scales(DType::kF32, {4});
+  const float values[] = {1.f, 1.f, 0.29998f, 1.f};
+  std::memcpy(scales.raw(), values, sizeof(values));
+  Node n;
+  n.op = OpKind::Resize;
+  n.name = "resize";
+  n.opset = 13;
+  n.attrs["mode"] = std::string("nearest");
+  n.inputs = {x, -1, g.add_constant("scales", scales)};
+  n.outputs = {g.add_value("y", op_impl(OpKind::Resize).infer(InferContext(g, n))[0])};
+  g.nodes = {n};
+  g.inputs = {x};
+  g.outputs = {n.outputs[0]};
+  g.relink();
+  ASSERT_EQ(g.value(n.outputs[0]).type.shape, (Shape{1, 2, 2, 3}));
+  EXPECT_EQ(constant_form(g, plan_uniform(g, Mode::kFP16, nullptr), 0, 2), ConstantForm::kAsIs);
+  Tensor in(DType::kF32, {1, 2, 10, 3});
+  for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] = float(i) * 0.25f;  // fp16 values
+  const Tensor got = EmulatedEngine(g, plan_uniform(g, Mode::kFP16, nullptr)).run({{"x", in}}).at("y");
+  const Tensor want = ReferenceEngine(g).run({{"x", in}}).at("y");
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), want.nbytes()), 0);
 }

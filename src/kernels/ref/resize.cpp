@@ -6,6 +6,7 @@
 
 #include "base/threadpool.h"
 #include "kernels/ref/common.h"
+#include "kernels/ref/resize_plan.h"
 
 namespace dlakit::ref {
 namespace {
@@ -197,6 +198,39 @@ void resize_last_two(const AxisMap& rows, const AxisMap& cols, const float* x, i
       std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_w)));
 }
 
+// The resize's sources for an axis of the last two as resize_last_two reads them (an identity axis: each
+// output from the same index, weight 0).
+void sources(const AxisMap& m, int64_t out_len, std::vector<int64_t>& i0, std::vector<int64_t>& i1,
+             std::vector<float>& w) {
+  if (!m.identity) {
+    i0 = m.i0, i1 = m.i1, w = m.w;
+    return;
+  }
+  i0.resize(size_t(out_len));
+  for (int64_t j = 0; j < out_len; ++j) i0[size_t(j)] = j;
+  i1 = i0;
+  w.assign(size_t(out_len), 0.f);
+}
+
+}  // namespace
+
+std::optional<ResizeLastTwo> resize_last_two_plan(const Node& n, const Shape& in, const Tensor* roi,
+                                                  const Tensor* scales, const Tensor* sizes) {
+  const ResizePlan p = plan_resize(n, in, roi, scales, sizes);
+  const size_t r = in.size();
+  if (r < 2 || p.coord == "tf_crop_and_resize" || numel(in) == 0) return std::nullopt;
+  for (size_t a = 0; a + 2 < r; ++a)
+    if (!axis_map(p, a, in[a]).identity) return std::nullopt;
+  ResizeLastTwo z;
+  z.in_h = in[r - 2], z.in_w = in[r - 1], z.out_h = p.out[r - 2], z.out_w = p.out[r - 1];
+  z.planes = numel(in) / (z.in_h * z.in_w);
+  sources(axis_map(p, r - 2, z.in_h), z.out_h, z.row0, z.row1, z.row_w);
+  sources(axis_map(p, r - 1, z.in_w), z.out_w, z.col0, z.col1, z.col_w);
+  return z;
+}
+
+namespace {
+
 void run_resize(const KernelContext& c) {
   const Node& n = c.node();
   const Tensor& X = c.in(0);
@@ -206,6 +240,9 @@ void run_resize(const KernelContext& c) {
                                   : (n.opset < 11 ? &c.in(1) : (c.has(2) ? &c.in(2) : nullptr));
   const Tensor* sizes = !upsample && n.opset >= 11 && c.has(3) ? &c.in(3) : nullptr;
   const ResizePlan p = plan_resize(n, X.shape(), roi, scales, sizes);
+  if (p.out != c.out(0).shape())
+    fail(Status::kShapeError, n.label(), ": its scales or sizes give ", shape_str(p.out),
+         ", its output holds ", shape_str(c.out(0).shape()));
   const size_t r = X.shape().size();
   std::vector<AxisMap> maps;
   for (size_t a = 0; a < r; ++a) maps.push_back(axis_map(p, a, X.shape()[a]));
