@@ -63,6 +63,18 @@ __global__ void unary_kernel(UnaryParams p, StoreRule store, const float* x, flo
   GRID_STRIDE(i, n) y[i] = stored(store, unary_op(p, x[i]));
 }
 
+__global__ void channel_affine_kernel(const float* a, const float* b, int64_t C, int64_t vol, StoreRule store,
+                                      const float* x, float* y, int64_t n) {
+  GRID_STRIDE(i, n) {
+    const int64_t c = (i / vol) % C;
+    y[i] = stored(store, x[i] * a[c] + b[c]);
+  }
+}
+
+__global__ void unary_table_kernel(const float* table, StoreRule store, const float* x, float* y, int64_t n) {
+  GRID_STRIDE(i, n) y[i] = stored(store, table[__half_as_ushort(__float2half_rn(x[i]))]);
+}
+
 // NumPy maximum/minimum: NaN propagates.
 __device__ inline float pick(float a, float b, bool max) {
   if (a != a || b != b) return __int_as_float(0x7fc00000);
@@ -204,6 +216,21 @@ __global__ void pool2d_kernel(PoolGeom g, const float* x, float* y, int64_t tota
   }
 }
 
+__global__ void resize2d_kernel(ResizeGeom g, const float* x, float* y, int64_t total) {
+  GRID_STRIDE(i, total) {
+    const int64_t ow = i % g.out_w, oh = (i / g.out_w) % g.out_h, plane = i / (g.out_w * g.out_h);
+    const float* in = x + plane * g.in_h * g.in_w;
+    const float* first = in + g.row0[oh] * g.in_w;
+    const float* second = in + g.row1[oh] * g.in_w;
+    const float wh = g.row_w[oh];
+    // The blended row's value at column c, as the reference's row pass leaves it.
+    auto row_at = [&](int64_t c) { return wh == 0.f ? first[c] : first[c] * (1.f - wh) + second[c] * wh; };
+    const float wc = g.col_w[ow];
+    const float a = row_at(g.col0[ow]);
+    y[i] = wc == 0.f ? a : a * (1.f - wc) + row_at(g.col1[ow]) * wc;
+  }
+}
+
 __global__ void global_pool_kernel(const float* x, float* y, int64_t planes, int64_t vol, bool is_max) {
   GRID_STRIDE(i, planes) {
     const float* p = x + i * vol;
@@ -245,6 +272,14 @@ void unary(const UnaryParams& p, const StoreRule& store, const float* x, float* 
            cudaStream_t s) {
   if (n) unary_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, store, x, y, n);
 }
+void channel_affine(const float* a, const float* b, int64_t C, int64_t vol, const StoreRule& store, const float* x,
+                    float* y, int64_t n, cudaStream_t s) {
+  if (n) channel_affine_kernel<<<blocks_for(n), kThreads, 0, s>>>(a, b, C, vol, store, x, y, n);
+}
+void unary_table(const float* table, const StoreRule& store, const float* x, float* y, int64_t n,
+                 cudaStream_t s) {
+  if (n) unary_table_kernel<<<blocks_for(n), kThreads, 0, s>>>(table, store, x, y, n);
+}
 void binary(Binary op, const BroadcastShape& sh, const StoreRule& store, const float* a, const float* b,
             float* y, cudaStream_t s) {
   int64_t n = 1;
@@ -285,6 +320,10 @@ void conv_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const floa
 void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s) {
   const int64_t total = g.NC * g.OH * g.OW;
   if (total) pool2d_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, x, y, total);
+}
+void resize2d(const ResizeGeom& g, const float* x, float* y, cudaStream_t s) {
+  const int64_t total = g.planes * g.out_h * g.out_w;
+  if (total) resize2d_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, x, y, total);
 }
 void global_pool(const float* x, float* y, int64_t planes, int64_t vol, bool is_max, cudaStream_t s) {
   if (planes) global_pool_kernel<<<blocks_for(planes), kThreads, 0, s>>>(x, y, planes, vol, is_max);

@@ -72,6 +72,13 @@ void apply_store(const StoreRule& r, float* y, int64_t n, cudaStream_t s);
 // arithmetic). unary: exact for kCopy..kCeil; the transcendental ones follow the reference's formula within
 // an ulp or so. binary: exact except kPow.
 void unary(const UnaryParams& p, const StoreRule& store, const float* x, float* y, int64_t n, cudaStream_t s);
+// y = store(table[x's fp16 bits]): x holds fp16 values, table the 65536 results of a unary op (exact wherever
+// the table is).
+// y = store(x * a[c] + b[c]) per channel c of [N][C][vol] (BatchNormalization: ref::batch_norm_affine).
+void channel_affine(const float* a, const float* b, int64_t C, int64_t vol, const StoreRule& store,
+                    const float* x, float* y, int64_t n, cudaStream_t s);
+void unary_table(const float* table, const StoreRule& store, const float* x, float* y, int64_t n,
+                 cudaStream_t s);
 void binary(Binary op, const BroadcastShape& sh, const StoreRule& store, const float* a, const float* b,
             float* y, cudaStream_t s);
 
@@ -128,6 +135,15 @@ struct PoolGeom {
 };
 void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s);
 void global_pool(const float* x, float* y, int64_t planes, int64_t vol, bool is_max, cudaStream_t s);
+
+// Resize of the last two axes (ref::ResizeLastTwo, its tables in device memory): each output row blended
+// from two input rows, then each value from two of that row's, in the reference's float operations.
+struct ResizeGeom {
+  int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  const int64_t *row0 = nullptr, *row1 = nullptr, *col0 = nullptr, *col1 = nullptr;
+  const float *row_w = nullptr, *col_w = nullptr;
+};
+void resize2d(const ResizeGeom& g, const float* x, float* y, cudaStream_t s);
 
 // y = permute(x): out index -> in offset via in_stride[perm[d]] (exact).
 struct TransposeShape {

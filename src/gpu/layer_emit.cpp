@@ -4,13 +4,16 @@
 #include <cmath>
 #include <limits>
 
+#include "base/fp16.h"
 #include "gpu/conv_f16_gemm.h"
 #include "gpu/conv_int8_gemm.h"
 #include "gpu/gpu_check.h"
 #include "gpu/kernels.h"
 #include "kernels/fused_activation.h"
+#include "kernels/ref/batch_norm.h"
 #include "kernels/ref/common.h"
 #include "kernels/ref/conv_geom.h"
+#include "kernels/ref/resize_plan.h"
 
 namespace dlakit::gpu {
 
@@ -27,6 +30,17 @@ namespace {
 
 // The INT8-exact unary ops (kernels.h); the transcendental ones may differ from glibc by an ulp.
 bool exact(k::Unary u) { return int(u) <= int(k::Unary::kCeil); }
+
+// A unary node's results for every fp16 value, by fp16 bits, from the reference kernel.
+std::vector<float> half_table(const Node& node) {
+  Tensor in(DType::kF32, {65536});
+  for (uint32_t h = 0; h < 65536; ++h) in.data<float>()[h] = half_to_float(uint16_t(h));
+  std::vector<const Tensor*> inputs(node.inputs.size(), nullptr);
+  inputs.at(0) = &in;
+  const Tensor out =
+      run_kernel(node, inputs, {{DType::kF32, {65536}}}, std::vector<char>(inputs.size(), 0))[0];
+  return std::vector<float>(out.data<float>(), out.data<float>() + 65536);
+}
 
 bool unary_code(OpKind op, k::Unary& u) {
   switch (op) {
@@ -350,8 +364,9 @@ bool half_conv_implicit(const Node& node, const Shape& xs, const Tensor& w, cons
 bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why) {
   const Node& node = *c.node;
   const bool int8 = c.int8;
+  const bool resize = node.op == OpKind::Resize || node.op == OpKind::Upsample;  // int64 sizes are read here
   for (const LayerOperand& o : c.in)
-    if (o.constant && o.constant->dtype() != DType::kF32 && node.op != OpKind::Clip)
+    if (o.constant && o.constant->dtype() != DType::kF32 && node.op != OpKind::Clip && !resize)
       return why = "a non-float32 constant input", false;
   if (!c.out && !c.out_atoms) return why = "no single float32 output", false;
   float* y = c.out;
@@ -369,6 +384,15 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
   k::Unary u;
   k::Binary b;
   if (unary_code(node.op, u)) {
+    if (!exact(u) && c.in0_half) {
+      // A function of fp16 values is a table of 65536: the reference kernel computes it once, so the GPU
+      // gives the CPU's bits where its own formula (expf, tanhf) would differ by an ulp.
+      const float* table = static_cast<const float*>(arena.upload(half_table(node).data(), 65536 * 4));
+      const float* x = input(0);
+      const k::StoreRule store = c.store;
+      launches.push_back([=](cudaStream_t s) { k::unary_table(table, store, x, y, count, s); });
+      return true;
+    }
     if (int8 && !exact(u)) return give_up("INT8: its GPU formula may differ from the CPU's by an ulp");
     k::UnaryParams p;
     p.op = u;
@@ -475,6 +499,50 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
         });
       offset += len;
     }
+  } else if (node.op == OpKind::BatchNormalization) {
+    const Shape& xs = c.in.at(0).shape;
+    for (size_t k = 1; k < 5; ++k)
+      if (!(k < c.in.size() && c.in[k].constant))
+        return give_up("batch-norm parameters computed at run time");
+    if (xs.size() < 2) return give_up("an input without channels");
+    const ref::BatchNormAffine f = ref::batch_norm_affine(node, *c.in[1].constant, *c.in[2].constant,
+                                                          *c.in[3].constant, *c.in[4].constant);
+    const auto* a = static_cast<const float*>(arena.upload(f.a.data(), f.a.size() * 4));
+    const auto* b = static_cast<const float*>(arena.upload(f.b.data(), f.b.size() * 4));
+    const int64_t C = xs[1], vol = numel(xs) / std::max<int64_t>(xs[0] * C, 1);
+    const float* x = input(0);
+    const k::StoreRule store = c.store;
+    launches.push_back([=](cudaStream_t s) { k::channel_affine(a, b, C, vol, store, x, y, count, s); });
+    return true;  // the store rule applied as the results are written
+  } else if (resize) {
+    const Shape& xs = c.in.at(0).shape;
+    // The constants where run_resize finds them: roi, scales, sizes from opset 11; scales before.
+    auto constant_at = [&](size_t k) { return k < c.in.size() ? c.in[k].constant : nullptr; };
+    const bool legacy = node.op == OpKind::Upsample || node.opset < 11;
+    const Tensor* roi = legacy ? nullptr : constant_at(1);
+    const Tensor* scales = legacy ? constant_at(1) : constant_at(2);
+    const Tensor* sizes = legacy ? nullptr : constant_at(3);
+    for (size_t k = 1; k < c.in.size(); ++k)
+      if (present(k) && !c.in[k].constant) return give_up("Resize scales or sizes computed at run time");
+    const std::optional<ref::ResizeLastTwo> plan = ref::resize_last_two_plan(node, xs, roi, scales, sizes);
+    if (!plan) return give_up("a resize of other axes than the last two, or a crop");
+    if (ys.size() < 2 || plan->out_h != ys[ys.size() - 2] || plan->out_w != ys.back() ||
+        plan->planes * plan->out_h * plan->out_w != count)
+      return give_up("its scales or sizes give another output size than its output's");
+    k::ResizeGeom rg;
+    rg.planes = plan->planes, rg.in_h = plan->in_h, rg.in_w = plan->in_w;
+    rg.out_h = plan->out_h, rg.out_w = plan->out_w;
+    auto ints = [&](const std::vector<int64_t>& v) {
+      return static_cast<const int64_t*>(arena.upload(v.data(), v.size() * 8));
+    };
+    auto floats = [&](const std::vector<float>& v) {
+      return static_cast<const float*>(arena.upload(v.data(), v.size() * 4));
+    };
+    rg.row0 = ints(plan->row0), rg.row1 = ints(plan->row1), rg.col0 = ints(plan->col0),
+    rg.col1 = ints(plan->col1);
+    rg.row_w = floats(plan->row_w), rg.col_w = floats(plan->col_w);
+    const float* x = input(0);
+    launches.push_back([=](cudaStream_t s) { k::resize2d(rg, x, y, s); });
   } else if (node.op == OpKind::Transpose) {
     const Shape& xs = c.in.at(0).shape;
     if (xs.size() > size_t(k::kMaxRank)) return give_up("rank above 6");

@@ -96,6 +96,10 @@ TEST_P(GpuModel, Int8IsBitExactWithTheCpuEmulation) {
   for (auto& n : gpu_engine.nodes()) host += !n.on_gpu;
   std::printf("%s INT8: %d of %zu layers on the GPU, %d on the host\n", GetParam().c_str(),
               gpu_engine.gpu_nodes(), g.nodes.size(), host);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!gpu_engine.nodes()[i].on_gpu)
+      std::printf("  on the host: %s (%s): %s\n", g.nodes[i].label().c_str(), op_name(g.nodes[i].op),
+                  gpu_engine.nodes()[i].why.c_str());
   EXPECT_GT(gpu_engine.gpu_nodes(), int(g.nodes.size()) / 2);
   for (auto& [name, w] : want) {
     ASSERT_EQ(got.at(name).numel(), w.numel());
@@ -202,6 +206,137 @@ TEST(GpuBackend, Fp16FullyConnectedLayersMatchTheCpu) {
       off_grid += round_to_half(got.data<float>()[i]) != got.data<float>()[i];
     EXPECT_EQ(off_grid, 0) << op_name(c.op);
     EXPECT_GE(cosine(got, want), 0.99999) << op_name(c.op) << " N=" << c.N << " K=" << c.K << " M=" << c.M;
+  }
+}
+
+// Resize of the last two axes on the GPU (PP-OCRv4 det's neck upsamples six times): nearest and linear, with
+// scales and with sizes, up and down, odd sizes, several coordinate modes; bit for bit the CPU's in FP32 and
+// in INT8 (where the GPU runs it instead of a host step). align_corners is not among them: the reference
+// resizes every axis in its general path there (no unchanged axis counts as identity), and so does the host.
+TEST(GpuBackend, ResizeIsBitExactOnTheGpu) {
+  REQUIRE_GPU();
+  struct Case {
+    const char* mode;
+    const char* coord;
+    Shape in;
+    std::vector<float> scales;   // or
+    std::vector<int64_t> sizes;  // one of the two
+  };
+  const Case cases[] = {{"nearest", "asymmetric", {1, 5, 7, 9}, {1, 1, 2, 2}, {}},
+                        {"nearest", "half_pixel", {2, 3, 5, 6}, {}, {2, 3, 11, 13}},
+                        {"linear", "half_pixel", {1, 6, 7, 9}, {1, 1, 2, 2}, {}},
+                        {"linear", "asymmetric", {1, 4, 6, 8}, {}, {1, 4, 13, 5}},
+                        {"linear", "pytorch_half_pixel", {1, 3, 10, 7}, {1, 1, 0.5f, 1.5f}, {}}};
+  std::mt19937 rng(23);
+  for (const Case& c : cases) {
+    Graph g;
+    const int x = g.add_value("x", {DType::kF32, c.in});
+    Node n;
+    n.op = OpKind::Resize;
+    n.name = "resize";
+    n.opset = 13;
+    n.attrs["mode"] = std::string(c.mode);
+    n.attrs["coordinate_transformation_mode"] = std::string(c.coord);
+    n.attrs["nearest_mode"] = std::string("floor");
+    n.inputs = {x, -1};
+    if (!c.scales.empty()) {
+      Tensor t(DType::kF32, {int64_t(c.scales.size())});
+      std::memcpy(t.raw(), c.scales.data(), t.nbytes());
+      n.inputs.push_back(g.add_constant("scales", t));
+    } else {
+      Tensor t(DType::kI64, {int64_t(c.sizes.size())});
+      std::memcpy(t.raw(), c.sizes.data(), t.nbytes());
+      n.inputs.push_back(-1);
+      n.inputs.push_back(g.add_constant("sizes", t));
+    }
+    const auto types = op_impl(OpKind::Resize).infer(InferContext(g, n));
+    n.outputs = {g.add_value("y", types[0])};
+    g.nodes = {n};
+    g.inputs = {x};
+    g.outputs = {n.outputs[0]};
+    g.relink();
+    const quant::ScaleTable scales = random_calibration(g, 3);
+    for (quant::Mode mode : {quant::Mode::kFP32, quant::Mode::kINT8}) {
+      const quant::NumericsPlan plan = quant::plan_uniform(g, mode, &scales);
+      gpu::GpuEngine gpu_engine(g, plan);
+      quant::EmulatedEngine cpu_engine(g, plan);
+      const std::string what = std::string(c.mode) + " " + c.coord + " " + quant::mode_name(mode);
+      EXPECT_TRUE(gpu_engine.nodes().at(0).on_gpu) << what << ": " << gpu_engine.nodes().at(0).why;
+      const TensorMap in = {{"x", uniform(c.in, rng)}};
+      const Tensor want = cpu_engine.run(in).at("y"), got = gpu_engine.run(in).at("y");
+      ASSERT_EQ(got.numel(), want.numel()) << what;
+      EXPECT_EQ(differing(got, want), 0) << what;
+    }
+  }
+}
+
+// Sigmoid and Tanh of fp16 values (FP16 layers, and INT8 layers the DLA computes in FP16) look their results
+// up in a table the reference kernel filled: bit for bit the CPU's, where expf and tanhf on the GPU differ by
+// an ulp.
+TEST(GpuBackend, TranscendentalActivationsOfFp16ValuesAreBitExact) {
+  REQUIRE_GPU();
+  std::mt19937 rng(29);
+  for (OpKind op : {OpKind::Sigmoid, OpKind::Tanh}) {
+    Graph g;
+    const int x = g.add_value("x", {DType::kF32, {2, 5, 7, 9}});
+    Node n;
+    n.op = op;
+    n.name = "act";
+    n.opset = 13;
+    n.inputs = {x};
+    n.outputs = {g.add_value("y", {DType::kF32, {2, 5, 7, 9}})};
+    g.nodes = {n};
+    g.inputs = {x};
+    g.outputs = {n.outputs[0]};
+    g.relink();
+    const quant::NumericsPlan plans[] = {quant::plan_uniform(g, quant::Mode::kFP16, nullptr), int8_plan(g)};
+    for (const quant::NumericsPlan& plan : plans) {
+      gpu::GpuEngine gpu_engine(g, plan);
+      quant::EmulatedEngine cpu_engine(g, plan);
+      const std::string what = std::string(op_name(op)) + " " + quant::mode_name(plan.nodes[0].mode);
+      EXPECT_TRUE(gpu_engine.nodes().at(0).on_gpu) << what << ": " << gpu_engine.nodes().at(0).why;
+      Tensor in = uniform({2, 5, 7, 9}, rng);
+      for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] *= 6.f;
+      const Tensor want = cpu_engine.run({{"x", in}}).at("y"), got = gpu_engine.run({{"x", in}}).at("y");
+      EXPECT_EQ(differing(got, want), 0) << what;
+    }
+  }
+}
+
+// BatchNormalization left unfused (after a ConvTranspose in PP-OCRv4 det's head) runs on the GPU with the
+// reference's per-channel factors: bit for bit in FP32, FP16 and INT8.
+TEST(GpuBackend, BatchNormalizationIsBitExactOnTheGpu) {
+  REQUIRE_GPU();
+  std::mt19937 rng(31);
+  const Shape shape = {2, 7, 5, 9};
+  Graph g;
+  const int x = g.add_value("x", {DType::kF32, shape});
+  Node n;
+  n.op = OpKind::BatchNormalization;
+  n.name = "bn";
+  n.opset = 15;
+  n.attrs["epsilon"] = 1e-3f;
+  n.inputs = {x};
+  for (const char* name : {"scale", "bias", "mean", "var"}) {
+    Tensor t = uniform({7}, rng);
+    if (std::string(name) == "var")
+      for (int64_t i = 0; i < 7; ++i) t.data<float>()[i] = std::fabs(t.data<float>()[i]) + 0.1f;
+    n.inputs.push_back(g.add_constant(name, t));
+  }
+  n.outputs = {g.add_value("y", {DType::kF32, shape})};
+  g.nodes = {n};
+  g.inputs = {x};
+  g.outputs = {n.outputs[0]};
+  g.relink();
+  const quant::ScaleTable scales = random_calibration(g, 3);
+  for (quant::Mode mode : {quant::Mode::kFP32, quant::Mode::kFP16, quant::Mode::kINT8}) {
+    const quant::NumericsPlan plan = quant::plan_uniform(g, mode, &scales);
+    gpu::GpuEngine gpu_engine(g, plan);
+    quant::EmulatedEngine cpu_engine(g, plan);
+    EXPECT_TRUE(gpu_engine.nodes().at(0).on_gpu)
+        << quant::mode_name(mode) << ": " << gpu_engine.nodes().at(0).why;
+    const TensorMap in = {{"x", uniform(shape, rng)}};
+    EXPECT_EQ(differing(gpu_engine.run(in).at("y"), cpu_engine.run(in).at("y")), 0) << quant::mode_name(mode);
   }
 }
 
@@ -349,11 +484,13 @@ TEST(GpuBackend, Fp16ResidualAddsRunInTheConvolutionsEpilogue) {
     EXPECT_EQ(off_grid, 0);
     // 97 % was measured with K = 576 and 360 (98.54 % and 99.25 % on an H100, 2026-12-06). At K = 4608 (512
     // channels) the second convolution sums thousands of inputs, a few of which the first one's other sum
-    // order moved by an fp16 step: 93.18 % there, so the 97 % does not hold; 90 % is a regression guard
-    // below that measurement, and the cosine below is the target.
+    // order moved by an fp16 step: 93.18 % there on the implicit GEMM, 86.46 % on cuBLASLt
+    // (DLAKIT_CUDA_IMPLICIT_GEMM=0; H100, 2026-12-06), so the 97 % does not hold; 90 % and 84 % are
+    // regression guards below those measurements, and the cosine below is the target.
     std::printf("%lld channels: %.2f %% of the outputs equal to the CPU emulation's\n", (long long)channels,
                 100.0 * double(equal) / double(got.numel()));
-    EXPECT_GE(equal, got.numel() * (channels == 512 ? 90 : 97) / 100) << "of " << got.numel();
+    const int64_t guard = channels != 512 ? 97 : on ? 90 : 84;
+    EXPECT_GE(equal, got.numel() * guard / 100) << "of " << got.numel();
     EXPECT_GE(cosine(got, want), 0.99999);
   }
 }

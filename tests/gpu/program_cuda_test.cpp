@@ -168,6 +168,9 @@ TEST_P(CudaExecutor, MatchesTheCpuExecutorOnEveryDlaSegment) {
           "the GPU, %d residual Adds fused\n",
           m.name.c_str(), int8 ? "int8" : "fp16", si, mod.outputs()[k].name.c_str(), (long long)differ,
           (long long)a.numel(), max_abs, cos, e.gpu_steps(), e.steps().size(), e.fused_adds());
+      if (k == 0)
+        for (const gpu::ProgramEngine::StepInfo& st : e.steps())
+          if (!st.on_gpu) std::printf("  host step: %s: %s\n", st.layer.c_str(), st.why.c_str());
       const bool ok = int8 ? differ == 0 : cos >= fp16_cosine_bound(m.name);
       EXPECT_TRUE(ok) << m.name << " segment " << si << " output " << mod.outputs()[k].name << ": "
                       << (int8 ? "INT8 must be equal"

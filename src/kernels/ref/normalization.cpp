@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/threadpool.h"
+#include "kernels/ref/batch_norm.h"
 #include "kernels/ref/common.h"
 
 namespace dlakit::ref {
@@ -31,11 +32,27 @@ std::vector<TensorType> infer_bn(const InferContext& c) {
   return {c.type(0)};
 }
 
+}  // namespace
+
+BatchNormAffine batch_norm_affine(const Node& n, const Tensor& scale, const Tensor& bias, const Tensor& mean,
+                                  const Tensor& var) {
+  const float eps = n.attr_float("epsilon", 1e-5f);
+  const float *sc = scale.data<float>(), *bi = bias.data<float>(), *mu = mean.data<float>(),
+              *va = var.data<float>();
+  BatchNormAffine f;
+  for (int64_t ch = 0; ch < scale.numel(); ++ch) {
+    const float a = sc[ch] / std::sqrt(va[ch] + eps);
+    f.a.push_back(a);
+    f.b.push_back(bi[ch] - mu[ch] * a);
+  }
+  return f;
+}
+
+namespace {
+
 void run_bn(const KernelContext& c) {
   const Tensor& X = c.in(0);
-  const float eps = c.node().attr_float("epsilon", 1e-5f);
-  const float *sc = c.in(1).data<float>(), *bi = c.in(2).data<float>(), *mu = c.in(3).data<float>(),
-              *var = c.in(4).data<float>();
+  const BatchNormAffine f = batch_norm_affine(c.node(), c.in(1), c.in(2), c.in(3), c.in(4));
   const int64_t N = X.dim(0), C = X.dim(1), vol = X.numel() / std::max<int64_t>(N * C, 1);
   const float* x = X.data<float>();
   float* y = c.out(0).data<float>();
@@ -43,8 +60,7 @@ void run_bn(const KernelContext& c) {
       N * C,
       [&](int64_t s, int64_t e) {
         for (int64_t nc = s; nc < e; ++nc) {
-          const int64_t ch = nc % C;
-          const float a = sc[ch] / std::sqrt(var[ch] + eps), b = bi[ch] - mu[ch] * a;
+          const float a = f.a[size_t(nc % C)], b = f.b[size_t(nc % C)];
           for (int64_t i = 0; i < vol; ++i) y[nc * vol + i] = x[nc * vol + i] * a + b;
         }
       },
