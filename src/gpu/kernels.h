@@ -72,11 +72,11 @@ void apply_store(const StoreRule& r, float* y, int64_t n, cudaStream_t s);
 // arithmetic). unary: exact for kCopy..kCeil; the transcendental ones follow the reference's formula within
 // an ulp or so. binary: exact except kPow.
 void unary(const UnaryParams& p, const StoreRule& store, const float* x, float* y, int64_t n, cudaStream_t s);
-// y = store(table[x's fp16 bits]): x holds fp16 values, table the 65536 results of a unary op (exact wherever
-// the table is).
 // y = store(x * a[c] + b[c]) per channel c of [N][C][vol] (BatchNormalization: ref::batch_norm_affine).
 void channel_affine(const float* a, const float* b, int64_t C, int64_t vol, const StoreRule& store,
                     const float* x, float* y, int64_t n, cudaStream_t s);
+// y = store(table[x's fp16 bits]): x holds fp16 values, table the 65536 results of a unary op (exact wherever
+// the table is).
 void unary_table(const float* table, const StoreRule& store, const float* x, float* y, int64_t n,
                  cudaStream_t s);
 void binary(Binary op, const BroadcastShape& sh, const StoreRule& store, const float* a, const float* b,

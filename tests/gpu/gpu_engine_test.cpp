@@ -211,8 +211,8 @@ TEST(GpuBackend, Fp16FullyConnectedLayersMatchTheCpu) {
 
 // Resize of the last two axes on the GPU (PP-OCRv4 det's neck upsamples six times): nearest and linear, with
 // scales and with sizes, up and down, odd sizes, several coordinate modes; bit for bit the CPU's in FP32 and
-// in INT8 (where the GPU runs it instead of a host step). align_corners is not among them: the reference
-// resizes every axis in its general path there (no unchanged axis counts as identity), and so does the host.
+// in FP16 and INT8 (where the GPU runs it instead of a host step). align_corners stays a host step: the
+// reference resizes every axis in its general path there (no unchanged axis counts as identity).
 TEST(GpuBackend, ResizeIsBitExactOnTheGpu) {
   REQUIRE_GPU();
   struct Case {
@@ -221,12 +221,17 @@ TEST(GpuBackend, ResizeIsBitExactOnTheGpu) {
     Shape in;
     std::vector<float> scales;   // or
     std::vector<int64_t> sizes;  // one of the two
+    int64_t opset = 13;          // 10: scales are input 1 (asymmetric coordinates, "simple" nearest)
+    bool on_gpu = true;
   };
   const Case cases[] = {{"nearest", "asymmetric", {1, 5, 7, 9}, {1, 1, 2, 2}, {}},
                         {"nearest", "half_pixel", {2, 3, 5, 6}, {}, {2, 3, 11, 13}},
+                        {"nearest", "asymmetric", {1, 3, 4, 9}, {1, 1, 1, 2}, {}},  // rows unchanged
                         {"linear", "half_pixel", {1, 6, 7, 9}, {1, 1, 2, 2}, {}},
                         {"linear", "asymmetric", {1, 4, 6, 8}, {}, {1, 4, 13, 5}},
-                        {"linear", "pytorch_half_pixel", {1, 3, 10, 7}, {1, 1, 0.5f, 1.5f}, {}}};
+                        {"linear", "pytorch_half_pixel", {1, 3, 10, 7}, {1, 1, 0.5f, 1.5f}, {}},
+                        {"nearest", "", {1, 2, 5, 5}, {1, 1, 2, 3}, {}, 10},
+                        {"linear", "align_corners", {1, 4, 6, 8}, {}, {1, 4, 13, 5}, 13, false}};
   std::mt19937 rng(23);
   for (const Case& c : cases) {
     Graph g;
@@ -234,11 +239,15 @@ TEST(GpuBackend, ResizeIsBitExactOnTheGpu) {
     Node n;
     n.op = OpKind::Resize;
     n.name = "resize";
-    n.opset = 13;
+    n.opset = c.opset;
     n.attrs["mode"] = std::string(c.mode);
-    n.attrs["coordinate_transformation_mode"] = std::string(c.coord);
-    n.attrs["nearest_mode"] = std::string("floor");
-    n.inputs = {x, -1};
+    if (c.opset >= 11) {
+      n.attrs["coordinate_transformation_mode"] = std::string(c.coord);
+      n.attrs["nearest_mode"] = std::string("floor");
+      n.inputs = {x, -1};
+    } else {
+      n.inputs = {x};
+    }
     if (!c.scales.empty()) {
       Tensor t(DType::kF32, {int64_t(c.scales.size())});
       std::memcpy(t.raw(), c.scales.data(), t.nbytes());
@@ -256,12 +265,13 @@ TEST(GpuBackend, ResizeIsBitExactOnTheGpu) {
     g.outputs = {n.outputs[0]};
     g.relink();
     const quant::ScaleTable scales = random_calibration(g, 3);
-    for (quant::Mode mode : {quant::Mode::kFP32, quant::Mode::kINT8}) {
+    for (quant::Mode mode : {quant::Mode::kFP32, quant::Mode::kFP16, quant::Mode::kINT8}) {
       const quant::NumericsPlan plan = quant::plan_uniform(g, mode, &scales);
       gpu::GpuEngine gpu_engine(g, plan);
       quant::EmulatedEngine cpu_engine(g, plan);
-      const std::string what = std::string(c.mode) + " " + c.coord + " " + quant::mode_name(mode);
-      EXPECT_TRUE(gpu_engine.nodes().at(0).on_gpu) << what << ": " << gpu_engine.nodes().at(0).why;
+      const std::string what = std::string(c.mode) + " " + c.coord + " opset " + std::to_string(c.opset) +
+                               " " + quant::mode_name(mode);
+      EXPECT_EQ(gpu_engine.nodes().at(0).on_gpu, c.on_gpu) << what << ": " << gpu_engine.nodes().at(0).why;
       const TensorMap in = {{"x", uniform(c.in, rng)}};
       const Tensor want = cpu_engine.run(in).at("y"), got = gpu_engine.run(in).at("y");
       ASSERT_EQ(got.numel(), want.numel()) << what;
@@ -275,28 +285,34 @@ TEST(GpuBackend, ResizeIsBitExactOnTheGpu) {
 // an ulp.
 TEST(GpuBackend, TranscendentalActivationsOfFp16ValuesAreBitExact) {
   REQUIRE_GPU();
-  std::mt19937 rng(29);
+  // Every fp16 value but the NaNs (compared as values, a NaN never equals): zeros of both signs, subnormals,
+  // infinities, and the values where the fp16 result sits next to a rounding boundary.
+  std::vector<float> every;
+  for (uint32_t h = 0; h < 65536; ++h)
+    if (const float v = half_to_float(uint16_t(h)); v == v) every.push_back(v);
+  const Shape shape = {1, 1, 1, int64_t(every.size())};
+  Tensor in(DType::kF32, shape);
+  std::memcpy(in.raw(), every.data(), in.nbytes());
   for (OpKind op : {OpKind::Sigmoid, OpKind::Tanh}) {
     Graph g;
-    const int x = g.add_value("x", {DType::kF32, {2, 5, 7, 9}});
+    const int x = g.add_value("x", {DType::kF32, shape});
     Node n;
     n.op = op;
     n.name = "act";
     n.opset = 13;
     n.inputs = {x};
-    n.outputs = {g.add_value("y", {DType::kF32, {2, 5, 7, 9}})};
+    n.outputs = {g.add_value("y", {DType::kF32, shape})};
     g.nodes = {n};
     g.inputs = {x};
     g.outputs = {n.outputs[0]};
     g.relink();
-    const quant::NumericsPlan plans[] = {quant::plan_uniform(g, quant::Mode::kFP16, nullptr), int8_plan(g)};
-    for (const quant::NumericsPlan& plan : plans) {
-      gpu::GpuEngine gpu_engine(g, plan);
-      quant::EmulatedEngine cpu_engine(g, plan);
-      const std::string what = std::string(op_name(op)) + " " + quant::mode_name(plan.nodes[0].mode);
+    const quant::NumericsPlan fp16 = quant::plan_uniform(g, quant::Mode::kFP16, nullptr), int8 = int8_plan(g);
+    ASSERT_TRUE(quant::step_rules(g, int8, 0).compute_fp16) << op_name(op) << ": the DLA's INT8 rule";
+    for (const quant::NumericsPlan* plan : {&fp16, &int8}) {
+      gpu::GpuEngine gpu_engine(g, *plan);
+      quant::EmulatedEngine cpu_engine(g, *plan);
+      const std::string what = std::string(op_name(op)) + " " + quant::mode_name(plan->nodes[0].mode);
       EXPECT_TRUE(gpu_engine.nodes().at(0).on_gpu) << what << ": " << gpu_engine.nodes().at(0).why;
-      Tensor in = uniform({2, 5, 7, 9}, rng);
-      for (int64_t i = 0; i < in.numel(); ++i) in.data<float>()[i] *= 6.f;
       const Tensor want = cpu_engine.run({{"x", in}}).at("y"), got = gpu_engine.run({{"x", in}}).at("y");
       EXPECT_EQ(differing(got, want), 0) << what;
     }
