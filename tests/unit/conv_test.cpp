@@ -569,6 +569,46 @@ TEST(ConvDirect, ChannelTilesMatchPositionTilesOnEveryIsa) {
   }
 }
 
+// What lets a fused residual move a layer between the GEMM and the channel tiles (conv_choose_kernel): with
+// K within one of the GEMM's k-blocks both sum each output as one chain from zero in k order, then the bias,
+// the residual and the activation, so a pointwise layer read in place gives the same bits on either, on
+// every ISA (partial tiles included: 37 channels, 9 x 9 positions).
+TEST(ConvDirect, GemmAndChannelTilesAgreeBitForBitWithinOneKBlock) {
+  struct Kernels {
+    void (*gemm)(const GemmArgs&);
+    void (*gemm_pack)(PackedA&, const float*, int64_t, int64_t);
+    void (*channels)(const ConvDirectArgs&);
+    void (*channels_pack)(PackedA&, const float*);
+  };
+  using namespace gemm_isa;
+  const auto isas = test_isa::usable(
+      Kernels{sgemm_generic, pack_a_generic, conv_channels_generic, conv_channels_pack_generic},
+      Kernels{sgemm_avx2, pack_a_avx2, conv_channels_avx2, conv_channels_pack_avx2},
+      Kernels{sgemm_avx512, pack_a_avx512, conv_channels_avx512, conv_channels_pack_avx512});
+  const int64_t M = 37, H = 9, N = H * H;
+  std::mt19937 gen(41);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (int64_t K : {64, 255, 256}) {
+    std::vector<float> x(size_t(K * N)), w(size_t(M * K)), b(static_cast<size_t>(M)), res(size_t(M * N));
+    for (auto* v : {&x, &w, &b, &res})
+      for (float& f : *v) f = d(gen);
+    GemmEpilogue e;
+    e.act = GemmEpilogue::Act::kRelu, e.residual = res.data(), e.ldr = N;
+    for (const auto& isa : isas) {
+      SCOPED_TRACE(std::string(isa.name) + " K=" + std::to_string(K));
+      PackedA a, c;
+      a.M = c.M = M, a.K = c.K = K;
+      isa.fn.gemm_pack(a, w.data(), K, 1);
+      isa.fn.channels_pack(c, w.data());
+      std::vector<float> by_gemm(size_t(M * N)), by_tiles(size_t(M * N), std::nanf(""));
+      isa.fn.gemm(
+          {M, N, K, w.data(), K, 1, x.data(), N, 1, by_gemm.data(), N, false, b.data(), &a, nullptr, e});
+      isa.fn.channels({x.data(), K, H, 1, H, 1, 1, 1, 1, 1, H, H, &c, b.data(), by_tiles.data(), e});
+      EXPECT_EQ(std::memcmp(by_gemm.data(), by_tiles.data(), by_gemm.size() * 4), 0);
+    }
+  }
+}
+
 // A residual read transposed makes the channel tiles dearer: ResNet-50's block ends at 14x14 (256 -> 1024, K
 // within one of the GEMM's k-blocks, so both give the same bits) go to the GEMM when the residual is fused.
 // With K beyond a k-block the fused residual never moves a layer between the GEMM and a direct kernel.
