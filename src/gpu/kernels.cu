@@ -272,8 +272,8 @@ void unary(const UnaryParams& p, const StoreRule& store, const float* x, float* 
            cudaStream_t s) {
   if (n) unary_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, store, x, y, n);
 }
-void channel_affine(const float* a, const float* b, int64_t C, int64_t vol, const StoreRule& store, const float* x,
-                    float* y, int64_t n, cudaStream_t s) {
+void channel_affine(const float* a, const float* b, int64_t C, int64_t vol, const StoreRule& store,
+                    const float* x, float* y, int64_t n, cudaStream_t s) {
   if (n) channel_affine_kernel<<<blocks_for(n), kThreads, 0, s>>>(a, b, C, vol, store, x, y, n);
 }
 void unary_table(const float* table, const StoreRule& store, const float* x, float* y, int64_t n,
