@@ -1,4 +1,5 @@
-// MaxPool's 2-D fast path (one output row at a time, window positions outermost) against the definition:
+// MaxPool's 2-D fast path (one output row at a time, window positions outermost) and its general loop (taken
+// with the Indices output) against the definition:
 // each output the std::max of its window's inputs inside the image, in row-major window order, bit for
 // bit on odd shapes, strides, pads and ceil_mode, with NaN, infinities and signed zeros in the data (where
 // the order of std::max decides which zero or whether a NaN is kept).
@@ -29,7 +30,8 @@ int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, bool 
   return ceil_mode && (out - 1) * s >= in + p0 ? out - 1 : out;  // no window starting in the end padding
 }
 
-Tensor max_pool(const Tensor& x, const PoolCase& c) {
+// `indices`: with the Indices output too, which takes the general loop instead of the fast path.
+Tensor max_pool(const Tensor& x, const PoolCase& c, bool indices) {
   Graph g;
   const int xv = g.add_value("x", {DType::kF32, x.shape()});
   g.inputs = {xv};
@@ -43,8 +45,9 @@ Tensor max_pool(const Tensor& x, const PoolCase& c) {
   n.attrs["pads"] = std::vector<int64_t>{c.pt, c.pl, c.pb, c.pr};
   n.attrs["ceil_mode"] = int64_t(c.ceil_mode);
   n.outputs = {g.add_value("y", op_impl(OpKind::MaxPool).infer(InferContext(g, n))[0])};
+  if (indices) n.outputs.push_back(g.add_value("i", op_impl(OpKind::MaxPool).infer(InferContext(g, n))[1]));
   g.nodes.push_back(n);
-  g.outputs = {n.outputs[0]};
+  g.outputs = n.outputs;
   g.relink();
   return ReferenceEngine(g).run({{"x", x}}).at("y");
 }
@@ -78,8 +81,9 @@ TEST(MaxPool, FastPathEqualsTheDefinitionBitForBit) {
     // Every seventh value special; runs of signed zeros make ties that only the order settles.
     for (int64_t i = 0; i < x.numel(); i += 7) xd[i] = specials[(i / 7) % 5];
     for (int64_t i = 3; i < x.numel(); i += 11) xd[i] = -std::abs(xd[i]) - 100.f;
-    const Tensor got = max_pool(x, c);
+    const Tensor got = max_pool(x, c, false), general = max_pool(x, c, true);
     ASSERT_EQ(got.shape(), (Shape{N, C, OH, OW}));
+    ASSERT_EQ(general.shape(), got.shape());
     std::vector<float> want(size_t(N * C * OH * OW));
     for (int64_t p = 0; p < N * C; ++p)
       for (int64_t oh = 0; oh < OH; ++oh)
@@ -92,6 +96,8 @@ TEST(MaxPool, FastPathEqualsTheDefinitionBitForBit) {
             }
           want[size_t((p * OH + oh) * OW + ow)] = r;
         }
+    EXPECT_EQ(std::memcmp(general.data<float>(), want.data(), want.size() * sizeof(float)), 0)
+        << "MaxPool with Indices " << c.KH << "x" << c.KW << " stride " << c.SH << "x" << c.SW;
     EXPECT_EQ(std::memcmp(got.data<float>(), want.data(), want.size() * sizeof(float)), 0)
         << "MaxPool " << c.KH << "x" << c.KW << " stride " << c.SH << "x" << c.SW << " on " << c.H << "x"
         << c.W;

@@ -162,8 +162,10 @@ void run_pool(const KernelContext& c) {
                   const float v = xc[off];
                   ++count;
                   sum += v;
-                  if (v > best || best_i < 0) {
-                    best = v;
+                  // The value is std::max's from -inf in window order, as the fast path's (a NaN never
+                  // replaces it); the index is where it last grew, or the window's first value.
+                  if (best < v || best_i < 0) {
+                    best = best < v ? v : best;
                     best_i = nc * g.in_vol() + (column_major ? (iw * g.in[1] + ih) * g.in[0] + id : off);
                   }
                 }
