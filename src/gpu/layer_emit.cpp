@@ -516,15 +516,14 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     return true;  // the store rule applied as the results are written
   } else if (resize) {
     const Shape& xs = c.in.at(0).shape;
-    // The constants where run_resize finds them: roi, scales, sizes from opset 11; scales before.
-    auto constant_at = [&](size_t k) { return k < c.in.size() ? c.in[k].constant : nullptr; };
-    const bool legacy = node.op == OpKind::Upsample || node.opset < 11;
-    const Tensor* roi = legacy ? nullptr : constant_at(1);
-    const Tensor* scales = legacy ? constant_at(1) : constant_at(2);
-    const Tensor* sizes = legacy ? nullptr : constant_at(3);
+    const ref::ResizeInputs at = ref::resize_inputs(node);
+    auto constant_at = [&](int k) {
+      return k >= 0 && size_t(k) < c.in.size() ? c.in[size_t(k)].constant : nullptr;
+    };
     for (size_t k = 1; k < c.in.size(); ++k)
       if (present(k) && !c.in[k].constant) return give_up("Resize scales or sizes computed at run time");
-    const std::optional<ref::ResizeLastTwo> plan = ref::resize_last_two_plan(node, xs, roi, scales, sizes);
+    const std::optional<ref::ResizeLastTwo> plan = ref::resize_last_two_plan(
+        node, xs, constant_at(at.roi), constant_at(at.scales), constant_at(at.sizes));
     if (!plan) return give_up("a resize of other axes than the last two, or a crop");
     if (ys.size() < 2 || plan->out_h != ys[ys.size() - 2] || plan->out_w != ys.back() ||
         plan->planes * plan->out_h * plan->out_w != count)

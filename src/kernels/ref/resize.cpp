@@ -75,21 +75,17 @@ ResizePlan plan_resize(const Node& n, const Shape& in, const Tensor* roi, const 
 
 std::vector<TensorType> infer_resize(const InferContext& c) {
   const Node& n = c.node();
-  const bool upsample = n.op == OpKind::Upsample;
-  c.require_inputs(1, upsample ? 2 : 4);
+  c.require_inputs(1, n.op == OpKind::Upsample ? 2 : 4);
+  const ResizeInputs at = resize_inputs(n);
+  const bool optional = at.sizes >= 0;  // from Resize opset 11 each of the three may be omitted
   const Tensor* roi = nullptr;
   const Tensor* scales = nullptr;
   const Tensor* sizes = nullptr;
-  if (upsample) {
-    if (n.opset >= 9) scales = &c.require_constant(1, "scales");
-  } else if (n.opset < 11) {
-    scales = &c.require_constant(1, "scales");
-  } else {
-    if (c.has(1) && n.attr_str("coordinate_transformation_mode", "") == "tf_crop_and_resize")
-      roi = &c.require_constant(1, "roi");
-    if (c.has(2)) scales = &c.require_constant(2, "scales");
-    if (c.has(3)) sizes = &c.require_constant(3, "sizes");
-  }
+  if (at.roi >= 0 && c.has(at.roi) &&
+      n.attr_str("coordinate_transformation_mode", "") == "tf_crop_and_resize")
+    roi = &c.require_constant(at.roi, "roi");
+  if (at.scales >= 0 && (!optional || c.has(at.scales))) scales = &c.require_constant(at.scales, "scales");
+  if (at.sizes >= 0 && c.has(at.sizes)) sizes = &c.require_constant(at.sizes, "sizes");
   return {{c.dtype(0), plan_resize(n, c.shape(0), roi, scales, sizes).out}};
 }
 
@@ -198,6 +194,22 @@ void resize_last_two(const AxisMap& rows, const AxisMap& cols, const float* x, i
       std::max<int64_t>(1, 16384 / std::max<int64_t>(1, out_w)));
 }
 
+std::vector<AxisMap> axis_maps(const ResizePlan& p, const Shape& in) {
+  std::vector<AxisMap> maps;
+  for (size_t a = 0; a < in.size(); ++a) maps.push_back(axis_map(p, a, in[a]));
+  return maps;
+}
+
+// Whether the resize changes its last two axes only, not empty and not cropped: resize_last_two's case, and
+// the one resize_last_two_plan gives other backends.
+bool last_two_only(const ResizePlan& p, const std::vector<AxisMap>& maps, const Shape& in) {
+  const size_t r = in.size();
+  if (r < 2 || p.coord == "tf_crop_and_resize" || numel(in) == 0) return false;
+  for (size_t a = 0; a + 2 < r; ++a)
+    if (!maps[a].identity) return false;
+  return true;
+}
+
 // The resize's sources for an axis of the last two as resize_last_two reads them (an identity axis: each
 // output from the same index, weight 0).
 void sources(const AxisMap& m, int64_t out_len, std::vector<int64_t>& i0, std::vector<int64_t>& i1,
@@ -217,16 +229,21 @@ void sources(const AxisMap& m, int64_t out_len, std::vector<int64_t>& i0, std::v
 std::optional<ResizeLastTwo> resize_last_two_plan(const Node& n, const Shape& in, const Tensor* roi,
                                                   const Tensor* scales, const Tensor* sizes) {
   const ResizePlan p = plan_resize(n, in, roi, scales, sizes);
+  const std::vector<AxisMap> maps = axis_maps(p, in);
+  if (!last_two_only(p, maps, in)) return std::nullopt;
   const size_t r = in.size();
-  if (r < 2 || p.coord == "tf_crop_and_resize" || numel(in) == 0) return std::nullopt;
-  for (size_t a = 0; a + 2 < r; ++a)
-    if (!axis_map(p, a, in[a]).identity) return std::nullopt;
   ResizeLastTwo z;
   z.in_h = in[r - 2], z.in_w = in[r - 1], z.out_h = p.out[r - 2], z.out_w = p.out[r - 1];
   z.planes = numel(in) / (z.in_h * z.in_w);
-  sources(axis_map(p, r - 2, z.in_h), z.out_h, z.row0, z.row1, z.row_w);
-  sources(axis_map(p, r - 1, z.in_w), z.out_w, z.col0, z.col1, z.col_w);
+  sources(maps[r - 2], z.out_h, z.row0, z.row1, z.row_w);
+  sources(maps[r - 1], z.out_w, z.col0, z.col1, z.col_w);
   return z;
+}
+
+ResizeInputs resize_inputs(const Node& n) {
+  if (n.op == OpKind::Upsample) return {-1, n.opset >= 9 ? 1 : -1, -1};
+  if (n.opset < 11) return {-1, 1, -1};
+  return {1, 2, 3};
 }
 
 namespace {
@@ -234,23 +251,16 @@ namespace {
 void run_resize(const KernelContext& c) {
   const Node& n = c.node();
   const Tensor& X = c.in(0);
-  const bool upsample = n.op == OpKind::Upsample;
-  const Tensor* roi = !upsample && n.opset >= 11 && c.has(1) ? &c.in(1) : nullptr;
-  const Tensor* scales = upsample ? (n.opset >= 9 ? &c.in(1) : nullptr)
-                                  : (n.opset < 11 ? &c.in(1) : (c.has(2) ? &c.in(2) : nullptr));
-  const Tensor* sizes = !upsample && n.opset >= 11 && c.has(3) ? &c.in(3) : nullptr;
-  const ResizePlan p = plan_resize(n, X.shape(), roi, scales, sizes);
+  const ResizeInputs at = resize_inputs(n);
+  auto input = [&](int k) { return k >= 0 && c.has(k) ? &c.in(k) : nullptr; };
+  const ResizePlan p = plan_resize(n, X.shape(), input(at.roi), input(at.scales), input(at.sizes));
   if (p.out != c.out(0).shape())
     fail(Status::kShapeError, n.label(), ": its scales or sizes give ", shape_str(p.out),
          ", its output holds ", shape_str(c.out(0).shape()));
   const size_t r = X.shape().size();
-  std::vector<AxisMap> maps;
-  for (size_t a = 0; a < r; ++a) maps.push_back(axis_map(p, a, X.shape()[a]));
+  const std::vector<AxisMap> maps = axis_maps(p, X.shape());
   Tensor& Y = c.out(0);
-  bool last_two = r >= 2 && p.coord != "tf_crop_and_resize" && X.dtype() == DType::kF32 &&
-                  Y.dtype() == DType::kF32 && X.numel() > 0;
-  for (size_t a = 0; last_two && a + 2 < r; ++a) last_two = maps[a].identity;
-  if (last_two) {
+  if (X.dtype() == DType::kF32 && Y.dtype() == DType::kF32 && last_two_only(p, maps, X.shape())) {
     const Shape& in = X.shape();
     return resize_last_two(maps[r - 2], maps[r - 1], X.data<float>(), X.numel() / (in[r - 2] * in[r - 1]),
                            in[r - 2], in[r - 1], p.out[r - 2], p.out[r - 1], Y.data<float>());

@@ -10,6 +10,13 @@
 
 namespace dlakit::ref {
 
+// Where a Resize or Upsample node's constant inputs are (-1: none): roi, scales and sizes from Resize opset
+// 11; scales alone before, and for Upsample from opset 9 (before, an attribute).
+struct ResizeInputs {
+  int roi = -1, scales = -1, sizes = -1;
+};
+ResizeInputs resize_inputs(const Node& n);
+
 struct ResizeLastTwo {
   int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   std::vector<int64_t> row0, row1, col0, col1;  // per output row / column: the sources
