@@ -209,6 +209,30 @@ TEST(GpuBackend, Fp16FullyConnectedLayersMatchTheCpu) {
   }
 }
 
+namespace {
+// g as the one node n reading graph input x (its outputs the graph's), run in FP32, FP16 and INT8 on the GPU
+// and in the CPU emulation on random inputs of `shape`: on the GPU or not as `on_gpu` says, the same bits.
+void expect_one_node_bit_exact(Graph& g, const Node& n, int x, const Shape& shape, bool on_gpu,
+                               const std::string& what, std::mt19937& rng) {
+  g.nodes = {n};
+  g.inputs = {x};
+  g.outputs = n.outputs;
+  g.relink();
+  const quant::ScaleTable scales = random_calibration(g, 3);
+  for (quant::Mode mode : {quant::Mode::kFP32, quant::Mode::kFP16, quant::Mode::kINT8}) {
+    const quant::NumericsPlan plan = quant::plan_uniform(g, mode, &scales);
+    gpu::GpuEngine gpu_engine(g, plan);
+    quant::EmulatedEngine cpu_engine(g, plan);
+    const std::string where = what + " " + quant::mode_name(mode);
+    EXPECT_EQ(gpu_engine.nodes().at(0).on_gpu, on_gpu) << where << ": " << gpu_engine.nodes().at(0).why;
+    const TensorMap in = {{"x", uniform(shape, rng)}};
+    const Tensor want = cpu_engine.run(in).at("y"), got = gpu_engine.run(in).at("y");
+    ASSERT_EQ(got.numel(), want.numel()) << where;
+    EXPECT_EQ(differing(got, want), 0) << where;
+  }
+}
+}  // namespace
+
 // Resize of the last two axes on the GPU (PP-OCRv4 det's neck upsamples six times): nearest and linear, with
 // scales and with sizes, up and down, odd sizes, several coordinate modes; bit for bit the CPU's in FP32 and
 // in FP16 and INT8 (where the GPU runs it instead of a host step). align_corners stays a host step: the
@@ -258,25 +282,9 @@ TEST(GpuBackend, ResizeIsBitExactOnTheGpu) {
       n.inputs.push_back(-1);
       n.inputs.push_back(g.add_constant("sizes", t));
     }
-    const auto types = op_impl(OpKind::Resize).infer(InferContext(g, n));
-    n.outputs = {g.add_value("y", types[0])};
-    g.nodes = {n};
-    g.inputs = {x};
-    g.outputs = {n.outputs[0]};
-    g.relink();
-    const quant::ScaleTable scales = random_calibration(g, 3);
-    for (quant::Mode mode : {quant::Mode::kFP32, quant::Mode::kFP16, quant::Mode::kINT8}) {
-      const quant::NumericsPlan plan = quant::plan_uniform(g, mode, &scales);
-      gpu::GpuEngine gpu_engine(g, plan);
-      quant::EmulatedEngine cpu_engine(g, plan);
-      const std::string what = std::string(c.mode) + " " + c.coord + " opset " + std::to_string(c.opset) +
-                               " " + quant::mode_name(mode);
-      EXPECT_EQ(gpu_engine.nodes().at(0).on_gpu, c.on_gpu) << what << ": " << gpu_engine.nodes().at(0).why;
-      const TensorMap in = {{"x", uniform(c.in, rng)}};
-      const Tensor want = cpu_engine.run(in).at("y"), got = gpu_engine.run(in).at("y");
-      ASSERT_EQ(got.numel(), want.numel()) << what;
-      EXPECT_EQ(differing(got, want), 0) << what;
-    }
+    n.outputs = {g.add_value("y", op_impl(OpKind::Resize).infer(InferContext(g, n))[0])};
+    expect_one_node_bit_exact(g, n, x, c.in, c.on_gpu,
+                              std::string(c.mode) + " " + c.coord + " opset " + std::to_string(c.opset), rng);
   }
 }
 
@@ -340,20 +348,7 @@ TEST(GpuBackend, BatchNormalizationIsBitExactOnTheGpu) {
     n.inputs.push_back(g.add_constant(name, t));
   }
   n.outputs = {g.add_value("y", {DType::kF32, shape})};
-  g.nodes = {n};
-  g.inputs = {x};
-  g.outputs = {n.outputs[0]};
-  g.relink();
-  const quant::ScaleTable scales = random_calibration(g, 3);
-  for (quant::Mode mode : {quant::Mode::kFP32, quant::Mode::kFP16, quant::Mode::kINT8}) {
-    const quant::NumericsPlan plan = quant::plan_uniform(g, mode, &scales);
-    gpu::GpuEngine gpu_engine(g, plan);
-    quant::EmulatedEngine cpu_engine(g, plan);
-    EXPECT_TRUE(gpu_engine.nodes().at(0).on_gpu)
-        << quant::mode_name(mode) << ": " << gpu_engine.nodes().at(0).why;
-    const TensorMap in = {{"x", uniform(shape, rng)}};
-    EXPECT_EQ(differing(gpu_engine.run(in).at("y"), cpu_engine.run(in).at("y")), 0) << quant::mode_name(mode);
-  }
+  expect_one_node_bit_exact(g, n, x, shape, true, "BatchNormalization", rng);
 }
 
 TEST(GpuBackend, AQueuedRunWaitsForTheCallersStreamAndRunsInOrder) {
