@@ -1,5 +1,6 @@
 #include "kernels/ref/conv_geom.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace dlakit::ref {
@@ -67,6 +68,71 @@ WindowGeom window_geom(const Node& n, const Shape& x, const std::vector<int64_t>
     if (ceil_mode && (g.out[j] - 1) * g.s[j] >= g.in[j] + g.pb[j]) --g.out[j];
   }
   return g;
+}
+
+std::vector<int64_t> kernel_of(const Node& n, const Shape& w) {
+  std::vector<int64_t> k(w.begin() + 2, w.end());
+  auto attr = n.attr_ints("kernel_shape", k);
+  if (attr != k)
+    fail(Status::kShapeError, n.label(), ": kernel_shape ", shape_str(attr),
+         " disagrees with the weight shape ", shape_str(w));
+  return k;
+}
+
+ConvTransposeGeom conv_transpose_geom(const Node& n, const Shape& x, const Shape& w) {
+  ConvTransposeGeom t;
+  t.G = n.attr_int("group", 1);
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size())
+    fail(Status::kUnsupported, n.label(), ": input ", shape_str(x), " and weight ", shape_str(w),
+         " must both be rank 3..5");
+  if (t.G < 1 || x[1] != w[0] || x[1] % t.G)
+    fail(Status::kShapeError, n.label(), ": input channels ", x[1], ", weight ", shape_str(w), ", group ",
+         t.G, " do not agree");
+  t.M = w[1] * t.G;
+  WindowGeom& g = t.g;
+  g.nsp = int(x.size()) - 2;
+  g.N = x[0];
+  g.C = x[1];
+  const size_t ns = size_t(g.nsp), off = 3 - ns;
+  auto kernel = kernel_of(n, w);
+  auto strides = n.attr_ints("strides", std::vector<int64_t>(ns, 1));
+  auto dil = n.attr_ints("dilations", std::vector<int64_t>(ns, 1));
+  auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * ns, 0));
+  auto outpad = n.attr_ints("output_padding", std::vector<int64_t>(ns, 0));
+  auto out_shape = n.attr_ints("output_shape", {});
+  if (out_shape.size() == ns + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  const std::string auto_pad = n.attr_str("auto_pad", "NOTSET");
+  if (strides.size() != ns || dil.size() != ns || pads.size() != 2 * ns || outpad.size() != ns ||
+      (!out_shape.empty() && out_shape.size() != ns))
+    fail(Status::kParseError, n.label(),
+         ": strides/dilations/pads/output_padding/output_shape lengths do not match ", ns, " spatial dims");
+  for (size_t i = 0; i < ns; ++i) {
+    size_t j = off + i;
+    g.in[j] = x[2 + i];
+    g.k[j] = kernel[i];
+    g.s[j] = strides[i];
+    g.d[j] = dil[i];
+    if (g.k[j] < 1 || g.s[j] < 1 || g.d[j] < 1)  // as window_geom: the tap arithmetic below assumes them
+      fail(Status::kParseError, n.label(), ": kernel ", g.k[j], ", stride ", g.s[j], ", dilation ", g.d[j],
+           " in spatial dim ", i, " must all be >= 1");
+    const int64_t dk = (g.k[j] - 1) * g.d[j] + 1;
+    const int64_t full = g.s[j] * (g.in[j] - 1) + outpad[i] + dk;
+    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t target = out_shape.empty() ? g.in[j] * g.s[j] : out_shape[i];
+      // Negative totals clamp to 0: the extra output rows/cols receive only the bias (as ONNX Runtime does).
+      const int64_t total = std::max<int64_t>(0, full - target);
+      // ONNX: SAME_UPPER puts the smaller half first; otherwise the larger half goes first.
+      g.pb[j] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pe[j] = total - g.pb[j];
+      g.out[j] = target;
+    } else {
+      g.pb[j] = auto_pad == "VALID" ? 0 : pads[i];
+      g.pe[j] = auto_pad == "VALID" ? 0 : pads[ns + i];
+      g.out[j] = full - g.pb[j] - g.pe[j];
+    }
+    if (g.out[j] < 1) fail(Status::kShapeError, n.label(), ": output size ", g.out[j], " in spatial dim ", i);
+  }
+  return t;
 }
 
 }  // namespace dlakit::ref

@@ -23,4 +23,17 @@ struct WindowGeom {
 // applied to input shape x; computes the output size. `ceil_mode` is the pools' rounding.
 WindowGeom window_geom(const Node& n, const Shape& x, const std::vector<int64_t>& kernel, bool ceil_mode);
 
+// A Conv's kernel size from its weight [M, C/group, k...], checked against kernel_shape.
+std::vector<int64_t> kernel_of(const Node& n, const Shape& w);
+
+// ConvTranspose geometry: the input is the "output" of the equivalent convolution (g.in = the
+// ConvTranspose's input size, g.out = its output size; pb/pe the pads it crops from the full result).
+struct ConvTransposeGeom {
+  WindowGeom g;
+  int64_t M = 0, G = 1;  // output channels, groups
+};
+// Of node n (a ConvTranspose) on input x with weight w [C, M/group, k...]: strides, dilations, pads,
+// output_padding, output_shape and auto_pad as ONNX defines them.
+ConvTransposeGeom conv_transpose_geom(const Node& n, const Shape& x, const Shape& w);
+
 }  // namespace dlakit::ref
