@@ -66,7 +66,13 @@ Int8Conv prepare_int8_conv(const Node& layer, const Tensor& layer_w_levels, cons
   if (w_levels.rank() < 2 || w_levels.numel() == 0)
     fail(Status::kInvalidArgument, layer.label(), ": INT8 weights of shape ", shape_str(w_levels.shape()),
          " hold no output channel, input channel or tap");
-  const int64_t M = w_levels.dim(0), Cg = w_levels.dim(1), taps = w_levels.numel() / (M * Cg);
+  // A ConvTranspose's weight is [C, M, k...] (group 1): input channels first.
+  const bool transposed = conv.op == OpKind::ConvTranspose;
+  if (transposed && conv.attr_int("group", 1) != 1)
+    fail(Status::kUnsupported, layer.label(), ": exact INT8 ConvTranspose with groups");
+  const int64_t M = w_levels.dim(transposed ? 1 : 0), Cg = w_levels.dim(transposed ? 0 : 1),
+                taps = w_levels.numel() / (M * Cg);
+  auto weight_at = [&](int64_t m, int64_t ch) { return (transposed ? ch * M + m : m * Cg + ch) * taps; };
   if (int64_t(w_scale.size()) != M)
     fail(Status::kInvalidArgument, layer.label(), ": ", w_scale.size(), " weight scales for ", M,
          " output channels");
@@ -91,7 +97,7 @@ Int8Conv prepare_int8_conv(const Node& layer, const Tensor& layer_w_levels, cons
   for (int64_t k = 0; k < M; ++k)
     for (int64_t ch = 0; ch < Cg; ++ch) {
       double s = 0;
-      for (int64_t t = 0; t < taps; ++t) s += std::fabs(q[(k * Cg + ch) * taps + t]);
+      for (int64_t t = 0; t < taps; ++t) s += std::fabs(q[weight_at(k, ch) + t]);
       col[size_t(ch)] = std::max(col[size_t(ch)], s);
     }
   const double limit = double(1 << 24) / 128.0;
@@ -106,7 +112,7 @@ Int8Conv prepare_int8_conv(const Node& layer, const Tensor& layer_w_levels, cons
     run += col[size_t(ch)];
   }
   c.chunks.push_back({start, Cg});
-  if (w_levels.rank() == 4 &&
+  if (!transposed && w_levels.rank() == 4 &&
       int8_conv_supported(M, Cg, conv.attr_int("group", 1), w_levels.dim(2), w_levels.dim(3)))
     c.packed = pack_int8_conv(M, Cg, conv.attr_int("group", 1), w_levels.dim(2), w_levels.dim(3), q);
   for (auto [c0, c1] : c.chunks) {
@@ -115,8 +121,13 @@ Int8Conv prepare_int8_conv(const Node& layer, const Tensor& layer_w_levels, cons
       break;
     }
     Shape s = w_levels.shape();
-    s[1] = c1 - c0;
+    s[transposed ? 0 : 1] = c1 - c0;
     Tensor part = Tensor::uninitialized(DType::kF32, s);
+    if (transposed) {  // input channels c0..c1 are rows c0..c1
+      std::memcpy(part.data<float>(), q + c0 * M * taps, size_t(part.numel()) * sizeof(float));
+      c.w_q.push_back(part);
+      continue;
+    }
     for (int64_t k = 0; k < M; ++k)
       std::memcpy(part.data<float>() + k * (c1 - c0) * taps, q + (k * Cg + c0) * taps,
                   size_t((c1 - c0) * taps) * sizeof(float));
@@ -195,7 +206,7 @@ Tensor conv_int8(const Node& layer, const Int8Conv& c, const Tensor* input, cons
   Tensor xq = Tensor::uninitialized(DType::kF32, x.shape());
   quant::quantize_to_levels(x.data<float>(), xq.data<float>(), x.numel(), s_in, r);
   const int64_t plane = acc.numel() / (N * M);
-  const KernelFn conv = op_impl(OpKind::Conv).run;
+  const KernelFn conv = op_impl(c.node.op).run;  // Conv or ConvTranspose: sums of levels, exact per chunk
   std::vector<int64_t> sum;
   for (size_t k = 0; k < c.chunks.size(); ++k) {
     const Tensor* xin = &xq;

@@ -43,9 +43,9 @@ struct StepRules {
   std::vector<InputRule> inputs;  // one per layer input; ignored for constants and omitted inputs
   bool compute_fp16 = false;      // results rounded to fp16 before the output rule (DLA Sigmoid/Tanh in INT8)
   std::vector<OutputRule> outputs;  // one per layer output
-  // A Conv (or a fully connected layer, fc_as_conv) whose input 0 becomes integer levels at
-  // inputs[0].quantize_scale and whose weights are levels: exact integer sums, then requantization
-  // (Int8Conv).
+  // A Conv (or a fully connected layer, fc_as_conv; or a ConvTranspose without groups) whose input 0 becomes
+  // integer levels at inputs[0].quantize_scale and whose weights are levels: exact integer sums, then
+  // requantization (Int8Conv).
   bool exact_int8_conv = false;
 };
 
@@ -54,9 +54,9 @@ struct StepRules {
 // sums cannot pass it (sum |w_q| * 128), and the chunks add in int64.
 struct Int8Conv {
   Node node;                                        // the Conv without bias and fused activation (a 1x1
-                                                    // Conv for a fully connected layer)
-  Tensor w_levels;                                  // all weight levels (KCRS, as float)
-  std::vector<Tensor> w_q;                          // weight levels (KCRS, as float), one per chunk
+                                                    // Conv for a fully connected layer; a ConvTranspose)
+  Tensor w_levels;                                  // all weight levels (KCRS, as float; ConvTranspose CKRS)
+  std::vector<Tensor> w_q;                          // weight levels, one per chunk of input channels
   std::vector<std::pair<int64_t, int64_t>> chunks;  // input-channel ranges
   std::vector<float> bias;                          // f32 bias (empty: none)
   // Requantization per output channel: y = mult > 0 ? float(acc + bias_q) * mult : bias.

@@ -541,8 +541,11 @@ void verify(const Program& p, const std::string& origin) {
           Node layer;
           layer.op = s.op;
           layer.attrs = s.attrs;
-          ok = w.axis == (s.op == OpKind::Conv ? 0 : numerics::fc_weight_axis(layer)) &&
-               (s.op == OpKind::Conv ||
+          const bool conv = s.op == OpKind::Conv, deconv = s.op == OpKind::ConvTranspose;
+          ok = w.axis == (conv     ? 0
+                          : deconv ? 1
+                                   : numerics::fc_weight_axis(layer)) &&
+               (conv || (deconv && layer.attr_int("group", 1) == 1) ||
                 numerics::fc_as_conv(layer, p.surfaces[s.inputs[0].index].desc.network_shape, w.shape,
                                      has_bias ? &p.constants[s.inputs[2].index].shape : nullptr));
         }

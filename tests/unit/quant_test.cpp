@@ -760,6 +760,116 @@ TEST(Int8Emulation, ElementWisePostProcessingFusesLikeAfterAConv) {
   }
 }
 
+// An INT8 ConvTranspose is the DLA's deconvolution: exact integer sums of the input's and the weight's
+// levels (per output channel along the weight's axis 1), the bias quantized to int32, requantized, like
+// its convolution. The Relu after it fuses into the pipeline, so its fp32 output is compared bit for bit
+// with that formula written as the ONNX definition's loops (float sums of fake-quantized values would
+// differ in the last bits). Cases: disjoint taps (the detectors' 2x2 stride-2 upsampling), overlapping
+// taps with pads, output_padding and dilation, and 300 input channels of large levels that pass fp32's
+// exact 2^24 (the chunked sums). A grouped ConvTranspose keeps the float path.
+TEST(Int8Emulation, ConvTransposeSumsIntegersLikeTheDlaDeconvolution) {
+  struct Case {
+    int64_t C, M, K, H, stride, pad, out_pad, dilation;
+    bool bias;
+    Rounding r;
+    int64_t groups = 1;
+  };
+  const Case cases[] = {{5, 3, 2, 7, 2, 0, 0, 1, true, Rounding::kHalfAwayFromZero},
+                        {7, 4, 3, 5, 2, 1, 1, 1, false, Rounding::kHalfToEven},
+                        {6, 5, 3, 6, 3, 2, 0, 2, true, Rounding::kHalfAwayFromZero},
+                        {300, 2, 3, 4, 2, 1, 0, 1, true, Rounding::kHalfAwayFromZero},
+                        {4, 4, 2, 5, 2, 0, 0, 1, true, Rounding::kHalfAwayFromZero, 2}};
+  uint32_t seed = 60;
+  for (const Case& c : cases) {
+    const std::string what = "C=" + std::to_string(c.C) + " K=" + std::to_string(c.K) +
+                             " stride=" + std::to_string(c.stride) + " groups=" + std::to_string(c.groups);
+    const int64_t Mg = c.M / c.groups, span = (c.K - 1) * c.dilation + 1;
+    const int64_t OH = (c.H - 1) * c.stride + c.out_pad + span - 2 * c.pad;
+    const Tensor w = random_tensor({c.C, Mg, c.K, c.K}, seed++);
+    const Tensor b = random_tensor({c.M}, seed++);
+    const Tensor x = random_tensor({1, c.C, c.H, c.H}, seed++, -2.f, 2.f);
+    Graph g;
+    const int xi = g.add_value("x", {DType::kF32, {1, c.C, c.H, c.H}});
+    std::vector<int> ins{xi, g.add_constant("w", w)};
+    if (c.bias) ins.push_back(g.add_constant("b", b));
+    const TensorType yt{DType::kF32, {1, c.M, OH, OH}};
+    const int y = append_node(g, OpKind::ConvTranspose, "deconv", ins, yt);
+    Node& deconv = g.nodes.back();
+    deconv.attrs["strides"] = std::vector<int64_t>{c.stride, c.stride};
+    deconv.attrs["pads"] = std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad};
+    deconv.attrs["output_padding"] = std::vector<int64_t>{c.out_pad, c.out_pad};
+    deconv.attrs["dilations"] = std::vector<int64_t>{c.dilation, c.dilation};
+    if (c.groups > 1) deconv.attrs["group"] = c.groups;
+    g.outputs = {append_node(g, OpKind::Relu, "relu", {y}, yt)};
+    g.inputs = {xi};
+    g.relink();
+    const float amax_in = 1.5f, s_in = amax_in / 127;
+    ScaleTable t;
+    for (const char* n : {"x", "deconv_out", "relu_out"}) t.set_amax(n, n[0] == 'x' ? amax_in : 30.f);
+    NumericsPlan plan = plan_uniform(g, Mode::kINT8, &t);
+    for (auto& n : plan.nodes) n.rounding = c.r;
+    const numerics::StepRules rules = step_rules(g, plan, 0);
+    ASSERT_EQ(rules.exact_int8_conv, c.groups == 1) << what;
+    if (c.groups > 1) continue;
+    ASSERT_EQ(rules.outputs.at(0).store, numerics::Store::kFused) << what;
+    EmulatedEngine e(g, plan);
+    std::vector<float> got;
+    e.engine().set_observer([&](const Node& n, const std::vector<Tensor>& outs) {
+      if (n.name == "deconv") got = outs[0].to_f32();
+    });
+    e.run({{"x", x}});
+    ASSERT_EQ(got.size(), size_t(c.M * OH * OH)) << what;
+    const std::vector<float> sw = per_channel_scales(w, 1);
+    int mismatches = 0;
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OH; ++ow) {
+          int64_t acc = 0;  // y[oh] takes x[ih] * w[kh] where ih * stride - pad + kh * dilation = oh
+          for (int64_t ch = 0; ch < c.C; ++ch)
+            for (int64_t kh = 0; kh < c.K; ++kh)
+              for (int64_t kw = 0; kw < c.K; ++kw) {
+                const int64_t th = oh + c.pad - kh * c.dilation, tw = ow + c.pad - kw * c.dilation;
+                if (th < 0 || tw < 0 || th % c.stride || tw % c.stride) continue;
+                const int64_t ih = th / c.stride, iw = tw / c.stride;
+                if (ih >= c.H || iw >= c.H) continue;
+                acc += int64_t(quantize(x.data<float>()[(ch * c.H + ih) * c.H + iw], s_in, c.r)) *
+                       quantize(w.data<float>()[((ch * c.M + m) * c.K + kh) * c.K + kw], sw[size_t(m)], c.r);
+              }
+          const float mult = s_in * sw[size_t(m)];
+          const double bq = c.bias ? round_with(b.data<float>()[m] / mult, c.r) : 0.0;
+          mismatches += got[size_t((m * OH + oh) * OH + ow)] != float(double(acc) + bq) * mult;
+        }
+    EXPECT_EQ(mismatches, 0) << what;
+  }
+}
+
+// The chunks of a ConvTranspose's input channels (the rows of its [C, M, k, k] weight) keep every partial
+// sum below 2^24, as a convolution's do.
+TEST(Int8Emulation, ConvTransposeChunksItsInputChannels) {
+  const int64_t C = 240, M = 4, K = 3;
+  Tensor w_levels(DType::kF32, {C, M, K, K});
+  for (int64_t i = 0; i < w_levels.numel(); ++i) w_levels.data<float>()[i] = i % 2 ? 127.f : -127.f;
+  Node deconv;
+  deconv.op = OpKind::ConvTranspose;
+  deconv.name = "deconv";
+  deconv.opset = 13;
+  const numerics::Int8Conv c = numerics::prepare_int8_conv(
+      deconv, w_levels, std::vector<float>(size_t(M), 0.01f), {}, 0.01f, Rounding::kHalfAwayFromZero);
+  ASSERT_GT(c.chunks.size(), 1u);
+  ASSERT_EQ(c.w_q.size(), c.chunks.size());
+  for (size_t k = 0; k < c.chunks.size(); ++k) {
+    const auto [c0, c1] = c.chunks[k];
+    EXPECT_LE(double(c1 - c0) * K * K * 127 * 128, double(1 << 24));
+    EXPECT_EQ(c.w_q[k].shape(), (Shape{c1 - c0, M, K, K}));
+    EXPECT_EQ(c.w_q[k].data<float>()[0], w_levels.data<float>()[c0 * M * K * K]);
+  }
+  EXPECT_EQ(c.chunks.back().second, C);
+  deconv.attrs["group"] = int64_t(2);
+  EXPECT_THROW(numerics::prepare_int8_conv(deconv, w_levels, std::vector<float>(size_t(M), 0.01f), {}, 0.01f,
+                                           Rounding::kHalfAwayFromZero),
+               Error);
+}
+
 #include "quant/qdq.h"
 
 namespace {
