@@ -302,7 +302,10 @@ numerics::StepRules step_rules(const Graph& g, const NumericsPlan& plan, size_t 
   auto fused = [&](int v) { return fused_vector && plan.fused[size_t(v)]; };
   for (int v : n.inputs) {
     numerics::InputRule in;
-    if (v >= 0 && is_float_activation(g, v) && !fused(v)) {
+    if (v >= 0 && is_float_activation(g, v) && fused(v)) {
+      // A layer computed in FP16 reads its pipeline's fp32 value as fp16 too, as it reads a dequantized one.
+      in.round_fp16 = nn.mode == Mode::kINT8 && nn.compute_fp16;
+    } else if (v >= 0 && is_float_activation(g, v)) {
       if (nn.mode == Mode::kFP16) {
         in.round_fp16 = true;
       } else if (nn.mode == Mode::kINT8) {

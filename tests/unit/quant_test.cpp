@@ -870,6 +870,43 @@ TEST(Int8Emulation, ConvTransposeChunksItsInputChannels) {
                Error);
 }
 
+// An INT8 Sigmoid is computed in FP16 on the DLA: it reads its input as fp16 whether that input was stored
+// as int8 levels or arrives as the fp32 value of the pipeline it is fused into (after a convolution here),
+// and rounds its result to fp16 before the store.
+TEST(Int8Emulation, Fp16ComputedLayerReadsItsFusedInputAsFp16) {
+  Tensor w = random_tensor({4, 3, 3, 3}, 71, -2.f, 2.f), b = random_tensor({4}, 72);
+  Graph g = conv_graph(w, b, 6, 6, 1, false);
+  const int y = g.outputs[0];
+  const int s = append_node(g, OpKind::Sigmoid, "sig", {y}, g.value(y).type);
+  const int z = append_node(g, OpKind::Identity, "id", {s}, g.value(y).type);
+  g.outputs = {z};
+  g.relink();
+  ScaleTable t;
+  for (const char* n : {"x", "y", "sig_out", "id_out"}) t.set_amax(n, 2.f);
+  const NumericsPlan plan = plan_uniform(g, Mode::kINT8, &t);
+  ASSERT_TRUE(plan.fused[size_t(y)]);
+  const numerics::StepRules rules = step_rules(g, plan, 1);
+  ASSERT_TRUE(rules.compute_fp16);
+  EXPECT_TRUE(rules.inputs.at(0).round_fp16);
+  EXPECT_EQ(rules.inputs.at(0).quantize_scale, 0.f);
+  std::map<std::string, std::vector<float>> seen;
+  EmulatedEngine e(g, plan);
+  e.engine().set_observer(
+      [&](const Node& n, const std::vector<Tensor>& outs) { seen[n.name] = outs[0].to_f32(); });
+  e.run({{"x", random_tensor({1, 3, 6, 6}, 73, -2.f, 2.f)}});
+  const std::vector<float>& conv = seen["conv"];
+  auto half = [](float v) { return half_to_float(float_to_half(v)); };
+  int off_half_grid = 0, mismatches = 0;
+  for (size_t i = 0; i < conv.size(); ++i) {
+    off_half_grid += half(conv[i]) != conv[i];
+    const float sig = half(1.0f / (1.0f + std::exp(-half(conv[i]))));
+    mismatches +=
+        seen["sig"][i] != float(quantize(sig, 2.f / 127, Rounding::kHalfAwayFromZero)) * (2.f / 127);
+  }
+  EXPECT_GT(off_half_grid, 0);  // the pipeline's value is fp32: the rounding is the layer's
+  EXPECT_EQ(mismatches, 0);
+}
+
 #include "quant/qdq.h"
 
 namespace {
