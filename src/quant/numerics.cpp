@@ -279,11 +279,11 @@ bool exact_int8_conv(const Graph& g, const NumericsPlan& plan, size_t i) {
   const Node& n = g.nodes[i];
   if (plan.nodes[i].mode != Mode::kINT8 || weight_axis(g, n) < 0) return false;
   if (n.op == OpKind::Conv) return true;
+  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] >= 0;
+  if (has_bias && !g.value(n.inputs[2]).constant) return false;
   // The DLA's deconvolution sums integers as its convolution does; per-channel weight scales along axis 1
   // name each output channel only without groups.
   if (n.op == OpKind::ConvTranspose) return n.attr_int("group", 1) == 1;
-  const bool has_bias = n.inputs.size() > 2 && n.inputs[2] >= 0;
-  if (has_bias && !g.value(n.inputs[2]).constant) return false;
   return numerics::fc_as_conv(n, g.value(n.inputs[0]).type.shape, g.value(n.inputs[1]).type.shape,
                               has_bias ? &g.value(n.inputs[2]).type.shape : nullptr);
 }
