@@ -188,6 +188,53 @@ __global__ void conv_int8_kernel(ConvGeom g, const int8_t* x, const int8_t* w, c
   }
 }
 
+// A ConvTranspose's output (n, m, oh, ow): the sum over input channels c of its group and taps (kh, kw)
+// of x[c, ih, iw] * w[c, m, kh, kw] where ih * SH - PT + kh * DH = oh (and so for the columns); weights
+// [C][M/G][KH][KW] as ONNX stores them.
+template <typename In, typename Acc>
+__device__ inline Acc conv_transpose_sum(const ConvGeom& g, const In* x, const In* w, int64_t n, int64_t m,
+                                         int64_t oh, int64_t ow) {
+  const int64_t Cg = g.C / g.G, Mg = g.M / g.G, grp = m / Mg, mg = m % Mg;
+  Acc acc = 0;
+  for (int64_t c = 0; c < Cg; ++c) {
+    const int64_t ch = grp * Cg + c;
+    const In* xc = x + (n * g.C + ch) * g.H * g.W;
+    const In* wc = w + (ch * Mg + mg) * g.KH * g.KW;
+    for (int64_t kh = 0; kh < g.KH; ++kh) {
+      const int64_t th = oh + g.PT - kh * g.DH;
+      if (th < 0 || th % g.SH || th / g.SH >= g.H) continue;
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const int64_t tw = ow + g.PL - kw * g.DW;
+        if (tw < 0 || tw % g.SW || tw / g.SW >= g.W) continue;
+        acc += Acc(xc[th / g.SH * g.W + tw / g.SW]) * Acc(wc[kh * g.KW + kw]);
+      }
+    }
+  }
+  return acc;
+}
+
+__global__ void conv_transpose_f32_kernel(ConvGeom g, const float* x, const float* w, const float* bias,
+                                          float* y, int64_t total) {
+  GRID_STRIDE(i, total) {
+    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M,
+                  n = i / (g.OW * g.OH * g.M);
+    float acc = conv_transpose_sum<float, float>(g, x, w, n, m, oh, ow);
+    if (bias) acc += bias[m];
+    y[i] = acc;
+  }
+}
+
+__global__ void conv_transpose_int8_kernel(ConvGeom g, const int8_t* x, const int8_t* w, const float* mult,
+                                           const double* bq, const float* bias, ActParams act, float* y,
+                                           int64_t total) {
+  GRID_STRIDE(i, total) {
+    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M,
+                  n = i / (g.OW * g.OH * g.M);
+    y[i] = int8_conv_output(conv_transpose_sum<int8_t, long long>(g, x, w, n, m, oh, ow), m, mult, bq, bias,
+                            act);
+  }
+}
+
 // The reference pool's loops for 2-D with the depth axis of size 1 (see src/kernels/ref/pool.cpp).
 __global__ void pool2d_kernel(PoolGeom g, const float* x, float* y, int64_t total) {
   GRID_STRIDE(i, total) {
@@ -240,9 +287,9 @@ __global__ void global_pool_kernel(const float* x, float* y, int64_t planes, int
   }
 }
 
-__global__ void transpose_kernel(TransposeShape t, const float* x, float* y, int64_t n) {
+__global__ void strided_copy_kernel(StridedCopy t, const float* x, float* y, int64_t n) {
   GRID_STRIDE(i, n) {
-    int64_t r = i, off = 0;
+    int64_t r = i, off = t.base;
     for (int d = t.rank - 1; d >= 0; --d) {
       off += (r % t.out[d]) * t.in_stride[d];
       r /= t.out[d];
@@ -317,6 +364,18 @@ void conv_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const floa
   if (total)
     conv_int8_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, xq, wq, mult, bq, bias, act, y, total);
 }
+void conv_transpose_f32(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
+                        cudaStream_t s) {
+  const int64_t total = g.N * g.M * g.OH * g.OW;
+  if (total) conv_transpose_f32_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, x, w, bias, y, total);
+}
+void conv_transpose_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const float* mult,
+                         const double* bq, const float* bias, ActParams act, float* y, cudaStream_t s) {
+  const int64_t total = g.N * g.M * g.OH * g.OW;
+  if (total)
+    conv_transpose_int8_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, xq, wq, mult, bq, bias, act, y,
+                                                                      total);
+}
 void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s) {
   const int64_t total = g.NC * g.OH * g.OW;
   if (total) pool2d_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, x, y, total);
@@ -328,10 +387,10 @@ void resize2d(const ResizeGeom& g, const float* x, float* y, cudaStream_t s) {
 void global_pool(const float* x, float* y, int64_t planes, int64_t vol, bool is_max, cudaStream_t s) {
   if (planes) global_pool_kernel<<<blocks_for(planes), kThreads, 0, s>>>(x, y, planes, vol, is_max);
 }
-void transpose(const TransposeShape& t, const float* x, float* y, cudaStream_t s) {
+void strided_copy(const StridedCopy& t, const float* x, float* y, cudaStream_t s) {
   int64_t n = 1;
   for (int d = 0; d < t.rank; ++d) n *= t.out[d];
-  if (n) transpose_kernel<<<blocks_for(n), kThreads, 0, s>>>(t, x, y, n);
+  if (n) strided_copy_kernel<<<blocks_for(n), kThreads, 0, s>>>(t, x, y, n);
 }
 void gemm(const GemmGeom& g, const float* a, const float* b, const float* c, float* y, cudaStream_t s) {
   if (g.M * g.N > 0) gemm_kernel<<<blocks_for(g.M * g.N), kThreads, 0, s>>>(g, a, b, c, y);

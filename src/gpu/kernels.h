@@ -100,6 +100,15 @@ void conv_f32(const ConvGeom& g, const float* x, const float* w, const float* bi
 void conv_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const float* mult, const double* bq,
                const float* bias, ActParams act, float* y, cudaStream_t s);
 
+// ConvTranspose over ConvGeom read as the ConvTranspose's own geometry (H, W: its input; OH, OW: its output;
+// PT, PL: the pads cropped from the full result), weights [C][M/G][KH][KW]: float sums plus bias (FP32/FP16
+// layers; the sum order differs from the CPU's), or INT8 exact like conv_int8 (sums of levels in int64,
+// requantized, activated).
+void conv_transpose_f32(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
+                        cudaStream_t s);
+void conv_transpose_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const float* mult,
+                         const double* bq, const float* bias, ActParams act, float* y, cudaStream_t s);
+
 // The same INT8 convolution as an implicit GEMM on tensor cores (WMMA int8 x int8 -> int32), bit for bit
 // conv_int8's result: int32 sums are exact while K = C/G*KH*KW stays within conv_int8_mma_fits. A group's
 // rows are its N*OH*OW output pixels, its columns its M/G filters, its K padded to kMmaK.
@@ -145,12 +154,14 @@ struct ResizeGeom {
 };
 void resize2d(const ResizeGeom& g, const float* x, float* y, cudaStream_t s);
 
-// y = permute(x): out index -> in offset via in_stride[perm[d]] (exact).
-struct TransposeShape {
+// y[i] = x[base + sum over d of index_d(i) * in_stride[d]] for y of shape `out` (exact): a Transpose (the
+// strides of the permuted axes) or a Slice (first element at base, strides times steps, negative ones too).
+struct StridedCopy {
   int rank = 0;
   int64_t out[kMaxRank] = {}, in_stride[kMaxRank] = {};
+  int64_t base = 0;
 };
-void transpose(const TransposeShape& t, const float* x, float* y, cudaStream_t s);
+void strided_copy(const StridedCopy& t, const float* x, float* y, cudaStream_t s);
 
 // Y[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * C (C broadcast through c_stride_m / c_stride_n; may be
 // null). Float sums: not exact.

@@ -14,6 +14,7 @@
 #include "kernels/ref/common.h"
 #include "kernels/ref/conv_geom.h"
 #include "kernels/ref/resize_plan.h"
+#include "kernels/ref/slice_plan.h"
 
 namespace dlakit::gpu {
 
@@ -364,9 +365,14 @@ bool half_conv_implicit(const Node& node, const Shape& xs, const Tensor& w, cons
 bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& launches, std::string& why) {
   const Node& node = *c.node;
   const bool int8 = c.int8;
-  const bool resize = node.op == OpKind::Resize || node.op == OpKind::Upsample;  // int64 sizes are read here
+  k::Unary u;
+  k::Binary b;
+  // Integer constants that only place or shape the data (Resize's sizes, Slice's bounds, Reshape's shape,
+  // Squeeze's axes): read here or already in the output shape.
+  const bool resize = node.op == OpKind::Resize || node.op == OpKind::Upsample;
+  const bool places = resize || node.op == OpKind::Slice || (unary_code(node.op, u) && u == k::Unary::kCopy);
   for (const LayerOperand& o : c.in)
-    if (o.constant && o.constant->dtype() != DType::kF32 && node.op != OpKind::Clip && !resize)
+    if (o.constant && o.constant->dtype() != DType::kF32 && node.op != OpKind::Clip && !places)
       return why = "a non-float32 constant input", false;
   if (!c.out && !c.out_atoms) return why = "no single float32 output", false;
   float* y = c.out;
@@ -381,8 +387,6 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
   auto input = [&](size_t k) { return c.in.at(k).dev; };
   auto present = [&](size_t k) { return k < c.in.size() && (c.in[k].dev || c.in[k].constant); };
 
-  k::Unary u;
-  k::Binary b;
   if (unary_code(node.op, u)) {
     if (!exact(u) && c.in0_half) {
       // A function of fp16 values is a table of 65536: the reference kernel computes it once, so the GPU
@@ -461,6 +465,41 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
       const float* w = input(1);
       const float* bias = has_bias ? input(2) : nullptr;
       launches.push_back([=](cudaStream_t s) { k::conv_f32(cg, x, w, bias, act, y, s); });
+    }
+  } else if (node.op == OpKind::ConvTranspose) {
+    const Shape& xs = c.in.at(0).shape;
+    if (xs.size() != 4 || c.in.size() < 2 || !c.in[1].constant)
+      return give_up("not a 2-D ConvTranspose with constant weights");
+    const bool has_bias = present(2);
+    if (has_bias && !c.in[2].constant) return give_up("a bias computed at run time");
+    if (int8 && !c.conv) return give_up("INT8 with groups: float sums in a different order than the CPU's");
+    const ref::ConvTransposeGeom t = ref::conv_transpose_geom(node, xs, c.in[1].shape);
+    k::ConvGeom cg;
+    cg.N = xs[0], cg.C = xs[1], cg.H = xs[2], cg.W = xs[3], cg.M = t.M, cg.G = t.G;
+    cg.OH = t.g.out[1], cg.OW = t.g.out[2], cg.KH = t.g.k[1], cg.KW = t.g.k[2];
+    cg.SH = t.g.s[1], cg.SW = t.g.s[2], cg.DH = t.g.d[1], cg.DW = t.g.d[2], cg.PT = t.g.pb[1],
+    cg.PL = t.g.pb[2];
+    if (!(ys == Shape{cg.N, cg.M, cg.OH, cg.OW})) return give_up("its geometry gives another output shape");
+    if (int8) {  // exact integer sums: the CPU's result in any order
+      const numerics::Int8Conv& cv = *c.conv;
+      const std::vector<int8_t> wq = weight_levels(cv);
+      const auto* wd = static_cast<const int8_t*>(arena.upload(wq.data(), wq.size()));
+      const DeviceRequant rq = upload_requant(cv, arena);
+      const k::ActParams act = fused_act(node);
+      const float* x = input(0);
+      const float s_in = c.s_in;
+      const int r = c.rounding;
+      const int64_t xn = numel(xs);
+      auto* xq = static_cast<int8_t*>(arena.alloc(size_t(xn)));
+      launches.push_back([=](cudaStream_t s) {
+        k::quantize_i8(x, xq, xn, s_in, r, s);
+        k::conv_transpose_int8(cg, xq, wd, rq.mult, rq.bias_q, rq.bias, act, y, s);
+      });
+    } else {
+      const float* x = input(0);
+      const float* w = input(1);
+      const float* bias = has_bias ? input(2) : nullptr;
+      launches.push_back([=](cudaStream_t s) { k::conv_transpose_f32(cg, x, w, bias, y, s); });
     }
   } else if (node.op == OpKind::MaxPool || node.op == OpKind::AveragePool) {
     const Shape& xs = c.in.at(0).shape;
@@ -548,14 +587,30 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     std::vector<int64_t> perm = node.attr_ints("perm", {});
     if (perm.empty())
       for (int64_t d = int64_t(xs.size()) - 1; d >= 0; --d) perm.push_back(d);
-    std::vector<int64_t> stride(xs.size(), 1);
-    for (int64_t d = int64_t(xs.size()) - 2; d >= 0; --d)
-      stride[size_t(d)] = stride[size_t(d + 1)] * xs[size_t(d + 1)];
-    k::TransposeShape t;
+    const std::vector<int64_t> stride = ref::row_strides(xs);
+    k::StridedCopy t;
     t.rank = int(ys.size());
     for (size_t d = 0; d < ys.size(); ++d) t.out[d] = ys[d], t.in_stride[d] = stride[size_t(perm[d])];
     const float* x = input(0);
-    launches.push_back([=](cudaStream_t s) { k::transpose(t, x, y, s); });
+    launches.push_back([=](cudaStream_t s) { k::strided_copy(t, x, y, s); });
+  } else if (node.op == OpKind::Slice) {
+    const Shape& xs = c.in.at(0).shape;
+    if (xs.size() > size_t(k::kMaxRank)) return give_up("rank above 6");
+    for (size_t k = 1; k < c.in.size(); ++k)
+      if (present(k) && !c.in[k].constant) return give_up("Slice bounds computed at run time");
+    auto constant_at = [&](size_t k) { return k < c.in.size() ? c.in[k].constant : nullptr; };
+    const ref::SliceSpec sp =
+        ref::slice_of(node, xs, constant_at(1), constant_at(2), constant_at(3), constant_at(4));
+    if (!(sp.count == ys)) return give_up("its bounds give another output shape than its output's");
+    const std::vector<int64_t> stride = ref::row_strides(xs);
+    k::StridedCopy t;
+    t.rank = int(ys.size());
+    for (size_t d = 0; d < ys.size(); ++d) {
+      t.out[d] = ys[d], t.in_stride[d] = stride[d] * sp.step[d];
+      t.base += sp.start[d] * stride[d];
+    }
+    const float* x = input(0);
+    launches.push_back([=](cudaStream_t s) { k::strided_copy(t, x, y, s); });
   } else if ((node.op == OpKind::Gemm || node.op == OpKind::MatMul) && int8) {
     // exact integer sums, as a 1x1 convolution over [N, K, 1, 1] (numerics::fc_as_conv)
     if (!c.conv) return give_up("INT8: float sums in a different order than the CPU's");

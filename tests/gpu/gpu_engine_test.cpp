@@ -351,6 +351,125 @@ TEST(GpuBackend, BatchNormalizationIsBitExactOnTheGpu) {
   expect_one_node_bit_exact(g, n, x, shape, true, "BatchNormalization", rng);
 }
 
+// Slice and Reshape read integer constants (bounds, a shape) that only place the data: both run on the GPU
+// as copies, bit for bit the CPU's in FP32, FP16 and INT8 (mlsd_tiny's DLA segment slices, blazeface's
+// reshapes). Slices: positive and negative steps, negative and clamped bounds, a subset of the axes, and
+// opset 9's attributes.
+TEST(GpuBackend, SliceAndReshapeRunOnTheGpu) {
+  REQUIRE_GPU();
+  struct Case {
+    Shape in;
+    std::vector<int64_t> starts, ends, axes, steps;  // Slice; empty starts: a Reshape to `ends`
+    int64_t opset = 13;
+  };
+  const Case cases[] = {{{1, 6, 7, 9}, {0, 1}, {3, 8}, {1, 3}, {1, 2}},
+                        {{2, 5, 6, 7}, {-1, 5}, {-100, 0}, {3, 2}, {-2, -1}},
+                        {{1, 4, 5, 11}, {2, -3}, {1000, -1}, {}, {}},
+                        {{1, 3, 8, 8}, {1, 2}, {3, 7}, {1, 2}, {}, 9},
+                        {{2, 6, 5, 3}, {}, {2, 3, 2, 15}, {}, {}}};
+  std::mt19937 rng(41);
+  for (const Case& c : cases) {
+    Graph g;
+    const int x = g.add_value("x", {DType::kF32, c.in});
+    auto ints = [&](const char* name, const std::vector<int64_t>& v) {
+      Tensor t(DType::kI64, {int64_t(v.size())});
+      std::memcpy(t.raw(), v.data(), t.nbytes());
+      return g.add_constant(name, t);
+    };
+    Node n;
+    n.name = "n";
+    n.opset = c.opset;
+    n.inputs = {x};
+    std::string what;
+    if (c.starts.empty()) {
+      n.op = OpKind::Reshape;
+      n.inputs.push_back(ints("shape", c.ends));
+      what = "Reshape to " + shape_str(c.ends);
+    } else if (c.opset < 10) {
+      n.op = OpKind::Slice;
+      n.attrs["starts"] = c.starts, n.attrs["ends"] = c.ends, n.attrs["axes"] = c.axes;
+      what = "Slice opset 9";
+    } else {
+      n.op = OpKind::Slice;
+      n.inputs.push_back(ints("starts", c.starts));
+      n.inputs.push_back(ints("ends", c.ends));
+      if (!c.axes.empty()) n.inputs.push_back(ints("axes", c.axes));
+      if (!c.steps.empty()) n.inputs.push_back(ints("steps", c.steps));
+      what = "Slice of " + shape_str(c.in) + " steps " + shape_str(c.steps);
+    }
+    n.outputs = {g.add_value("y", op_impl(n.op).infer(InferContext(g, n))[0])};
+    expect_one_node_bit_exact(g, n, x, c.in, true, what, rng);
+  }
+}
+
+// ConvTranspose runs on the GPU (PP-OCRv4 det's head upsamples twice with it, then a Sigmoid): INT8 with
+// exact integer sums, bit for bit the CPU's (numerics::Int8Conv, as the DLA's deconvolution), with the
+// Sigmoid it feeds (computed in FP16: a lookup of the reference's results); FP32 and FP16 as float sums in
+// another order than the CPU's, held to a cosine. Odd shapes: disjoint 2x2 stride-2 taps, overlapping 3x3
+// taps with pads, output_padding and dilation, a batch of 2, and 300 input channels whose levels pass fp32's
+// exact range (the CPU's chunked sums). A grouped ConvTranspose in INT8 stays a host step (float sums).
+TEST(GpuBackend, ConvTransposeAndTheSigmoidAfterItRunOnTheGpu) {
+  REQUIRE_GPU();
+  struct Case {
+    int64_t N, C, M, K, H, W, stride, pad, out_pad, dilation, groups;
+  };
+  const Case cases[] = {{1, 24, 24, 2, 9, 11, 2, 0, 0, 1, 1},
+                        {2, 7, 5, 3, 6, 5, 2, 1, 1, 1, 1},
+                        {1, 6, 3, 3, 5, 7, 3, 2, 0, 2, 1},
+                        {1, 300, 3, 3, 4, 5, 2, 1, 0, 1, 1},
+                        {1, 8, 6, 2, 5, 5, 2, 0, 0, 1, 2}};
+  std::mt19937 rng(37);
+  for (const Case& c : cases) {
+    const std::string what = "C=" + std::to_string(c.C) + " K=" + std::to_string(c.K) +
+                             " stride=" + std::to_string(c.stride) + " groups=" + std::to_string(c.groups);
+    Graph g;
+    const Shape xs = {c.N, c.C, c.H, c.W};
+    const int x = g.add_value("x", {DType::kF32, xs});
+    Node deconv;
+    deconv.op = OpKind::ConvTranspose;
+    deconv.name = "deconv";
+    deconv.opset = 13;
+    deconv.attrs["strides"] = std::vector<int64_t>{c.stride, c.stride};
+    deconv.attrs["pads"] = std::vector<int64_t>{c.pad, c.pad, c.pad, c.pad};
+    deconv.attrs["output_padding"] = std::vector<int64_t>{c.out_pad, c.out_pad};
+    deconv.attrs["dilations"] = std::vector<int64_t>{c.dilation, c.dilation};
+    deconv.attrs["group"] = c.groups;
+    deconv.inputs = {x, g.add_constant("w", uniform({c.C, c.M / c.groups, c.K, c.K}, rng)),
+                     g.add_constant("b", uniform({c.M}, rng))};
+    const TensorType yt = op_impl(OpKind::ConvTranspose).infer(InferContext(g, deconv))[0];
+    deconv.outputs = {g.add_value("d", yt)};
+    Node sigmoid;
+    sigmoid.op = OpKind::Sigmoid;
+    sigmoid.name = "sigmoid";
+    sigmoid.opset = 13;
+    sigmoid.inputs = deconv.outputs;
+    sigmoid.outputs = {g.add_value("y", yt)};
+    g.nodes = {deconv, sigmoid};
+    g.inputs = {x};
+    g.outputs = sigmoid.outputs;
+    g.relink();
+    const quant::ScaleTable scales = random_calibration(g, 5);
+    for (quant::Mode mode : {quant::Mode::kFP32, quant::Mode::kFP16, quant::Mode::kINT8}) {
+      const quant::NumericsPlan plan = quant::plan_uniform(g, mode, &scales);
+      gpu::GpuEngine gpu_engine(g, plan);
+      quant::EmulatedEngine cpu_engine(g, plan);
+      const std::string where = what + " " + quant::mode_name(mode);
+      const bool exact = mode == quant::Mode::kINT8;
+      const bool host = exact && c.groups > 1;
+      EXPECT_EQ(gpu_engine.nodes().at(0).on_gpu, !host) << where << ": " << gpu_engine.nodes().at(0).why;
+      EXPECT_TRUE(gpu_engine.nodes().at(1).on_gpu) << where << ": " << gpu_engine.nodes().at(1).why;
+      const TensorMap in = {{"x", uniform(xs, rng)}};
+      const Tensor want = cpu_engine.run(in).at("y"), got = gpu_engine.run(in).at("y");
+      ASSERT_EQ(got.numel(), want.numel()) << where;
+      if (exact) {
+        EXPECT_EQ(differing(got, want), 0) << where;
+      } else {
+        EXPECT_GE(cosine(got, want), 0.99999) << where;
+      }
+    }
+  }
+}
+
 TEST(GpuBackend, AQueuedRunWaitsForTheCallersStreamAndRunsInOrder) {
   REQUIRE_GPU();
   const Graph g = load("squeezenet1_1");

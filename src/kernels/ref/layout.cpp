@@ -7,6 +7,7 @@
 
 #include "base/checked.h"
 #include "kernels/ref/common.h"
+#include "kernels/ref/slice_plan.h"
 
 namespace dlakit::ref {
 namespace {
@@ -305,10 +306,6 @@ void run_split(const KernelContext& c) {
 }
 
 // ---- Slice
-struct SliceSpec {
-  std::vector<int64_t> start, step, count;  // per dim of the input
-};
-
 SliceSpec slice_spec(const Node& n, const Shape& in, std::vector<int64_t> starts, std::vector<int64_t> ends,
                      std::vector<int64_t> axes, std::vector<int64_t> steps) {
   const size_t r = in.size();
@@ -344,13 +341,18 @@ SliceSpec slice_spec(const Node& n, const Shape& in, std::vector<int64_t> starts
   return sp;
 }
 
+}  // namespace
+
 SliceSpec slice_of(const Node& n, const Shape& in, const Tensor* st, const Tensor* en, const Tensor* ax,
                    const Tensor* sp) {
   if (n.opset < 10)
     return slice_spec(n, in, n.attr_ints("starts"), n.attr_ints("ends"), n.attr_ints("axes"), {});
+  if (!st || !en) fail(Status::kInvalidArgument, n.label(), ": starts and ends are required");
   return slice_spec(n, in, st->to_i64(), en->to_i64(), ax ? ax->to_i64() : std::vector<int64_t>{},
                     sp ? sp->to_i64() : std::vector<int64_t>{});
 }
+
+namespace {
 
 std::vector<TensorType> infer_slice(const InferContext& c) {
   c.require_inputs(c.node().opset < 10 ? 1 : 3, c.node().opset < 10 ? 1 : 5);
