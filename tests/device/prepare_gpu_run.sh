@@ -15,7 +15,7 @@ cp "$ROOT/$BUILD/dlakit" "$ROOT/$BUILD/tests/dlakit_gpu_tests" "$ROOT/$BUILD/tes
 for m in mobilenet_v2 mobilenet_v3_small squeezenet1_1 ppocr_det ppocr_cls blazeface_128 mlsd_tiny_320; do
   cp "$ROOT/.cache/models/$m.onnx" "$D/.cache/models/"
 done
-cp "$ROOT/.cache/images/messi5.jpg" "$ROOT/.cache/images/fruits.jpg" "$D/.cache/images/"
+cp "$ROOT/.cache/images/messi5.jpg" "$ROOT/.cache/images/fruits.jpg" "$ROOT/.cache/images/scenetext01.jpg" "$D/.cache/images/"
 cp "$ROOT/tests/gpu/cuda_stream_test.sh" "$D/tests/gpu/"
 cp "$ROOT/tests/device/bench_configs.sh" "$ROOT/tests/device/run_bindings.py" "$D/"
 # cuda.bindings.cudla inputs: a MobileNetV2 loadable per precision and the C client's output for it.

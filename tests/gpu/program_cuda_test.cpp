@@ -14,6 +14,7 @@
 #include "fp16_cosine_bound.h"
 #include "gpu/gpu.h"
 #include "gpu/program_engine.h"
+#include "io/image.h"
 #include "loadable/plan.h"
 #include "onnx/importer.h"
 #include "passes/passes.h"
@@ -195,6 +196,42 @@ std::string label(const ::testing::TestParamInfo<std::tuple<ModelSpec, bool>>& i
 
 INSTANTIATE_TEST_SUITE_P(RealModels, CudaExecutor,
                          ::testing::Combine(::testing::ValuesIn(kModelsOnGpu), ::testing::Bool()), label);
+
+// PP-OCRv4 det in FP16 on a photograph (scenetext01.jpg at 320x320, ImageNet normalization as PaddleOCR's
+// det): the seeded inputs above give a probability map of almost nothing but tiny values, where a few fp16
+// ulps of the float sums' order weigh on the cosine; a real image gives the map the model is for. Issue
+// #14's target, 0.99999, is asserted here.
+TEST(CudaExecutor, Fp16DetOnAPhotographMeetsTheCosineTarget) {
+  REQUIRE_GPU();
+  const fs::path photo = fs::path(test_paths::source_dir()) / ".cache" / "images" / "scenetext01.jpg";
+  ASSERT_TRUE(fs::exists(photo)) << photo << " is missing: run make fetch";
+  const std::string plan = plan_of({"ppocr_det", "x:1x3x320x320"}, false);
+  const PlanContents c = read_plan(reinterpret_cast<const uint8_t*>(plan.data()), plan.size());
+  ASSERT_EQ(c.segments.size(), 1u) << "det in FP16 is one DLA graph";
+  const std::string& bytes = c.segments[0].payload;
+  rt::Module mod(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  ASSERT_EQ(mod.inputs().size(), 1u);
+  ASSERT_EQ(mod.outputs().size(), 1u);
+  Preprocess pre;
+  pre.width = pre.height = 320;
+  pre.mean = {0.485f, 0.456f, 0.406f};
+  pre.std = {0.229f, 0.224f, 0.225f};
+  std::vector<uint8_t> in(mod.inputs()[0].size), cpu(mod.outputs()[0].size), gpu(mod.outputs()[0].size);
+  rt::pack(image_to_tensor(load_image(photo.string()), pre), mod.inputs()[0], in.data());
+  mod.execute({in.data()}, {cpu.data()});
+  mod.gpu_engine().run({in.data()}, {gpu.data()});
+  const Tensor a = rt::unpack(cpu.data(), mod.outputs()[0]), b = rt::unpack(gpu.data(), mod.outputs()[0]);
+  int64_t text = 0, differ = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    text += a.data<float>()[i] > 0.3f;
+    differ += !(a.data<float>()[i] == b.data<float>()[i]);
+  }
+  const double cos = test_data::cosine(a, b);
+  std::printf("ppocr_det fp16 on %s: %lld of %lld map values above 0.3 (CPU), %lld differ, cosine %.9f\n",
+              photo.filename().c_str(), (long long)text, (long long)a.numel(), (long long)differ, cos);
+  EXPECT_GT(text, 0) << "the photograph shows no text to the CPU executor: not the map this test is for";
+  EXPECT_GE(cos, 0.99999);
+}
 
 // A MobileNetV2 INT8 DLA segment (the first) on the CUDA executor, with task buffers in device memory.
 struct DeviceTasks {
