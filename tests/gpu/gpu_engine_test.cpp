@@ -351,22 +351,26 @@ TEST(GpuBackend, BatchNormalizationIsBitExactOnTheGpu) {
   expect_one_node_bit_exact(g, n, x, shape, true, "BatchNormalization", rng);
 }
 
-// Slice and Reshape read integer constants (bounds, a shape) that only place the data: both run on the GPU
-// as copies, bit for bit the CPU's in FP32, FP16 and INT8 (mlsd_tiny's DLA segment slices, blazeface's
-// reshapes). Slices: positive and negative steps, negative and clamped bounds, a subset of the axes, and
-// opset 9's attributes.
+// Slice, Reshape and Unsqueeze read integer constants (bounds, a shape, axes) that only place the data: they
+// run on the GPU as copies, bit for bit the CPU's in FP32, FP16 and INT8 plans (mlsd_tiny's DLA segment
+// slices, blazeface's reshapes; Slice is an FP16 layer in INT8 plans, as on the DLA, so its INT8 pass runs
+// it in FP16). Slices: positive and negative steps, negative and clamped bounds, a subset of the axes, steps
+// without axes, and opset 9's attributes.
 TEST(GpuBackend, SliceAndReshapeRunOnTheGpu) {
   REQUIRE_GPU();
   struct Case {
+    OpKind op;
     Shape in;
-    std::vector<int64_t> starts, ends, axes, steps;  // Slice; empty starts: a Reshape to `ends`
+    std::vector<int64_t> starts, ends, axes, steps;  // Slice; Reshape: the shape in `ends`; Unsqueeze: `axes`
     int64_t opset = 13;
   };
-  const Case cases[] = {{{1, 6, 7, 9}, {0, 1}, {3, 8}, {1, 3}, {1, 2}},
-                        {{2, 5, 6, 7}, {-1, 5}, {-100, 0}, {3, 2}, {-2, -1}},
-                        {{1, 4, 5, 11}, {2, -3}, {1000, -1}, {}, {}},
-                        {{1, 3, 8, 8}, {1, 2}, {3, 7}, {1, 2}, {}, 9},
-                        {{2, 6, 5, 3}, {}, {2, 3, 2, 15}, {}, {}}};
+  const Case cases[] = {{OpKind::Slice, {1, 6, 7, 9}, {0, 1}, {3, 8}, {1, 3}, {1, 2}},
+                        {OpKind::Slice, {2, 5, 6, 7}, {-1, 5}, {-100, 0}, {3, 2}, {-2, -1}},
+                        {OpKind::Slice, {1, 4, 5, 11}, {2, -3}, {1000, -1}, {2, 3}, {}},
+                        {OpKind::Slice, {2, 3, 5, 4}, {0, 1, 0, 3}, {2, 3, 5, 0}, {}, {1, 1, 2, -1}},
+                        {OpKind::Slice, {1, 3, 8, 8}, {1, 2}, {3, 7}, {1, 2}, {}, 9},
+                        {OpKind::Reshape, {2, 6, 5, 3}, {}, {2, 3, 2, 15}, {}, {}},
+                        {OpKind::Unsqueeze, {2, 3, 5, 7}, {}, {}, {0, 3}, {}}};
   std::mt19937 rng(41);
   for (const Case& c : cases) {
     Graph g;
@@ -377,27 +381,27 @@ TEST(GpuBackend, SliceAndReshapeRunOnTheGpu) {
       return g.add_constant(name, t);
     };
     Node n;
+    n.op = c.op;
     n.name = "n";
     n.opset = c.opset;
     n.inputs = {x};
-    std::string what;
-    if (c.starts.empty()) {
-      n.op = OpKind::Reshape;
+    std::string what = std::string(op_name(c.op)) + " of " + shape_str(c.in);
+    if (c.op == OpKind::Reshape) {
       n.inputs.push_back(ints("shape", c.ends));
-      what = "Reshape to " + shape_str(c.ends);
+    } else if (c.op == OpKind::Unsqueeze) {
+      n.inputs.push_back(ints("axes", c.axes));
     } else if (c.opset < 10) {
-      n.op = OpKind::Slice;
       n.attrs["starts"] = c.starts, n.attrs["ends"] = c.ends, n.attrs["axes"] = c.axes;
-      what = "Slice opset 9";
+      what += " opset 9";
     } else {
-      n.op = OpKind::Slice;
       n.inputs.push_back(ints("starts", c.starts));
       n.inputs.push_back(ints("ends", c.ends));
-      if (!c.axes.empty()) n.inputs.push_back(ints("axes", c.axes));
+      if (!c.axes.empty() || !c.steps.empty()) n.inputs.push_back(c.axes.empty() ? -1 : ints("axes", c.axes));
       if (!c.steps.empty()) n.inputs.push_back(ints("steps", c.steps));
-      what = "Slice of " + shape_str(c.in) + " steps " + shape_str(c.steps);
+      what += " steps " + shape_str(c.steps);
     }
     n.outputs = {g.add_value("y", op_impl(n.op).infer(InferContext(g, n))[0])};
+    ASSERT_GT(numel(g.value(n.outputs[0]).type.shape), 0) << what << ": an empty output would test nothing";
     expect_one_node_bit_exact(g, n, x, c.in, true, what, rng);
   }
 }
