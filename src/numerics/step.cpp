@@ -14,6 +14,8 @@ namespace dlakit::numerics {
 
 int fc_weight_axis(const Node& n) { return n.op == OpKind::Gemm && n.attr_int("transB", 0) != 0 ? 0 : 1; }
 
+bool deconv_as_conv(const Node& n) { return n.op == OpKind::ConvTranspose && n.attr_int("group", 1) == 1; }
+
 bool fc_as_conv(const Node& n, const Shape& input, const Shape& weight, const Shape* bias) {
   if (n.op != OpKind::Gemm && n.op != OpKind::MatMul) return false;
   if (input.size() != 2 || weight.size() != 2) return false;
@@ -66,9 +68,9 @@ Int8Conv prepare_int8_conv(const Node& layer, const Tensor& layer_w_levels, cons
   if (w_levels.rank() < 2 || w_levels.numel() == 0)
     fail(Status::kInvalidArgument, layer.label(), ": INT8 weights of shape ", shape_str(w_levels.shape()),
          " hold no output channel, input channel or tap");
-  // A ConvTranspose's weight is [C, M, k...] (group 1): input channels first.
+  // A ConvTranspose's weight is [C, M, k...]: input channels first.
   const bool transposed = conv.op == OpKind::ConvTranspose;
-  if (transposed && conv.attr_int("group", 1) != 1)
+  if (transposed && !deconv_as_conv(conv))
     fail(Status::kUnsupported, layer.label(), ": exact INT8 ConvTranspose with groups");
   const int64_t M = w_levels.dim(transposed ? 1 : 0), Cg = w_levels.dim(transposed ? 0 : 1),
                 taps = w_levels.numel() / (M * Cg);

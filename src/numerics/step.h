@@ -73,6 +73,10 @@ struct Int8Conv {
 bool fc_as_conv(const Node& n, const Shape& input, const Shape& weight, const Shape* bias);
 // The output-channel axis of a fully connected layer's 2-D weight: 0 for Gemm with transB ([M, K]), else 1.
 int fc_weight_axis(const Node& n);
+// A ConvTranspose the DLA computes as a deconvolution on its convolution pipeline, so in INT8 with the same
+// exact integer sums: one without groups (its per-channel weight scales, along axis 1 of [C, M, k...], then
+// name one output channel each).
+bool deconv_as_conv(const Node& n);
 
 // `w_levels`: the weight's integer levels (KCRS, as float; a fully connected layer's as its 2-D weight);
 // `w_scale`: one per output channel; `s_in`: the input's scale.

@@ -545,7 +545,7 @@ void verify(const Program& p, const std::string& origin) {
           ok = w.axis == (conv     ? 0
                           : deconv ? 1
                                    : numerics::fc_weight_axis(layer)) &&
-               (conv || (deconv && layer.attr_int("group", 1) == 1) ||
+               (conv || numerics::deconv_as_conv(layer) ||
                 numerics::fc_as_conv(layer, p.surfaces[s.inputs[0].index].desc.network_shape, w.shape,
                                      has_bias ? &p.constants[s.inputs[2].index].shape : nullptr));
         }

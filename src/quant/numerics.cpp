@@ -281,9 +281,7 @@ bool exact_int8_conv(const Graph& g, const NumericsPlan& plan, size_t i) {
   if (n.op == OpKind::Conv) return true;
   const bool has_bias = n.inputs.size() > 2 && n.inputs[2] >= 0;
   if (has_bias && !g.value(n.inputs[2]).constant) return false;
-  // The DLA's deconvolution sums integers as its convolution does; per-channel weight scales along axis 1
-  // name each output channel only without groups.
-  if (n.op == OpKind::ConvTranspose) return n.attr_int("group", 1) == 1;
+  if (n.op == OpKind::ConvTranspose) return numerics::deconv_as_conv(n);
   return numerics::fc_as_conv(n, g.value(n.inputs[0]).type.shape, g.value(n.inputs[1]).type.shape,
                               has_bias ? &g.value(n.inputs[2]).type.shape : nullptr);
 }
