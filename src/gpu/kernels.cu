@@ -145,20 +145,27 @@ __global__ void quantize_i8_kernel(const float* x, int8_t* y, int64_t n, float s
   GRID_STRIDE(i, n) y[i] = scale > 0 ? int8_t(level(x[i], scale, rounding)) : int8_t(0);
 }
 
+// Output i of a convolution's [N][M][OH][OW] result: its image, channel, row and column.
+struct ConvOutput {
+  int64_t n, m, oh, ow;
+};
+__device__ inline ConvOutput conv_output(const ConvGeom& g, int64_t i) {
+  return {i / (g.OW * g.OH * g.M), (i / (g.OW * g.OH)) % g.M, (i / g.OW) % g.OH, i % g.OW};
+}
+
 // One thread per output element: a direct convolution (correctness first; see docs/runtime.md).
 template <typename In, typename Acc>
-__device__ inline Acc conv_sum(const ConvGeom& g, const In* x, const In* w, int64_t n, int64_t m, int64_t oh,
-                               int64_t ow) {
-  const int64_t Cg = g.C / g.G, Mg = g.M / g.G, grp = m / Mg;
+__device__ inline Acc conv_sum(const ConvGeom& g, const In* x, const In* w, const ConvOutput& o) {
+  const int64_t Cg = g.C / g.G, Mg = g.M / g.G, grp = o.m / Mg;
   Acc acc = 0;
   for (int64_t c = 0; c < Cg; ++c) {
-    const In* xc = x + ((n * g.C) + grp * Cg + c) * g.H * g.W;
-    const In* wc = w + (m * Cg + c) * g.KH * g.KW;
+    const In* xc = x + ((o.n * g.C) + grp * Cg + c) * g.H * g.W;
+    const In* wc = w + (o.m * Cg + c) * g.KH * g.KW;
     for (int64_t kh = 0; kh < g.KH; ++kh) {
-      const int64_t ih = oh * g.SH - g.PT + kh * g.DH;
+      const int64_t ih = o.oh * g.SH - g.PT + kh * g.DH;
       if (ih < 0 || ih >= g.H) continue;
       for (int64_t kw = 0; kw < g.KW; ++kw) {
-        const int64_t iw = ow * g.SW - g.PL + kw * g.DW;
+        const int64_t iw = o.ow * g.SW - g.PL + kw * g.DW;
         if (iw < 0 || iw >= g.W) continue;
         acc += Acc(xc[ih * g.W + iw]) * Acc(wc[kh * g.KW + kw]);
       }
@@ -167,44 +174,22 @@ __device__ inline Acc conv_sum(const ConvGeom& g, const In* x, const In* w, int6
   return acc;
 }
 
-__global__ void conv_f32_kernel(ConvGeom g, const float* x, const float* w, const float* bias, ActParams act,
-                                float* y, int64_t total) {
-  GRID_STRIDE(i, total) {
-    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M,
-                  n = i / (g.OW * g.OH * g.M);
-    float acc = conv_sum<float, float>(g, x, w, n, m, oh, ow);
-    if (bias) acc += bias[m];
-    y[i] = activate(act, acc);
-  }
-}
-
-__global__ void conv_int8_kernel(ConvGeom g, const int8_t* x, const int8_t* w, const float* mult,
-                                 const double* bq, const float* bias, ActParams act, float* y,
-                                 int64_t total) {
-  GRID_STRIDE(i, total) {
-    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M,
-                  n = i / (g.OW * g.OH * g.M);
-    y[i] = int8_conv_output(conv_sum<int8_t, long long>(g, x, w, n, m, oh, ow), m, mult, bq, bias, act);
-  }
-}
-
-// A ConvTranspose's output (n, m, oh, ow): the sum over input channels c of its group and taps (kh, kw)
-// of x[c, ih, iw] * w[c, m, kh, kw] where ih * SH - PT + kh * DH = oh (and so for the columns); weights
+// A ConvTranspose's output: the sum over input channels c of its group and taps (kh, kw) of
+// x[c, ih, iw] * w[c, m, kh, kw] where ih * SH - PT + kh * DH = oh (and so for the columns); weights
 // [C][M/G][KH][KW] as ONNX stores them.
 template <typename In, typename Acc>
-__device__ inline Acc conv_transpose_sum(const ConvGeom& g, const In* x, const In* w, int64_t n, int64_t m,
-                                         int64_t oh, int64_t ow) {
-  const int64_t Cg = g.C / g.G, Mg = g.M / g.G, grp = m / Mg, mg = m % Mg;
+__device__ inline Acc conv_transpose_sum(const ConvGeom& g, const In* x, const In* w, const ConvOutput& o) {
+  const int64_t Cg = g.C / g.G, Mg = g.M / g.G, grp = o.m / Mg, mg = o.m % Mg;
   Acc acc = 0;
   for (int64_t c = 0; c < Cg; ++c) {
     const int64_t ch = grp * Cg + c;
-    const In* xc = x + (n * g.C + ch) * g.H * g.W;
+    const In* xc = x + (o.n * g.C + ch) * g.H * g.W;
     const In* wc = w + (ch * Mg + mg) * g.KH * g.KW;
     for (int64_t kh = 0; kh < g.KH; ++kh) {
-      const int64_t th = oh + g.PT - kh * g.DH;
+      const int64_t th = o.oh + g.PT - kh * g.DH;
       if (th < 0 || th % g.SH || th / g.SH >= g.H) continue;
       for (int64_t kw = 0; kw < g.KW; ++kw) {
-        const int64_t tw = ow + g.PL - kw * g.DW;
+        const int64_t tw = o.ow + g.PL - kw * g.DW;
         if (tw < 0 || tw % g.SW || tw / g.SW >= g.W) continue;
         acc += Acc(xc[th / g.SH * g.W + tw / g.SW]) * Acc(wc[kh * g.KW + kw]);
       }
@@ -213,25 +198,32 @@ __device__ inline Acc conv_transpose_sum(const ConvGeom& g, const In* x, const I
   return acc;
 }
 
-__global__ void conv_transpose_f32_kernel(ConvGeom g, const float* x, const float* w, const float* bias,
-                                          float* y, int64_t total) {
+template <bool kTransposed, typename In, typename Acc>
+__device__ inline Acc window_sum(const ConvGeom& g, const In* x, const In* w, const ConvOutput& o) {
+  if constexpr (kTransposed)
+    return conv_transpose_sum<In, Acc>(g, x, w, o);
+  else
+    return conv_sum<In, Acc>(g, x, w, o);
+}
+
+template <bool kTransposed>
+__global__ void conv_f32_kernel(ConvGeom g, const float* x, const float* w, const float* bias, ActParams act,
+                                float* y, int64_t total) {
   GRID_STRIDE(i, total) {
-    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M,
-                  n = i / (g.OW * g.OH * g.M);
-    float acc = conv_transpose_sum<float, float>(g, x, w, n, m, oh, ow);
-    if (bias) acc += bias[m];
-    y[i] = acc;
+    const ConvOutput o = conv_output(g, i);
+    float acc = window_sum<kTransposed, float, float>(g, x, w, o);
+    if (bias) acc += bias[o.m];
+    y[i] = activate(act, acc);
   }
 }
 
-__global__ void conv_transpose_int8_kernel(ConvGeom g, const int8_t* x, const int8_t* w, const float* mult,
-                                           const double* bq, const float* bias, ActParams act, float* y,
-                                           int64_t total) {
+template <bool kTransposed>
+__global__ void conv_int8_kernel(ConvGeom g, const int8_t* x, const int8_t* w, const float* mult,
+                                 const double* bq, const float* bias, ActParams act, float* y,
+                                 int64_t total) {
   GRID_STRIDE(i, total) {
-    const int64_t ow = i % g.OW, oh = (i / g.OW) % g.OH, m = (i / (g.OW * g.OH)) % g.M,
-                  n = i / (g.OW * g.OH * g.M);
-    y[i] = int8_conv_output(conv_transpose_sum<int8_t, long long>(g, x, w, n, m, oh, ow), m, mult, bq, bias,
-                            act);
+    const ConvOutput o = conv_output(g, i);
+    y[i] = int8_conv_output(window_sum<kTransposed, int8_t, long long>(g, x, w, o), o.m, mult, bq, bias, act);
   }
 }
 
@@ -356,25 +348,25 @@ void quantize_i8(const float* x, int8_t* y, int64_t n, float scale, int rounding
 void conv_f32(const ConvGeom& g, const float* x, const float* w, const float* bias, ActParams act, float* y,
               cudaStream_t s) {
   const int64_t total = g.N * g.M * g.OH * g.OW;
-  if (total) conv_f32_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, x, w, bias, act, y, total);
+  if (total) conv_f32_kernel<false><<<blocks_for(total), kThreads, 0, s>>>(g, x, w, bias, act, y, total);
 }
 void conv_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const float* mult, const double* bq,
                const float* bias, ActParams act, float* y, cudaStream_t s) {
   const int64_t total = g.N * g.M * g.OH * g.OW;
   if (total)
-    conv_int8_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, xq, wq, mult, bq, bias, act, y, total);
+    conv_int8_kernel<false><<<blocks_for(total), kThreads, 0, s>>>(g, xq, wq, mult, bq, bias, act, y, total);
 }
 void conv_transpose_f32(const ConvGeom& g, const float* x, const float* w, const float* bias, float* y,
                         cudaStream_t s) {
   const int64_t total = g.N * g.M * g.OH * g.OW;
-  if (total) conv_transpose_f32_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, x, w, bias, y, total);
+  if (total)
+    conv_f32_kernel<true><<<blocks_for(total), kThreads, 0, s>>>(g, x, w, bias, ActParams{}, y, total);
 }
 void conv_transpose_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, const float* mult,
                          const double* bq, const float* bias, ActParams act, float* y, cudaStream_t s) {
   const int64_t total = g.N * g.M * g.OH * g.OW;
   if (total)
-    conv_transpose_int8_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, xq, wq, mult, bq, bias, act, y,
-                                                                      total);
+    conv_int8_kernel<true><<<blocks_for(total), kThreads, 0, s>>>(g, xq, wq, mult, bq, bias, act, y, total);
 }
 void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s) {
   const int64_t total = g.NC * g.OH * g.OW;
