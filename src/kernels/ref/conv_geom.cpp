@@ -11,6 +11,19 @@ Shape WindowGeom::out_shape(int64_t channels) const {
   return s;
 }
 
+namespace {
+
+// Spatial dim i of the node (slot j of g): its input size, kernel, stride and dilation, the last three at
+// least 1 (every user's tap arithmetic assumes them).
+void set_axis(const Node& n, size_t i, size_t j, int64_t in, int64_t k, int64_t s, int64_t d, WindowGeom& g) {
+  if (k < 1 || s < 1 || d < 1)
+    fail(Status::kParseError, n.label(), ": kernel ", k, ", stride ", s, ", dilation ", d, " in spatial dim ",
+         i, " must all be >= 1");
+  g.in[j] = in, g.k[j] = k, g.s[j] = s, g.d[j] = d;
+}
+
+}  // namespace
+
 WindowGeom window_geom(const Node& n, const Shape& x, const std::vector<int64_t>& kernel, bool ceil_mode) {
   WindowGeom g;
   if (x.size() < 3 || x.size() > 5)
@@ -33,14 +46,8 @@ WindowGeom window_geom(const Node& n, const Shape& x, const std::vector<int64_t>
   auto strides = ints("strides", 1, ns), dil = ints("dilations", 1, ns), pads = ints("pads", 0, 2 * ns);
   const std::string auto_pad = n.attr_str("auto_pad", "NOTSET");
   for (size_t i = 0; i < ns; ++i) {
-    size_t j = off + i;
-    g.in[j] = x[2 + i];
-    g.k[j] = kernel[i];
-    g.s[j] = strides[i];
-    g.d[j] = dil[i];
-    if (g.k[j] < 1 || g.s[j] < 1 || g.d[j] < 1)
-      fail(Status::kParseError, n.label(), ": kernel ", g.k[j], ", stride ", g.s[j], ", dilation ", g.d[j],
-           " in spatial dim ", i, " must all be >= 1");
+    const size_t j = off + i;
+    set_axis(n, i, j, x[2 + i], kernel[i], strides[i], dil[i], g);
     const int64_t dk = (g.k[j] - 1) * g.d[j] + 1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       g.out[j] = (g.in[j] + g.s[j] - 1) / g.s[j];
@@ -107,14 +114,8 @@ ConvTransposeGeom conv_transpose_geom(const Node& n, const Shape& x, const Shape
     fail(Status::kParseError, n.label(),
          ": strides/dilations/pads/output_padding/output_shape lengths do not match ", ns, " spatial dims");
   for (size_t i = 0; i < ns; ++i) {
-    size_t j = off + i;
-    g.in[j] = x[2 + i];
-    g.k[j] = kernel[i];
-    g.s[j] = strides[i];
-    g.d[j] = dil[i];
-    if (g.k[j] < 1 || g.s[j] < 1 || g.d[j] < 1)  // as window_geom: the tap arithmetic below assumes them
-      fail(Status::kParseError, n.label(), ": kernel ", g.k[j], ", stride ", g.s[j], ", dilation ", g.d[j],
-           " in spatial dim ", i, " must all be >= 1");
+    const size_t j = off + i;
+    set_axis(n, i, j, x[2 + i], kernel[i], strides[i], dil[i], g);
     const int64_t dk = (g.k[j] - 1) * g.d[j] + 1;
     const int64_t full = g.s[j] * (g.in[j] - 1) + outpad[i] + dk;
     if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
