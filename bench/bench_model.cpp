@@ -97,7 +97,10 @@ int main(int argc, char** argv) {
       const Node& node = g.nodes[order[i]];
       slowest.push_back(
           {{"node", node.name},
+           {"index", order[i]},  // the node's place in the graph (bench/layers_vs_ort.py)
            {"op", op_name(node.op)},
+           {"input", node.inputs.empty() || node.inputs[0] < 0 ? std::string()
+                                                               : type_str(g.value(node.inputs[0]).type)},
            {"output", node.outputs.empty() || node.outputs[0] < 0 ? std::string()
                                                                   : type_str(g.value(node.outputs[0]).type)},
            {"ms", node_ms[order[i]]}});

@@ -1,5 +1,7 @@
 // Runs an ONNX model on ONNX Runtime (npm onnxruntime-node, CPU EP) as dlakit's reference runtime.
-// Usage: node ort_run.js MODEL OUT_DIR [--threads N] [--iterations N] name=input.npy ...
+// Usage: node ort_run.js MODEL OUT_DIR [--threads N] [--iterations N] [--profile] name=input.npy ...
+// --profile: ONNX Runtime's own per-node profile of the runs (its JSON trace) is written to OUT_DIR and
+// named in the result ("profile"); bench/layers_vs_ort.py reads it.
 // Writes OUT_DIR/<k>.npy for output k (in the session's output order) and prints JSON:
 // {"outputs":[{"name":..., "file":...}], "latency_ms": {"mean":..., "min":..., "median":...},
 //  "cpu_ms": {"median":...}} (process CPU time per run: the steadier figure on a shared machine)
@@ -41,16 +43,20 @@ function writeNpy(file, t) {
 async function main() {
   const args = process.argv.slice(2);
   const model = args.shift(), outDir = args.shift();
-  let threads = 2, iterations = 1;
+  let threads = 2, iterations = 1, profile = false;
   const feeds = {};
   while (args.length) {
     const a = args.shift();
     if (a === '--threads') threads = Number(args.shift());
     else if (a === '--iterations') iterations = Number(args.shift());
+    else if (a === '--profile') profile = true;
     else { const eq = a.indexOf('='); feeds[a.slice(0, eq)] = readNpy(a.slice(eq + 1)); }
   }
+  fs.mkdirSync(outDir, {recursive: true});
   const session = await ort.InferenceSession.create(model, {executionProviders: ['cpu'], intraOpNumThreads: threads,
-                                                            interOpNumThreads: 1, graphOptimizationLevel: 'all'});
+                                                            interOpNumThreads: 1, graphOptimizationLevel: 'all',
+                                                            enableProfiling: profile,
+                                                            profileFilePrefix: path.join(outDir, 'ort_profile')});
   let out = await session.run(feeds);  // warm-up
   const times = [], cpu = [];
   for (let i = 0; i < iterations; ++i) {
@@ -60,7 +66,7 @@ async function main() {
     const c = process.cpuUsage(c0);
     cpu.push((c.user + c.system) / 1e3);
   }
-  fs.mkdirSync(outDir, {recursive: true});
+  if (profile) await session.release();  // the trace is complete once the session ends
   const result = {outputs: [], latency_ms: {mean: times.reduce((a, b) => a + b, 0) / times.length, min: Math.min(...times),
                                             median: times.slice().sort((a, b) => a - b)[Math.floor(times.length / 2)]},
                   cpu_ms: {median: cpu.slice().sort((a, b) => a - b)[Math.floor(cpu.length / 2)]}};
@@ -69,6 +75,11 @@ async function main() {
     writeNpy(file, out[name]);
     result.outputs.push({name, file});
   });
+  if (profile) {
+    const traces = fs.readdirSync(outDir).filter(f => f.startsWith('ort_profile') && f.endsWith('.json'));
+    traces.sort((a, b) => fs.statSync(path.join(outDir, b)).mtimeMs - fs.statSync(path.join(outDir, a)).mtimeMs);
+    result.profile = traces.length ? path.join(outDir, traces[0]) : null;
+  }
   console.log(JSON.stringify(result));
 }
 
