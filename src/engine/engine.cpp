@@ -20,8 +20,8 @@ std::vector<Tensor> run_node(const Graph& g, const Node& node, const std::vector
 // Values a step reads: its nodes' non-constant inputs that none of its nodes produce.
 std::vector<int> step_reads(const Graph& g, const EngineStep& step) {
   std::vector<int> reads;
-  for (size_t n : step.nodes)
-    for (int i : (step.conv && n == step.nodes.front() ? step.conv->inputs : g.nodes[n].inputs)) {
+  for (size_t n : step.nodes)  // a fused Conv's residual is its Add node's input too
+    for (int i : g.nodes[n].inputs) {
       bool internal = false;
       for (size_t m : step.nodes)
         for (int o : g.nodes[m].outputs) internal = internal || (o == i && o >= 0);
@@ -51,7 +51,8 @@ ReferenceEngine::Schedule ReferenceEngine::schedule(std::vector<EngineStep> step
 ReferenceEngine::ReferenceEngine(const Graph& graph) : graph_(graph) {
   graph_.verify();
   std::vector<EngineStep> one_each;
-  for (size_t n = 0; n < graph_.nodes.size(); ++n) one_each.push_back({{n}, std::nullopt, std::nullopt});
+  for (size_t n = 0; n < graph_.nodes.size(); ++n)
+    one_each.push_back({{n}, std::nullopt, std::nullopt, std::nullopt});
   per_node_ = schedule(std::move(one_each));
   fused_ = schedule(plan_fused_steps(graph_));
 }
@@ -97,6 +98,10 @@ TensorMap ReferenceEngine::run(const TensorMap& inputs) {
     if (step.elementwise) {
       for (int i : step.elementwise->inputs) in_ptrs.push_back(value_ptr(node, i));
       outs.push_back(run_elementwise_step(graph_, *step.elementwise, in_ptrs));
+    } else if (step.expand) {  // the expansion's inputs, then the depthwise's but the expanded one
+      for (int i : step.expand->inputs) in_ptrs.push_back(value_ptr(*step.expand, i));
+      for (size_t j = 1; j < node.inputs.size(); ++j) in_ptrs.push_back(value_ptr(node, node.inputs[j]));
+      outs.push_back(run_expand_depthwise_step(graph_, step, in_ptrs));
     } else {
       for (int i : node.inputs) in_ptrs.push_back(value_ptr(node, i));
       outs = runner_ ? runner_(n, in_ptrs) : run_node(graph_, node, in_ptrs);

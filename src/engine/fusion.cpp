@@ -7,6 +7,8 @@
 
 #include "base/cpu.h"
 #include "base/threadpool.h"
+#include "engine/engine.h"
+#include "kernels/expand_depthwise.h"
 #include "kernels/ref/common.h"
 #include "kernels/ref/float_ops.h"
 
@@ -321,6 +323,83 @@ BlockOp choose_block_op() {
   return block_op_baseline;
 }
 
+// A Conv over 4-D float32 with constant weights and bias (if any) and no fused residual.
+bool plain_conv(const Graph& g, const Node& c) {
+  if (c.op != OpKind::Conv || c.has("dlakit_residual") || c.inputs.size() < 2 || !is_f32(g, c.inputs[0]) ||
+      !is_f32(g, c.outputs[0]) || !is_const(g, c.inputs[1]))
+    return false;
+  if (c.inputs.size() > 2 && c.inputs[2] >= 0 && !is_const(g, c.inputs[2])) return false;
+  return g.value(c.inputs[0]).type.shape.size() == 4 && g.value(c.inputs[1]).type.shape.size() == 4;
+}
+
+// An expansion: 1x1, stride 1, no padding, one group (its input read in place).
+bool pointwise_conv(const Graph& g, const Node& c) {
+  if (!plain_conv(g, c) || c.attr_int("group", 1) != 1) return false;
+  const Shape& w = g.value(c.inputs[1]).type.shape;
+  if (w[2] != 1 || w[3] != 1) return false;
+  for (int64_t v : c.attr_ints("strides", {}))
+    if (v != 1) return false;
+  for (int64_t v : c.attr_ints("pads", {}))
+    if (v != 0) return false;
+  const std::string pad = c.attr_str("auto_pad", "NOTSET");
+  return pad == "NOTSET" || pad == "VALID";
+}
+
+// One filter per channel, as many outputs as inputs.
+bool depthwise_conv(const Graph& g, const Node& c) {
+  if (!plain_conv(g, c)) return false;
+  const int64_t channels = g.value(c.inputs[0]).type.shape[1];
+  const Shape& w = g.value(c.inputs[1]).type.shape;
+  return channels > 1 && c.attr_int("group", 1) == channels && w[0] == channels && w[1] == 1;
+}
+
+// Joins each depthwise Conv step (or lone depthwise Conv) with the pointwise Conv step (or lone Conv) whose
+// output it alone reads: EngineStep::expand. Joined groups are emptied; `taken` marks lone nodes joined.
+void join_expansions(const Graph& g, const Uses& u, std::vector<char>& taken,
+                     std::vector<EngineStep>& groups) {
+  std::vector<long> group_of(g.nodes.size(), -1), producer(g.values.size(), -1);
+  for (size_t k = 0; k < groups.size(); ++k)
+    for (size_t n : groups[k].nodes) group_of[n] = long(k);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int o : g.nodes[n].outputs)
+      if (o >= 0) producer[size_t(o)] = long(n);
+  // A Conv step's fused node and nodes: the group it heads, or the node alone; null if n heads neither.
+  auto conv_step = [&](size_t n, std::vector<size_t>& nodes) -> const Node* {
+    const long k = group_of[n];
+    if (k < 0) {
+      nodes = {n};
+      return taken[n] ? nullptr : &g.nodes[n];
+    }
+    const EngineStep& s = groups[size_t(k)];
+    nodes = s.nodes;
+    return s.conv && !s.expand && s.nodes.front() == n ? &*s.conv : nullptr;
+  };
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    std::vector<size_t> dw_nodes, ex_nodes;
+    const Node* dw = g.nodes[n].op == OpKind::Conv ? conv_step(n, dw_nodes) : nullptr;
+    if (!dw || !depthwise_conv(g, *dw) || !u.single_use(dw->inputs[0])) continue;
+    const long p = producer[size_t(dw->inputs[0])];
+    if (p < 0) continue;
+    // The expansion's step must end in the value the depthwise reads: its head is its group's first node.
+    const long pk = group_of[size_t(p)];
+    const size_t head = pk < 0 ? size_t(p) : groups[size_t(pk)].nodes.front();
+    const Node* ex = g.nodes[head].op == OpKind::Conv ? conv_step(head, ex_nodes) : nullptr;
+    if (!ex || ex->outputs[0] != dw->inputs[0] || !pointwise_conv(g, *ex)) continue;
+    EngineStep joined;
+    joined.nodes = ex_nodes;
+    joined.nodes.insert(joined.nodes.end(), dw_nodes.begin(), dw_nodes.end());
+    joined.conv = *dw;
+    joined.expand = *ex;
+    for (long k : {pk, group_of[n]})
+      if (k >= 0) groups[size_t(k)] = EngineStep{};
+    for (size_t m : joined.nodes) {
+      taken[m] = 1;
+      group_of[m] = long(groups.size());
+    }
+    groups.push_back(std::move(joined));
+  }
+}
+
 }  // namespace
 
 std::vector<EngineStep> plan_fused_steps(const Graph& g) {
@@ -342,6 +421,7 @@ std::vector<EngineStep> plan_fused_steps(const Graph& g) {
     for (size_t k : s.nodes) taken[k] = 1;
     groups.push_back(std::move(s));
   }
+  join_expansions(g, u, taken, groups);
   // Every node once, in order; a group runs where its last node was (its inputs are ready by then).
   std::vector<long> group_of(g.nodes.size(), -1);
   for (size_t k = 0; k < groups.size(); ++k)
@@ -349,12 +429,29 @@ std::vector<EngineStep> plan_fused_steps(const Graph& g) {
   std::vector<EngineStep> steps;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (group_of[n] < 0) {
-      steps.push_back({{n}, std::nullopt, std::nullopt});
-    } else if (groups[size_t(group_of[n])].nodes.back() == n) {
+      steps.push_back({{n}, std::nullopt, std::nullopt, std::nullopt});
+    } else if (groups[size_t(group_of[n])].nodes.back() == n) {  // emptied groups own no node
       steps.push_back(std::move(groups[size_t(group_of[n])]));
     }
   }
   return steps;
+}
+
+Tensor run_expand_depthwise_step(const Graph& g, const EngineStep& step,
+                                 const std::vector<const Tensor*>& in) {
+  const Node &ex = *step.expand, &dw = *step.conv;
+  const size_t ne = ex.inputs.size();
+  auto at = [&](size_t k) { return k < in.size() ? in[k] : nullptr; };
+  const TensorType& type = g.value(dw.outputs[0]).type;
+  Tensor y = Tensor::uninitialized(type.dtype, type.shape);
+  if (ref::run_expand_depthwise(ex, *in[0], *in[1], ne > 2 ? at(2) : nullptr, dw, *at(ne),
+                                dw.inputs.size() > 2 ? at(ne + 1) : nullptr, y))
+    return y;
+  // No fused kernel here: the two layers one after the other.
+  const std::vector<Tensor> expanded = run_node(g, ex, {in.begin(), in.begin() + long(ne)});
+  std::vector<const Tensor*> dw_in{&expanded[0]};
+  dw_in.insert(dw_in.end(), in.begin() + long(ne), in.end());
+  return std::move(run_node(g, dw, dw_in)[0]);
 }
 
 Tensor run_elementwise_step(const Graph& g, const EwStep& step, const std::vector<const Tensor*>& in) {

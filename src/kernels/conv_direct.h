@@ -119,6 +119,25 @@ inline int64_t depthwise_lanes_width(const DepthwiseArgs& a) {
   return (a.OW - 1) * a.S + (a.KW - 1) * a.dw + 1;
 }
 
+// A pointwise convolution (the expansion: 1x1, stride 1, no padding, one group) whose output only a
+// depthwise convolution reads, as in MobileNet's inverted residual blocks, in one pass: the expansion's
+// sums of a pair of 16-channel groups go straight into the channels-in-lanes depthwise kernel's cells,
+// which then computes those channels, so the expanded tensor is never written, nor transposed twice (its
+// channel tiles' store, the depthwise kernel's placing). Bit for bit the two convolutions one after the
+// other: the expansion's sums are the channel tile's chain, its bias and epilogue (the same bits as its
+// GEMM while the input channels fit one k-block), the cells hold what the depthwise kernel would place.
+struct ExpandDepthwiseArgs {
+  const float* x;  // [C][H][W]: the expansion's input
+  int64_t C;
+  const PackedA* expand_w;       // conv_channels_pack_weights layout, [E x C]
+  const float* expand_bias;      // optional
+  GemmEpilogue expand_epilogue;  // without a residual
+  DepthwiseArgs dw;              // over the expanded [E][H][W] (C = M = E); its x is not read
+};
+// Runs `a` and returns true where this CPU has the fused kernel and the depthwise suits it
+// (depthwise_lanes_suit); otherwise writes nothing and returns false: the caller runs the two layers.
+bool conv_expand_depthwise(const ExpandDepthwiseArgs& a);
+
 namespace gemm_isa {
 // Each ISA's register tiles (the macros of gemm_<isa>.cpp), for conv_choose_kernel: sgemm's rows x
 // columns, the direct kernel's channels x positions, the channel tile's most positions x channels.
@@ -143,6 +162,7 @@ void depthwise_avx512(const DepthwiseArgs& a);
 // The same sums with channels in the lanes (16 at a time, transposed through a padded buffer), horizontal
 // stride 1 or 2. AVX-512 only.
 void depthwise_lanes_avx512(const DepthwiseArgs& a);
+void expand_depthwise_avx512(const ExpandDepthwiseArgs& a);
 void depthwise_avx2(const DepthwiseArgs& a);
 void depthwise_generic(const DepthwiseArgs& a);
 }  // namespace gemm_isa

@@ -22,19 +22,20 @@ struct Choice {
   void (*conv)(const ConvDirectArgs&);
   void (*conv_pack)(PackedA&, const float*);
   void (*depthwise)(const DepthwiseArgs&);
-  void (*depthwise_lanes)(const DepthwiseArgs&);  // channels in lanes (AVX-512 only), else null
+  void (*depthwise_lanes)(const DepthwiseArgs&);         // channels in lanes (AVX-512 only), else null
+  void (*expand_depthwise)(const ExpandDepthwiseArgs&);  // the same, its input expanded in place (AVX-512)
   void (*conv_channels)(const ConvDirectArgs&);
   void (*conv_channels_pack)(PackedA&, const float*);
   const gemm_isa::TileShapes* shapes;
 };
 
 // Every kernel of one ISA (gemm_<isa>.cpp), named after it.
-#define DLAKIT_ISA_KERNELS(isa)                                                            \
-  Choice {                                                                                 \
-    .fn = sgemm_##isa, .pack = pack_a_##isa, .epilogue = epilogue_##isa, .name = #isa,     \
-    .conv = conv_direct_##isa, .conv_pack = conv_pack_##isa, .depthwise = depthwise_##isa, \
-    .depthwise_lanes = nullptr, .conv_channels = conv_channels_##isa,                      \
-    .conv_channels_pack = conv_channels_pack_##isa, .shapes = &tile_shapes_##isa           \
+#define DLAKIT_ISA_KERNELS(isa)                                                                    \
+  Choice {                                                                                         \
+    .fn = sgemm_##isa, .pack = pack_a_##isa, .epilogue = epilogue_##isa, .name = #isa,             \
+    .conv = conv_direct_##isa, .conv_pack = conv_pack_##isa, .depthwise = depthwise_##isa,         \
+    .depthwise_lanes = nullptr, .expand_depthwise = nullptr, .conv_channels = conv_channels_##isa, \
+    .conv_channels_pack = conv_channels_pack_##isa, .shapes = &tile_shapes_##isa                   \
   }
 
 Choice choose() {
@@ -43,6 +44,7 @@ Choice choose() {
   if (cpu::avx512()) {
     Choice c = DLAKIT_ISA_KERNELS(avx512);
     c.depthwise_lanes = depthwise_lanes_avx512;
+    c.expand_depthwise = expand_depthwise_avx512;
     return c;
   }
   if (cpu::avx2_fma()) return DLAKIT_ISA_KERNELS(avx2);
@@ -87,6 +89,14 @@ void conv_depthwise_direct(const DepthwiseArgs& a) {
   choice().depthwise(a);
 }
 void conv_direct_channels(const ConvDirectArgs& a) { choice().conv_channels(a); }
+
+bool conv_expand_depthwise(const ExpandDepthwiseArgs& a) {
+  // Past one k-block, the expansion on the GEMM would add block sums: not the channel tile's chain.
+  if (!choice().expand_depthwise || !depthwise_lanes_suit(a.dw) || a.C > choice().shapes->gemm_kc)
+    return false;
+  choice().expand_depthwise(a);
+  return true;
+}
 
 std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, const float* w) {
   return packed_by(choice().conv_channels_pack, M, K, w);

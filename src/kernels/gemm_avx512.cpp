@@ -17,3 +17,4 @@
 #include "kernels/conv_direct_kernel.inc"
 #define DEPTHWISE_LANES_NAME depthwise_lanes_avx512
 #include "kernels/depthwise_lanes_kernel.inc"
+#include "kernels/expand_depthwise_kernel.inc"

@@ -8,7 +8,9 @@
 
 #include "../common/test_data.h"
 #include "../common/test_paths.h"
+#include "base/cpu.h"
 #include "engine/engine.h"
+#include "kernels/expand_depthwise.h"
 #include "kernels/registry.h"
 #include "onnx/importer.h"
 #include "placement/placement.h"
@@ -136,6 +138,87 @@ TEST(Fusion, HardSwishAndDepthwiseEpiloguesAreBitIdentical) {
   EXPECT_EQ(fused_nodes(g), 13u);  // dw+add+relu, direct+hsig+mul, pointwise+add+hsig+mul, dw+hsig+mul
   auto [fused, single] = run_both(g, test_data::random_inputs(g));
   expect_bit_identical(fused, single);
+}
+
+// A pointwise expansion [-> activation] -> depthwise [-> activation] is one step (EngineStep::expand), bit
+// for bit the two layers. Odd sizes: expansions of 37 and 70 channels (a pair of 16-channel groups cut short,
+// an odd group), 5x5 and dilated windows, stride 2, two images, no expansion bias or activation; rows of up
+// to 56 outputs take the fused kernel where the CPU has it (AVX-512), rows of 60 always the two layers.
+TEST(Fusion, ExpansionAndDepthwiseAreOneStepAndBitIdentical) {
+  struct Case {
+    int64_t C, E, H, W, k, stride, dilation;
+    bool expand_bias, expand_clip, depthwise_relu, fused_kernel;
+  };
+  const Case cases[] = {
+      {13, 37, 11, 9, 3, 1, 1, true, true, true, true},   {5, 70, 14, 14, 3, 2, 1, true, true, false, true},
+      {24, 50, 9, 23, 5, 1, 2, false, false, true, true}, {7, 16, 8, 56, 3, 1, 1, true, false, false, true},
+      {6, 33, 12, 60, 3, 1, 1, true, true, true, false},
+  };
+  for (const Case& t : cases) {
+    SCOPED_TRACE(testing::Message() << "C " << t.C << " E " << t.E << " " << t.H << "x" << t.W << " k " << t.k
+                                    << " stride " << t.stride << " dilation " << t.dilation);
+    Graph g;
+    const int x = g.add_value("x", {DType::kF32, {2, t.C, t.H, t.W}});
+    g.inputs = {x};
+    std::mt19937 gen(uint32_t(t.E));
+    auto random = [&](const Shape& s) { return random_f32(s, gen); };
+    Node ex;
+    ex.op = OpKind::Conv;
+    ex.name = "expand";
+    ex.opset = 13;
+    ex.inputs = {x, g.add_constant("expand_w", random({t.E, t.C, 1, 1}))};
+    if (t.expand_bias) ex.inputs.push_back(g.add_constant("expand_b", random({t.E})));
+    ex.outputs = {g.add_value("expand_out", op_impl(OpKind::Conv).infer(InferContext(g, ex))[0])};
+    g.nodes.push_back(ex);
+    int v = ex.outputs[0];
+    if (t.expand_clip) {
+      v = add_node(
+          g, OpKind::Clip,
+          {v, g.add_constant("lo", Tensor::scalar_f32(0.f)), g.add_constant("hi", Tensor::scalar_f32(1.5f))},
+          "clip");
+    }
+    Node dw;
+    dw.op = OpKind::Conv;
+    dw.name = "depthwise";
+    dw.opset = 13;
+    dw.inputs = {v, g.add_constant("dw_w", random({t.E, 1, t.k, t.k})),
+                 g.add_constant("dw_b", random({t.E}))};
+    const int64_t pad = t.k / 2 * t.dilation;
+    dw.attrs["group"] = t.E;
+    dw.attrs["pads"] = std::vector<int64_t>{pad, pad, pad, pad};
+    dw.attrs["strides"] = std::vector<int64_t>{t.stride, t.stride};
+    dw.attrs["dilations"] = std::vector<int64_t>{t.dilation, t.dilation};
+    dw.outputs = {g.add_value("dw_out", op_impl(OpKind::Conv).infer(InferContext(g, dw))[0])};
+    g.nodes.push_back(dw);
+    g.outputs = {t.depthwise_relu ? add_node(g, OpKind::Relu, {dw.outputs[0]}, "relu") : dw.outputs[0]};
+    g.relink();
+    const std::vector<EngineStep> steps = plan_fused_steps(g);
+    ASSERT_EQ(steps.size(), 1u);
+    ASSERT_TRUE(steps[0].expand.has_value());
+    EXPECT_EQ(steps[0].nodes.size(), g.nodes.size());
+    const TensorMap in = test_data::random_inputs(g);
+    auto [fused, single] = run_both(g, in);
+    expect_bit_identical(fused, single);
+    // Which path the step took: the fused kernel, or the two layers.
+    Tensor y = Tensor::uninitialized(DType::kF32, g.value(dw.outputs[0]).type.shape);
+    const Value& w = g.value(steps[0].expand->inputs[1]);
+    const bool took = ref::run_expand_depthwise(
+        *steps[0].expand, in.at("x"), *w.constant,
+        t.expand_bias ? &*g.value(steps[0].expand->inputs[2]).constant : nullptr, *steps[0].conv,
+        *g.value(steps[0].conv->inputs[1]).constant, &*g.value(steps[0].conv->inputs[2]).constant, y);
+    EXPECT_EQ(took, t.fused_kernel && cpu::avx512());
+  }
+}
+
+// MobileNetV2: every inverted residual block but the first (which has no expansion) is one expand step.
+TEST(Fusion, MobileNetV2ExpandsInPlace) {
+  ImportOptions opt;
+  opt.input_shapes["input"] = {1, 3, 224, 224};
+  const Graph g =
+      import_onnx_file(std::string(test_paths::source_dir()) + "/.cache/models/mobilenet_v2.onnx", opt);
+  size_t expand_steps = 0;
+  for (const EngineStep& s : plan_fused_steps(g)) expand_steps += s.expand.has_value();
+  EXPECT_EQ(expand_steps, 16u);
 }
 
 // Real models: ResNet-18 (Conv + Add + Relu), MobileNetV2 (Conv + Clip), PP-OCRv4 det (HardSwish chains

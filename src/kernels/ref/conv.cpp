@@ -10,6 +10,7 @@
 
 #include "base/threadpool.h"
 #include "kernels/conv_direct.h"
+#include "kernels/expand_depthwise.h"
 #include "kernels/fused_activation.h"
 #include "kernels/gemm.h"
 #include "kernels/ref/common.h"
@@ -437,6 +438,46 @@ void run_conv_transpose(const KernelContext& c) {
 }  // namespace
 
 // The activation the fuse-activation pass attached, as a GEMM epilogue (applied while the tile is hot).
+bool run_expand_depthwise(const Node& expand, const Tensor& x, const Tensor& expand_w, const Tensor* expand_b,
+                          const Node& depthwise, const Tensor& w, const Tensor* b, Tensor& y) {
+  const int64_t N = x.dim(0), C = x.dim(1), E = expand_w.dim(0);
+  const Shape expanded{N, E, x.dim(2), x.dim(3)};
+  const WindowGeom g = window_geom(depthwise, expanded, kernel_of(depthwise, w.shape()), false);
+  const DirectLayout dl = direct_layout(g);
+  const auto packed = packed_weights(expand_w, 0, E, C, ConvKernel::kDirectChannels);
+  for (int64_t n = 0; n < N; ++n) {
+    const ExpandDepthwiseArgs args{x.data<float>() + n * C * g.in[1] * g.in[2],
+                                   C,
+                                   packed.get(),
+                                   expand_b ? expand_b->data<float>() : nullptr,
+                                   fused_epilogue(expand),
+                                   {nullptr,
+                                    E,
+                                    E,
+                                    g.in[1],
+                                    g.in[2],
+                                    g.pb[1],
+                                    g.pb[2],
+                                    dl.Hp,
+                                    dl.S,
+                                    dl.Wq,
+                                    g.k[1],
+                                    g.k[2],
+                                    g.d[1],
+                                    g.d[2],
+                                    g.s[1],
+                                    g.out[1],
+                                    g.out[2],
+                                    w.data<float>(),
+                                    b ? b->data<float>() : nullptr,
+                                    y.data<float>() + n * E * g.out_vol(),
+                                    fused_epilogue(depthwise)}};
+    // The same shape for every image: the first one decides for all.
+    if (!conv_expand_depthwise(args)) return false;
+  }
+  return true;
+}
+
 GemmEpilogue fused_epilogue(const Node& n) {
   GemmEpilogue e;
   if (!n.has("dlakit_activation")) return e;
