@@ -634,3 +634,60 @@ TEST(ConvDirect, FusedResidualChangesTheKernelOnlyWhereBitsAgree) {
         }
   EXPECT_GT(checked, 100);
 }
+
+// conv_direct_bands (each thread pads its own bands of rows) against one padded copy of the whole input
+// (one thread): the same chains of sums, so the same bits. Both kernels, stride 2, dilation, a 5x5 window,
+// a fused residual (its rows offset with the band's) and bands that split flat position tiles.
+TEST(ConvDirect, BandsGiveTheBitsOfOnePaddedCopy) {
+  struct Case {
+    int64_t C, H, W, M, K, stride, dil;
+    bool residual;
+    ConvKernel kernel;
+  };
+  const Case cases[] = {
+      {19, 41, 58, 24, 3, 1, 1, true, ConvKernel::kDirectPositions},
+      {7, 70, 64, 13, 3, 2, 1, false, ConvKernel::kDirectPositions},
+      {5, 37, 40, 11, 5, 1, 2, true, ConvKernel::kDirectChannels},
+      {33, 34, 13, 29, 3, 1, 1, false, ConvKernel::kDirectChannels},
+  };
+  const int threads = num_threads();
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << "C " << c.C << " " << c.H << "x" << c.W << " M " << c.M << " K " << c.K
+                                    << " stride " << c.stride << " dilation " << c.dil);
+    const int64_t pad = c.K / 2 * c.dil, OH = (c.H + 2 * pad - (c.K - 1) * c.dil - 1) / c.stride + 1,
+                  OW = (c.W + 2 * pad - (c.K - 1) * c.dil - 1) / c.stride + 1;
+    const int64_t Hp = (OH - 1) * c.stride + (c.K - 1) * c.dil + 1,
+                  Wq = conv_direct_layout((OW - 1) * c.stride + (c.K - 1) * c.dil + 1, c.stride);
+    const Tensor x = random_tensor({1, c.C, c.H, c.W}, seed++),
+                 w = random_tensor({c.M, c.C, c.K, c.K}, seed++), b = random_tensor({c.M}, seed++),
+                 res = random_tensor({1, c.M, OH, OW}, seed++);
+    const auto packed = c.kernel == ConvKernel::kDirectChannels
+                            ? conv_channels_pack_weights(c.M, c.C * c.K * c.K, w.data<float>())
+                            : conv_direct_pack_weights(c.M, c.C * c.K * c.K, w.data<float>());
+    GemmEpilogue e;
+    e.act = GemmEpilogue::Act::kRelu;
+    if (c.residual) e.residual = res.data<float>(), e.ldr = OH * OW;
+    Tensor banded(DType::kF32, {c.M, OH, OW}), whole(DType::kF32, {c.M, OH, OW});
+    const ConvDirectArgs args{nullptr, c.C, Hp,           c.stride,        Wq,
+                              c.K,     c.K, c.dil,        c.dil,           c.stride,
+                              OH,      OW,  packed.get(), b.data<float>(), banded.data<float>(),
+                              e};
+    set_num_threads(2);
+    const int64_t bands = conv_direct_bands_for(args);
+    EXPECT_GE(bands, 2);
+    conv_direct_bands(c.kernel, args, bands, x.data<float>(), c.H, c.W, pad, pad);
+    set_num_threads(1);
+    std::vector<float> padded(size_t(conv_direct_buffer_size(c.C, Hp, c.stride, Wq)));
+    conv_direct_pad_input(x.data<float>(), c.C, c.H, c.W, pad, pad, Hp, c.stride, Wq, padded.data());
+    ConvDirectArgs one = args;
+    one.xp = padded.data();
+    one.y = whole.data<float>();
+    if (c.kernel == ConvKernel::kDirectChannels)
+      conv_direct_channels(one);
+    else
+      conv_direct(one);
+    set_num_threads(threads);
+    EXPECT_EQ(std::memcmp(banded.raw(), whole.raw(), banded.nbytes()), 0);
+  }
+}
