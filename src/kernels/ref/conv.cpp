@@ -204,6 +204,13 @@ DirectLayout direct_layout(const WindowGeom& g) {
   return {Hp, conv_direct_layout(Wp, g.s[2]), g.s[2]};
 }
 
+// A planar depthwise convolution's arguments: M outputs over x [C][H][W] in the direct layout dl.
+DepthwiseArgs depthwise_args(const WindowGeom& g, const DirectLayout& dl, int64_t M, const float* x,
+                             const float* w, const float* b, float* y, const GemmEpilogue& epilogue) {
+  return {x,      g.C,    M,      g.in[1], g.in[2],  g.pb[1],  g.pb[2], dl.Hp, dl.S, dl.Wq,   g.k[1],
+          g.k[2], g.d[1], g.d[2], g.s[1],  g.out[1], g.out[2], w,       b,     y,    epilogue};
+}
+
 // General convolution as one GEMM per image and group: weights (packed once) x the implicit im2col matrix
 // (pointwise convolutions read the input itself), bias and fused activation in the GEMM's store epilogue.
 void run_conv(const KernelContext& c) {
@@ -233,27 +240,7 @@ void run_conv(const KernelContext& c) {
   if (G == g.C && G > 1 && Cg == 1 && planar) {  // the residual and activation go with each stored vector
     for (int64_t n = 0; n < g.N; ++n) {
       epilogue.residual = residual ? residual + n * M * ovol : nullptr;
-      conv_depthwise_direct({x + n * g.C * ivol,
-                             g.C,
-                             M,
-                             g.in[1],
-                             g.in[2],
-                             g.pb[1],
-                             g.pb[2],
-                             dl.Hp,
-                             dl.S,
-                             dl.Wq,
-                             g.k[1],
-                             g.k[2],
-                             g.d[1],
-                             g.d[2],
-                             g.s[1],
-                             g.out[1],
-                             g.out[2],
-                             w,
-                             b,
-                             y + n * M * ovol,
-                             epilogue});
+      conv_depthwise_direct(depthwise_args(g, dl, M, x + n * g.C * ivol, w, b, y + n * M * ovol, epilogue));
     }
     return;
   }
@@ -452,32 +439,14 @@ bool run_expand_depthwise(const Node& expand, const Tensor& x, const Tensor& exp
   const DirectLayout dl = direct_layout(g);
   const auto packed = packed_weights(expand_w, 0, E, C, ConvKernel::kDirectChannels);
   for (int64_t n = 0; n < N; ++n) {
-    const ExpandDepthwiseArgs args{x.data<float>() + n * C * g.in[1] * g.in[2],
-                                   C,
-                                   packed.get(),
-                                   expand_b ? expand_b->data<float>() : nullptr,
-                                   fused_epilogue(expand),
-                                   {nullptr,
-                                    E,
-                                    E,
-                                    g.in[1],
-                                    g.in[2],
-                                    g.pb[1],
-                                    g.pb[2],
-                                    dl.Hp,
-                                    dl.S,
-                                    dl.Wq,
-                                    g.k[1],
-                                    g.k[2],
-                                    g.d[1],
-                                    g.d[2],
-                                    g.s[1],
-                                    g.out[1],
-                                    g.out[2],
-                                    w.data<float>(),
-                                    b ? b->data<float>() : nullptr,
-                                    y.data<float>() + n * E * g.out_vol(),
-                                    fused_epilogue(depthwise)}};
+    const ExpandDepthwiseArgs args{
+        x.data<float>() + n * C * g.in[1] * g.in[2],
+        C,
+        packed.get(),
+        expand_b ? expand_b->data<float>() : nullptr,
+        fused_epilogue(expand),
+        depthwise_args(g, dl, E, nullptr, w.data<float>(), b ? b->data<float>() : nullptr,
+                       y.data<float>() + n * E * g.out_vol(), fused_epilogue(depthwise))};
     // The same shape for every image: the first one decides for all.
     if (!conv_expand_depthwise(args)) return false;
   }
