@@ -148,8 +148,9 @@ struct ExpandDepthwiseArgs {
   GemmEpilogue expand_epilogue;  // without a residual
   DepthwiseArgs dw;              // over the expanded [E][H][W] (C = M = E); its x is not read
 };
-// Runs `a` and returns true where this CPU has the fused kernel and the depthwise suits it
-// (depthwise_lanes_suit); otherwise writes nothing and returns false: the caller runs the two layers.
+// Runs `a` and returns true where this CPU has the fused kernel, the depthwise suits it
+// (depthwise_lanes_suit) and the expansion's input channels fit one GEMM k-block (its bits); otherwise
+// writes nothing and returns false: the caller runs the two layers.
 bool conv_expand_depthwise(const ExpandDepthwiseArgs& a);
 
 namespace gemm_isa {

@@ -210,15 +210,28 @@ TEST(Fusion, ExpansionAndDepthwiseAreOneStepAndBitIdentical) {
   }
 }
 
-// MobileNetV2: every inverted residual block but the first (which has no expansion) is one expand step.
+// MobileNetV2: every inverted residual block but the first (which has no expansion) is one expand step, and
+// on AVX-512 each of them runs on the fused kernel (none falls back to the two layers).
 TEST(Fusion, MobileNetV2ExpandsInPlace) {
   ImportOptions opt;
   opt.input_shapes["input"] = {1, 3, 224, 224};
   const Graph g =
       import_onnx_file(std::string(test_paths::source_dir()) + "/.cache/models/mobilenet_v2.onnx", opt);
-  size_t expand_steps = 0;
-  for (const EngineStep& s : plan_fused_steps(g)) expand_steps += s.expand.has_value();
+  size_t expand_steps = 0, fused_kernel = 0;
+  std::mt19937 gen(9);
+  auto constant = [&](const Node& n, size_t k) {
+    return k < n.inputs.size() && n.inputs[k] >= 0 ? &*g.value(n.inputs[k]).constant : nullptr;
+  };
+  for (const EngineStep& s : plan_fused_steps(g)) {
+    if (!s.expand) continue;
+    ++expand_steps;
+    const Tensor x = random_f32(g.value(s.expand->inputs[0]).type.shape, gen);
+    Tensor y = Tensor::uninitialized(DType::kF32, g.value(s.conv->outputs[0]).type.shape);
+    fused_kernel += ref::run_expand_depthwise(*s.expand, x, *constant(*s.expand, 1), constant(*s.expand, 2),
+                                              *s.conv, *constant(*s.conv, 1), constant(*s.conv, 2), y);
+  }
   EXPECT_EQ(expand_steps, 16u);
+  EXPECT_EQ(fused_kernel, cpu::avx512() ? 16u : 0u);
 }
 
 // Real models: ResNet-18 (Conv + Add + Relu), MobileNetV2 (Conv + Clip), PP-OCRv4 det (HardSwish chains
