@@ -99,8 +99,8 @@ struct ConvShape2d {
 ConvKernel conv_choose_kernel(const ConvShape2d& shape);
 
 // How many bands of output rows conv_direct_bands would split `a` into (1: not worth it). Bands of at least
-// 8 rows, up to two a thread, whose copies fit 512 KB, and only where the weights are at most twice the
-// padded input: deeper layers keep one padded copy, their weights split among the threads.
+// 8 rows, up to two a thread, and only where the weights are at most twice the padded input: deeper layers
+// keep one padded copy, their weights split among the threads.
 int64_t conv_direct_bands_for(const ConvDirectArgs& a);
 // `kernel` (kDirectPositions or kDirectChannels) over `a` from its unpadded input x [C][H][W] (top and left
 // padding pt and pl; a.xp unused) in `bands` bands of output rows: each thread copies the padded rows its

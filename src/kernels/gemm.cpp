@@ -220,11 +220,7 @@ int64_t conv_direct_bands_for(const ConvDirectArgs& a) {
   const int64_t threads = num_threads();
   if (threads < 2 || a.w->M * a.w->K > 2 * a.C * a.Hp * a.S * a.Wq) return 1;
   const int64_t bands = std::min(a.OH / 8, 2 * threads) / threads * threads;
-  if (bands < 2) return 1;
-  // A band's copy must stay in the core's cache (1 MB of L2 here): larger maps keep one copy (PP-OCRv4
-  // det's 96 -> 24 layers at 160x160 ran 4-11 % slower in bands of 2.6 MB).
-  const int64_t rows = ((a.OH + bands - 1) / bands - 1) * a.sh + (a.KH - 1) * a.dh + 1;
-  return a.C * rows * a.S * a.Wq * int64_t(sizeof(float)) <= (int64_t(512) << 10) ? bands : 1;
+  return std::max<int64_t>(bands, 1);
 }
 
 void conv_direct_bands(ConvKernel kernel, const ConvDirectArgs& a, int64_t bands, const float* x, int64_t H,
