@@ -28,7 +28,6 @@ struct ConvDirectArgs {
   // convolution without padding read in place ([C][H][W] as Hp = H, S = 1, Wq = W) has its stride here
   // (1 or 2) and in sh.
   int64_t sw = 1;
-  int64_t y_pitch = 0;  // floats between two output channels of y and of the residual; 0: OH * OW
 };
 
 // Floats per phase row for a padded width Wp (the columns a convolution reads) and horizontal stride S.
@@ -97,19 +96,6 @@ struct ConvShape2d {
   bool residual = false;  // the epilogue adds a residual, which the channel tiles read transposed
 };
 ConvKernel conv_choose_kernel(const ConvShape2d& shape);
-
-// How many bands of output rows conv_direct_bands would split `a` into (1: not worth it). Bands of at least
-// 8 rows, up to two a thread, and only where the weights are at most twice the padded input: deeper layers
-// keep one padded copy, their weights split among the threads.
-int64_t conv_direct_bands_for(const ConvDirectArgs& a);
-// `kernel` (kDirectPositions or kDirectChannels) over `a` from its unpadded input x [C][H][W] (top and left
-// padding pt and pl; a.xp unused) in `bands` bands of output rows: each thread copies the padded rows its
-// band reads into a buffer of its own and runs the kernel over the band, its own bands first (HomeTasks).
-// The padded copy stays in the thread's cache instead of going to memory and back between a copy of the
-// whole input and the kernel (in a slow phase of the shared host, 70-100 us a ResNet layer). Every output
-// is the same chain of sums: the same bits as one padded copy.
-void conv_direct_bands(ConvKernel kernel, const ConvDirectArgs& a, int64_t bands, const float* x, int64_t H,
-                       int64_t W, int64_t pt, int64_t pl);
 
 // Depthwise (one filter per output channel over input channel m / mult): each thread places one channel
 // at a time into the layout above ([Hp][S][Wq], in its own buffer, which stays in cache: the whole image

@@ -216,48 +216,6 @@ void conv_direct_pad_input(const float* x, int64_t C, int64_t H, int64_t W, int6
   std::memset(xp + C * Hp * S * Wq, 0, sizeof(float) * size_t(conv_direct_slack(S, Wq)));
 }
 
-int64_t conv_direct_bands_for(const ConvDirectArgs& a) {
-  const int64_t threads = num_threads();
-  if (threads < 2 || a.w->M * a.w->K > 2 * a.C * a.Hp * a.S * a.Wq) return 1;
-  const int64_t bands = std::min(a.OH / 8, 2 * threads) / threads * threads;
-  return std::max<int64_t>(bands, 1);
-}
-
-void conv_direct_bands(ConvKernel kernel, const ConvDirectArgs& a, int64_t bands, const float* x, int64_t H,
-                       int64_t W, int64_t pt, int64_t pl) {
-  const std::vector<PhaseSpan> spans = conv_direct_phase_spans(W, pl, a.S, a.Wq);
-  const int64_t row_floats = a.S * a.Wq;
-  HomeTasks claims(bands, num_threads());
-  parallel_for(std::min<int64_t>(num_threads(), bands), [&](int64_t, int64_t) {
-    thread_local std::vector<float> padded;
-    const int me = thread_index();
-    for (int64_t b; (b = claims.next(me)) >= 0;) {
-      const int64_t r0 = b * a.OH / bands, r1 = (b + 1) * a.OH / bands;
-      // The padded rows the band's outputs read, from padded row r0 * sh on.
-      const int64_t first = r0 * a.sh, rows = (r1 - 1) * a.sh + (a.KH - 1) * a.dh + 1;
-      padded.resize(size_t(conv_direct_buffer_size(a.C, rows, a.S, a.Wq)));
-      for (int64_t c = 0; c < a.C; ++c)
-        for (int64_t r = 0; r < rows; ++r)
-          pad_row(x + c * H * W, first + r, H, W, pt, pl, a.S, a.Wq, spans.data(),
-                  padded.data() + (c * rows + r) * row_floats);
-      std::memset(padded.data() + a.C * rows * row_floats, 0,
-                  sizeof(float) * size_t(conv_direct_slack(a.S, a.Wq)));
-      ConvDirectArgs band = a;
-      band.xp = padded.data();
-      band.Hp = rows;
-      band.OH = r1 - r0;
-      band.y = a.y + r0 * a.OW;
-      band.y_pitch = a.y_pitch ? a.y_pitch : a.OH * a.OW;
-      if (a.epilogue.residual) band.epilogue.residual = a.epilogue.residual + r0 * a.OW;
-      // Inside this region the kernel's own parallel_for runs on this thread alone.
-      if (kernel == ConvKernel::kDirectChannels)
-        conv_direct_channels(band);
-      else
-        conv_direct(band);
-    }
-  });
-}
-
 float gemm_epilogue_scalar(const GemmEpilogue& e, float v, float residual) {
   if (e.residual) v = v + residual;
   switch (e.act) {

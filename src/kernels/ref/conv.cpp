@@ -276,29 +276,23 @@ void run_conv(const KernelContext& c) {
       if (kernel != ConvKernel::kGemm) {
         const auto pw =
             c.is_constant(1) ? packed_weights(W, gi, Mg, K, kernel) : pack_weights(kernel, Mg, K, wg);
-        ConvDirectArgs args{nullptr,
-                            Cg,
-                            in.Hp,
-                            in.S,
-                            in.Wq,
-                            g.k[1],
-                            g.k[2],
-                            g.d[1],
-                            g.d[2],
-                            g.s[1],
-                            g.out[1],
-                            g.out[2],
-                            pw.get(),
-                            bg,
-                            yg,
-                            epilogue,
-                            in_place ? g.s[2] : 1};
-        const int64_t bands = in_place ? 1 : conv_direct_bands_for(args);
-        if (bands > 1) {
-          conv_direct_bands(kernel, args, bands, xg, g.in[1], g.in[2], g.pb[1], g.pb[2]);
-          continue;
-        }
-        args.xp = in_place ? xg : pad(xg, Cg);
+        const ConvDirectArgs args{in_place ? xg : pad(xg, Cg),
+                                  Cg,
+                                  in.Hp,
+                                  in.S,
+                                  in.Wq,
+                                  g.k[1],
+                                  g.k[2],
+                                  g.d[1],
+                                  g.d[2],
+                                  g.s[1],
+                                  g.out[1],
+                                  g.out[2],
+                                  pw.get(),
+                                  bg,
+                                  yg,
+                                  epilogue,
+                                  in_place ? g.s[2] : 1};
         if (kernel == ConvKernel::kDirectChannels)
           conv_direct_channels(args);
         else
