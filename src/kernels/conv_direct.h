@@ -134,10 +134,12 @@ struct ExpandDepthwiseArgs {
   GemmEpilogue expand_epilogue;  // without a residual
   DepthwiseArgs dw;              // over the expanded [E][H][W] (C = M = E); its x is not read
 };
-// Runs `a` and returns true where this CPU has the fused kernel, the depthwise suits it
-// (depthwise_lanes_suit) and the expansion's input channels fit one GEMM k-block (its bits); otherwise
-// writes nothing and returns false: the caller runs the two layers.
-bool conv_expand_depthwise(const ExpandDepthwiseArgs& a);
+// Whether this CPU has the fused kernel, the depthwise suits it (depthwise_lanes_suit) and the expansion's
+// input channels fit one GEMM k-block (its bits); where not, the caller runs the two layers. Reads the
+// geometry and C only, so it can decide before the weights are packed.
+bool conv_expand_depthwise_suits(const ExpandDepthwiseArgs& a);
+// Runs `a` where conv_expand_depthwise_suits(a); elsewhere an internal error.
+void conv_expand_depthwise(const ExpandDepthwiseArgs& a);
 
 namespace gemm_isa {
 // Each ISA's register tiles (the macros of gemm_<isa>.cpp), for conv_choose_kernel: sgemm's rows x

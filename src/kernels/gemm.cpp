@@ -1,6 +1,7 @@
 #include "kernels/gemm.h"
 
 #include "base/cpu.h"
+#include "base/error.h"
 #include "base/threadpool.h"
 #include "kernels/conv_direct.h"
 #include "kernels/ref/float_ops.h"
@@ -90,12 +91,15 @@ void conv_depthwise_direct(const DepthwiseArgs& a) {
 }
 void conv_direct_channels(const ConvDirectArgs& a) { choice().conv_channels(a); }
 
-bool conv_expand_depthwise(const ExpandDepthwiseArgs& a) {
+bool conv_expand_depthwise_suits(const ExpandDepthwiseArgs& a) {
   // Past one k-block, the expansion on the GEMM would add block sums: not the channel tile's chain.
-  if (!choice().expand_depthwise || !depthwise_lanes_suit(a.dw) || a.C > choice().shapes->gemm_kc)
-    return false;
+  return choice().expand_depthwise && depthwise_lanes_suit(a.dw) && a.C <= choice().shapes->gemm_kc;
+}
+
+void conv_expand_depthwise(const ExpandDepthwiseArgs& a) {
+  if (!conv_expand_depthwise_suits(a))
+    fail(Status::kInternal, "the fused expansion and depthwise kernel called where it does not suit");
   choice().expand_depthwise(a);
-  return true;
 }
 
 std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, const float* w) {

@@ -424,29 +424,32 @@ void run_conv_transpose(const KernelContext& c) {
 
 }  // namespace
 
-// The activation the fuse-activation pass attached, as a GEMM epilogue (applied while the tile is hot).
 bool run_expand_depthwise(const Node& expand, const Tensor& x, const Tensor& expand_w, const Tensor* expand_b,
                           const Node& depthwise, const Tensor& w, const Tensor* b, Tensor& y) {
   const int64_t N = x.dim(0), C = x.dim(1), E = expand_w.dim(0);
-  const Shape expanded{N, E, x.dim(2), x.dim(3)};
-  const WindowGeom g = window_geom(depthwise, expanded, kernel_of(depthwise, w.shape()), false);
-  const DirectLayout dl = direct_layout(g);
+  const WindowGeom g =
+      window_geom(depthwise, {N, E, x.dim(2), x.dim(3)}, kernel_of(depthwise, w.shape()), false);
+  ExpandDepthwiseArgs args{
+      x.data<float>(),
+      C,
+      nullptr,
+      expand_b ? expand_b->data<float>() : nullptr,
+      fused_epilogue(expand),
+      depthwise_args(g, direct_layout(g), E, nullptr, w.data<float>(), b ? b->data<float>() : nullptr,
+                     y.data<float>(), fused_epilogue(depthwise))};
+  // The same shape for every image: decided once, before the weights are packed for the fused kernel.
+  if (!conv_expand_depthwise_suits(args)) return false;
   const auto packed = packed_weights(expand_w, 0, E, C, ConvKernel::kDirectChannels);
+  args.expand_w = packed.get();
   for (int64_t n = 0; n < N; ++n) {
-    const ExpandDepthwiseArgs args{
-        x.data<float>() + n * C * g.in[1] * g.in[2],
-        C,
-        packed.get(),
-        expand_b ? expand_b->data<float>() : nullptr,
-        fused_epilogue(expand),
-        depthwise_args(g, dl, E, nullptr, w.data<float>(), b ? b->data<float>() : nullptr,
-                       y.data<float>() + n * E * g.out_vol(), fused_epilogue(depthwise))};
-    // The same shape for every image: the first one decides for all.
-    if (!conv_expand_depthwise(args)) return false;
+    args.x = x.data<float>() + n * C * g.in[1] * g.in[2];
+    args.dw.y = y.data<float>() + n * E * g.out_vol();
+    conv_expand_depthwise(args);
   }
   return true;
 }
 
+// The activation the fuse-activation pass attached, as a GEMM epilogue (applied while the tile is hot).
 GemmEpilogue fused_epilogue(const Node& n) {
   GemmEpilogue e;
   if (!n.has("dlakit_activation")) return e;
