@@ -195,7 +195,6 @@ TEST(Fusion, ExpansionAndDepthwiseAreOneStepAndBitIdentical) {
     const std::vector<EngineStep> steps = plan_fused_steps(g);
     ASSERT_EQ(steps.size(), 1u);
     ASSERT_TRUE(steps[0].expand.has_value());
-    EXPECT_EQ(steps[0].nodes.size(), g.nodes.size());
     const TensorMap in = test_data::random_inputs(g);
     auto [fused, single] = run_both(g, in);
     expect_bit_identical(fused, single);
