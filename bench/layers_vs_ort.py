@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """Layer by layer: the reference engine against ONNX Runtime on the same model, input and threads.
 
-Usage: /usr/bin/python3 bench/layers_vs_ort.py MODEL [--shape 1x3x224x224] [--threads 2] [--iterations 40]
-                                               [--json OUT.json]
-Runs bench/dlakit_bench_model (per-step timing: a fused step counts for its first node) and
+Usage: /usr/bin/python3 bench/layers_vs_ort.py MODEL [--input input] [--shape 1x3x224x224] [--threads 2]
+                                               [--iterations 40] [--json OUT.json]
+Runs bench/dlakit_bench_model (per-step timing: a fused step counts for its first node, so an expansion
+step's time holds its depthwise layer's too, paired with ORT's expansion alone) and
 scripts/ort_run.js --profile (ONNX Runtime's own trace: a fused node is named after its last output, with
 "_nchwc" where ORT moved it to its blocked layout), then prints the per-layer medians side by side.
 Convolutions and matrix products are paired by their first input's and their output's shapes (channels
 rounded up to ORT's blocks of 16), each of dlakit's in graph order with ORT's first unpaired one of the same
-shapes; the other ops are summed per op type. Wall-clock medians; on a shared 2-core machine rerun before trusting one layer.
+shapes; the other ops are summed per op type. Wall-clock medians; on a shared 2-core machine rerun before
+trusting one layer.
 """
 import argparse
 import collections
@@ -24,7 +26,8 @@ PAIRED = ("Conv", "ConvTranspose", "Gemm", "MatMul", "FusedConv", "FusedGemm", "
 
 
 def ort_layers(trace_file, warmup_runs):
-    """[(name, op, ms)] in execution order, each the median over the traced runs after `warmup_runs`."""
+    """[(name, op, ms, (input shape, output shape))] in execution order, ms the median over the traced runs
+    after `warmup_runs`."""
     with open(trace_file) as f:
         events = json.load(f)
     order, times, ops, shapes = [], collections.defaultdict(list), {}, {}
@@ -60,6 +63,7 @@ def parse_type(text):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
+    ap.add_argument("--input", default="input", help="the model's input name (PP-OCRv4: x)")
     ap.add_argument("--shape", default="1x3x224x224")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iterations", type=int, default=40)
@@ -70,15 +74,15 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="layers_vs_ort_")
     x = os.path.join(tmp, "x.npy")
-    dims = [int(d) for d in a.shape.split("x")]
-    np.save(x, np.random.RandomState(0).randn(*dims).astype(np.float32))
+    input_dims = [int(d) for d in a.shape.split("x")]
+    np.save(x, np.random.RandomState(0).randn(*input_dims).astype(np.float32))
     env = dict(os.environ, DLAKIT_NUM_THREADS=str(a.threads))
     ours = json.loads(subprocess.run(
-        [os.path.join(a.build, "bench", "dlakit_bench_model"), a.model, "input=" + x, "--iterations",
+        [os.path.join(a.build, "bench", "dlakit_bench_model"), a.model, f"{a.input}={x}", "--iterations",
          str(a.iterations), "--nodes", "100000"], env=env, check=True, capture_output=True, text=True).stdout)
     ort = json.loads(subprocess.run(
         ["node", os.path.join(ROOT, "scripts", "ort_run.js"), a.model, os.path.join(tmp, "ort"), "--threads",
-         str(a.threads), "--iterations", str(a.iterations), "--profile", "input=" + x],
+         str(a.threads), "--iterations", str(a.iterations), "--profile", f"{a.input}={x}"],
         check=True, capture_output=True, text=True).stdout)
     if not ort.get("profile"):
         sys.exit("layers_vs_ort: ONNX Runtime wrote no profile")
