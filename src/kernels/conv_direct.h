@@ -24,10 +24,6 @@ struct ConvDirectArgs {
   const float* bias;      // optional, per output channel
   float* y;               // [M][OH][OW]
   GemmEpilogue epilogue;  // residual (if any) is [M][OH][OW] with ldr = OH*OW
-  // Channel tiles only: the distance in xp between two outputs of a row. 1 in the padded layout; a 1x1
-  // convolution without padding read in place ([C][H][W] as Hp = H, S = 1, Wq = W) has its stride here
-  // (1 or 2) and in sh.
-  int64_t sw = 1;
 };
 
 // Floats per phase row for a padded width Wp (the columns a convolution reads) and horizontal stride S.

@@ -91,7 +91,8 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       {1, 64, 7, 7, 64, 3, 1, 1, 1, 1, "Relu"},             // channel tiles: ResNet's last stage
       {1, 40, 14, 14, 64, 3, 2, 1, 1, 2, "Clip"},           // channel tiles, grouped, stride 2
       {1, 192, 7, 7, 64, 1, 1, 0, 1, 1, "HardSigmoidMul"},  // pointwise on channel tiles, read in place
-      {1, 72, 14, 15, 64, 1, 2, 0, 1, 1, "Relu"},           // 1x1 stride 2 on channel tiles, read in place
+      {1, 72, 14, 15, 64, 1, 2, 0, 1, 1, "Relu"},           // 1x1 stride 2: gathered, then on channel tiles
+      {2, 21, 17, 23, 40, 1, 3, 0, 1, 1},                   // 1x1 stride 3, batch 2: gathered, then the GEMM
   };
   uint32_t seed = 10;
   // The planar, non-depthwise cases' kernels with each ISA's tiles (this CPU runs one of them below).
@@ -104,12 +105,13 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
     if (c.group < c.C) {
       const int64_t OH = (c.H + 2 * c.pad - (c.K - 1) * c.dil - 1) / c.stride + 1,
                     OW = (c.W + 2 * c.pad - (c.K - 1) * c.dil - 1) / c.stride + 1;
-      const bool in_place = c.K == 1 && c.pad == 0 && c.stride <= 2;
+      // A 1x1 layer without padding reads [C][OH][OW] in place at stride 1 (gathered first if strided).
+      const bool in_place = c.K == 1 && c.pad == 0;
       const int64_t Wq = conv_direct_layout((OW - 1) * c.stride + (c.K - 1) * c.dil + 1, c.stride);
       for (const auto& [isa, tiles] : isa_tiles)
         kernels_taken[isa].insert(
-            conv_choose_kernel({c.M / c.group, c.C / c.group * c.K * c.K, OH, OW, in_place ? c.W : Wq,
-                                in_place ? 1 : c.stride, c.stride, in_place},
+            conv_choose_kernel({c.M / c.group, c.C / c.group * c.K * c.K, OH, OW, in_place ? OW : Wq,
+                                in_place ? 1 : c.stride, in_place ? 1 : c.stride, in_place},
                                *tiles));
     }
     Graph g;
@@ -494,8 +496,8 @@ TEST(ConvDirect, DepthwiseLanesMatchPlanarBitForBit) {
 // for bit against the same ISA's position tiles: both sum each output as one chain over input channels and
 // taps, bias last, so the engine may pick either for a layer without changing its output. Rows that split
 // into unequal tiles (13 = 7 + 6 on AVX-512, 5 + 5 + 3 on AVX2 and generic), a last panel with few channels,
-// stride 2, 5x5, no bias, one output column, and 1x1 convolutions read in place at stride 1 and 2 (the input
-// is its own layout, with no slack past it).
+// stride 2, 5x5, no bias, one output column, and a 1x1 convolution read in place (the input is its own
+// layout, with no slack past it).
 TEST(ConvDirect, ChannelTilesMatchPositionTilesOnEveryIsa) {
   struct Kernels {
     void (*pack)(PackedA&, const float*);
@@ -515,14 +517,12 @@ TEST(ConvDirect, ChannelTilesMatchPositionTilesOnEveryIsa) {
       {4, 9, 11, 9, 5, 1, 2, true, false},    // 5x5, no bias
       {7, 6, 1, 40, 3, 1, 1, true, true},     // one output column
       {23, 7, 9, 45, 1, 1, 0, true, true},    // pointwise, read in place
-      {17, 9, 13, 36, 1, 2, 0, true, true},   // 1x1 stride 2, read in place (every other value)
   };
   uint32_t seed = 900;
   for (const DirectCase& c : cases) {
     const DirectData d = direct_data(c, seed);
     const int64_t OH = c.OH(), OW = c.OW();
-    // A 1x1 input without padding in place: exactly its own values (the kernel must read nothing past
-    // them), at stride 2 every other one.
+    // A 1x1 input without padding in place: exactly its own values (the kernel must read nothing past them).
     const bool in_place = c.K == 1 && c.pad == 0;
     const std::vector<float> own(d.x.data<float>(), d.x.data<float>() + d.x.numel());
     std::vector<std::vector<float>> channel_outputs;
@@ -536,9 +536,8 @@ TEST(ConvDirect, ChannelTilesMatchPositionTilesOnEveryIsa) {
         pack(packed, d.w.data<float>());
         std::vector<float> y(size_t(c.M * OH * OW), std::nanf(""));  // every output must be written
         const float* bias = c.bias ? d.b.data<float>() : nullptr;
-        if (input == own.data())  // [C][H][W] as its own layout, outputs `stride` apart
-          conv({input, c.C, c.H, 1, c.W, 1, 1, 1, 1, c.stride, OH, OW, &packed, bias, y.data(), d.epilogue,
-                c.stride});
+        if (input == own.data())  // [C][H][W] as its own layout
+          conv({input, c.C, c.H, 1, c.W, 1, 1, 1, 1, 1, OH, OW, &packed, bias, y.data(), d.epilogue});
         else
           conv({input, c.C, c.Hp(), c.stride, c.Wq(), c.K, c.K, 1, 1, c.stride, OH, OW, &packed, bias,
                 y.data(), d.epilogue});
@@ -547,7 +546,7 @@ TEST(ConvDirect, ChannelTilesMatchPositionTilesOnEveryIsa) {
       const std::vector<float> positions = run(isa.fn.pack, isa.fn.conv, d.padded.data());
       // The channel tiles on two threads and on one: their two task orders give the same bits. One thread
       // takes the panels first; two take the rows first where the weights are at most twice the input (here
-      // the two 1x1 cases, and the stride-2 case on AVX2 and generic), else the panels too.
+      // the 1x1 case, and the stride-2 case on AVX2 and generic), else the panels too.
       const int threads = num_threads();
       set_num_threads(2);
       const std::vector<float> channels =
