@@ -141,8 +141,10 @@ static void BM_ConvTiles(benchmark::State& st) {
   st.counters["GFLOP/s"] = benchmark::Counter(2.0 * cs.macs(), benchmark::Counter::kIsIterationInvariantRate,
                                               benchmark::Counter::kIs1000);
 }
-// ResNet stages at 56, 28, 14 and 7 (3x3 and 1x1), stride 2 into 14 and 7, MobileNetV2's 1x1 at 7 and 14.
+// The ResNet stem (7x7 stride 2, 112 outputs a row), ResNet stages at 56, 28, 14 and 7 (3x3 and 1x1), stride
+// 2 into 14 and 7, MobileNetV2's 1x1 at 7 and 14.
 BENCHMARK(BM_ConvTiles)
+    ->ArgsProduct({{3}, {224}, {64}, {7}, {2}, {0, 1}})
     ->ArgsProduct({{64}, {56}, {64}, {3}, {1}, {0, 1}})
     ->ArgsProduct({{128}, {28}, {128}, {3}, {1}, {0, 1, 2}})
     ->ArgsProduct({{256}, {14}, {256}, {3}, {1}, {0, 1, 2}})

@@ -26,6 +26,13 @@ struct ConvDirectArgs {
   GemmEpilogue epilogue;  // residual (if any) is [M][OH][OW] with ldr = OH*OW
 };
 
+// The lanes the position tiles compute over n consecutive positions in tiles of nr (vl a vector): whole
+// tiles, and a last tile of one vector where its positions fit one (a row of 112 outputs: 3.5 tiles of 32).
+inline int64_t conv_direct_lanes(int64_t n, int64_t nr, int64_t vl) {
+  const int64_t rest = n % nr;
+  return n / nr * nr + (rest == 0 ? 0 : rest <= vl ? vl : nr);
+}
+
 // Floats per phase row for a padded width Wp (the columns a convolution reads) and horizontal stride S.
 int64_t conv_direct_layout(int64_t Wp, int64_t S);
 // In a padded row of stride S, phase `phase` holds input column q * S + phase - pl at slot q: the slots
@@ -143,6 +150,7 @@ namespace gemm_isa {
 struct TileShapes {
   int64_t gemm_mr, gemm_nr, direct_mr, direct_nr, channel_p, channel_nr;
   int64_t gemm_kc;  // sgemm's k-block: up to it, its sums are one chain of FMAs, as the direct kernels' are
+  int64_t vl;       // floats a vector
 };
 extern const TileShapes tile_shapes_avx512, tile_shapes_avx2, tile_shapes_generic;
 void conv_direct_avx512(const ConvDirectArgs& a);

@@ -118,11 +118,11 @@ static ConvKernel cheapest_kernel(const ConvShape2d& s, const gemm_isa::TileShap
   // (an estimate).
   const int64_t ohw = s.OH * s.OW;
   // The position tiles run along the rows, or flat along the padded rows at stride 1 (conv_direct).
-  const int64_t row_tiles = s.OH * ((s.OW + c.direct_nr - 1) / c.direct_nr),
-                flat_tiles = (s.OH * s.Wq + c.direct_nr - 1) / c.direct_nr;
+  const int64_t row_lanes = s.OH * conv_direct_lanes(s.OW, c.direct_nr, c.vl),
+                flat_lanes = conv_direct_lanes(s.OH * s.Wq, c.direct_nr, c.vl);
   const bool stride1 = s.S == 1 && s.sh == 1;
-  const double positions = round_up(s.M, c.direct_mr) *
-                           double((stride1 ? std::min(row_tiles, flat_tiles) : row_tiles) * c.direct_nr);
+  const double positions =
+      round_up(s.M, c.direct_mr) * double(stride1 ? std::min(row_lanes, flat_lanes) : row_lanes);
   const double gemm =
       round_up(s.M, c.gemm_mr) * round_up(ohw, c.gemm_nr) * (s.in_place && s.sh == 1 ? 1.0 : 1.3);
   // Channel tiles of fewer than 4 positions have too few independent FMA chains to hide their latency.
