@@ -5,7 +5,6 @@
 #include "base/threadpool.h"
 #include "kernels/conv_direct.h"
 #include "kernels/ref/float_ops.h"
-#include "kernels/winograd.h"
 
 #include <algorithm>
 #include <cstring>
@@ -28,8 +27,6 @@ struct Choice {
   void (*expand_depthwise)(const ExpandDepthwiseArgs&);  // the same, its input expanded in place (AVX-512)
   void (*conv_channels)(const ConvDirectArgs&);
   void (*conv_channels_pack)(PackedA&, const float*);
-  void (*winograd)(const WinogradArgs&);
-  void (*winograd_pack)(WinogradWeights&, const float*);
   const gemm_isa::TileShapes* shapes;
 };
 
@@ -39,8 +36,7 @@ struct Choice {
     .fn = sgemm_##isa, .pack = pack_a_##isa, .epilogue = epilogue_##isa, .name = #isa,             \
     .conv = conv_direct_##isa, .conv_pack = conv_pack_##isa, .depthwise = depthwise_##isa,         \
     .depthwise_lanes = nullptr, .expand_depthwise = nullptr, .conv_channels = conv_channels_##isa, \
-    .conv_channels_pack = conv_channels_pack_##isa, .winograd = winograd_##isa,                    \
-    .winograd_pack = winograd_pack_##isa, .shapes = &tile_shapes_##isa                             \
+    .conv_channels_pack = conv_channels_pack_##isa, .shapes = &tile_shapes_##isa                   \
   }
 
 Choice choose() {
@@ -105,23 +101,6 @@ void conv_expand_depthwise(const ExpandDepthwiseArgs& a) {
     fail(Status::kInternal, "the fused expansion and depthwise kernel called where it does not suit");
   choice().expand_depthwise(a);
 }
-
-std::shared_ptr<const WinogradWeights> winograd_pack_weights(int64_t M, int64_t C, const float* w) {
-  auto p = std::make_shared<WinogradWeights>();
-  p->M = M;
-  p->C = C;
-  choice().winograd_pack(*p, w);
-  return p;
-}
-
-bool conv_winograd_suits(int64_t C, int64_t M, int64_t OH, int64_t OW) {
-  // An experiment, off unless DLAKIT_WINOGRAD=1: faster alone and in ResNet-18, slower in ResNet-50
-  // (docs/benchmarks.md, twenty-fifth session).
-  static const bool on = getenv("DLAKIT_WINOGRAD") && atoi(getenv("DLAKIT_WINOGRAD")) == 1;
-  return on && C >= 32 && M >= 32 && OH * OW >= 196;
-}
-
-void conv_winograd(const WinogradArgs& a) { choice().winograd(a); }
 
 std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, const float* w) {
   return packed_by(choice().conv_channels_pack, M, K, w);

@@ -15,6 +15,3 @@
 #define CONV_CHANNELS_PACK_NAME conv_channels_pack_avx2
 #define TILE_SHAPES_NAME tile_shapes_avx2
 #include "kernels/conv_direct_kernel.inc"
-#define WINOGRAD_NAME winograd_avx2
-#define WINOGRAD_PACK_NAME winograd_pack_avx2
-#include "kernels/winograd_kernel.inc"

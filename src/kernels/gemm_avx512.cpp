@@ -18,6 +18,3 @@
 #define DEPTHWISE_LANES_NAME depthwise_lanes_avx512
 #include "kernels/depthwise_lanes_kernel.inc"
 #include "kernels/expand_depthwise_kernel.inc"
-#define WINOGRAD_NAME winograd_avx512
-#define WINOGRAD_PACK_NAME winograd_pack_avx512
-#include "kernels/winograd_kernel.inc"

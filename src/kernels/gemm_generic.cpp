@@ -15,6 +15,3 @@
 #define CONV_CHANNELS_PACK_NAME conv_channels_pack_generic
 #define TILE_SHAPES_NAME tile_shapes_generic
 #include "kernels/conv_direct_kernel.inc"
-#define WINOGRAD_NAME winograd_generic
-#define WINOGRAD_PACK_NAME winograd_pack_generic
-#include "kernels/winograd_kernel.inc"

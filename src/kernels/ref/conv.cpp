@@ -3,7 +3,6 @@
 // loop.
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,7 +15,6 @@
 #include "kernels/gemm.h"
 #include "kernels/ref/common.h"
 #include "kernels/ref/conv_geom.h"
-#include "kernels/winograd.h"
 
 namespace dlakit::ref {
 namespace {
@@ -167,59 +165,33 @@ std::shared_ptr<const PackedA> pack_weights(ConvKernel kernel, int64_t Mg, int64
 }
 
 // Constant weights are packed once and kept (keyed by their storage, which the cache holds alive so the
-// key cannot be reused, the group and the layout they take: a ConvKernel, or kWinogradLayout). Entries whose
-// weights only the cache still holds belong to models that are gone (a runtime that loads and unloads
-// modules) and are dropped. Bounded; cleared when full.
-constexpr int kWinogradLayout = -1;
-template <typename Packed>
-std::shared_ptr<const Packed> cached_pack(const Tensor& W, int64_t gi, int layout,
-                                          const std::function<std::shared_ptr<const Packed>()>& pack,
-                                          size_t (*bytes_of)(const Packed&)) {
-  struct Entry {
-    Tensor weights;
-    std::shared_ptr<const void> packed;
-    size_t bytes;
-  };
+// key cannot be reused, the group and the kernel whose layout they take). Entries whose weights only the
+// cache still holds belong to models that are gone (a runtime that loads and unloads modules) and are
+// dropped. Bounded; cleared when full.
+std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64_t Mg, int64_t K,
+                                              ConvKernel kernel) {
   static std::mutex mu;
-  static std::map<std::tuple<const void*, int64_t, int>, Entry> cache;
+  static std::map<std::tuple<const void*, int64_t, ConvKernel>,
+                  std::pair<Tensor, std::shared_ptr<const PackedA>>>
+      cache;
   static size_t bytes = 0;
   std::lock_guard<std::mutex> lk(mu);
-  auto key = std::make_tuple(W.raw(), gi, layout);
+  auto key = std::make_tuple(W.raw(), gi, kernel);
   auto it = cache.find(key);
-  if (it != cache.end() && it->second.weights.shape() == W.shape())
-    return std::static_pointer_cast<const Packed>(it->second.packed);
+  if (it != cache.end() && it->second.first.shape() == W.shape()) return it->second.second;
   if (bytes > (size_t(1) << 30)) {
     cache.clear();
     bytes = 0;
   }
   std::erase_if(cache, [&](const auto& entry) {
-    const bool gone = entry.second.weights.storage_users() == 1;
-    if (gone) bytes -= entry.second.bytes;
+    const bool gone = entry.second.first.storage_users() == 1;
+    if (gone) bytes -= entry.second.second->data.size() * sizeof(float);
     return gone;
   });
-  std::shared_ptr<const Packed> p = pack();
-  const size_t size = bytes_of(*p);
-  bytes += size;
-  cache[key] = {W, p, size};
+  auto p = pack_weights(kernel, Mg, K, W.data<float>() + gi * Mg * K);
+  bytes += p->data.size() * sizeof(float);
+  cache[key] = {W, p};
   return p;
-}
-
-std::shared_ptr<const PackedA> packed_weights(const Tensor& W, int64_t gi, int64_t Mg, int64_t K,
-                                              ConvKernel kernel) {
-  return cached_pack<PackedA>(
-      W, gi, int(kernel), [&] { return pack_weights(kernel, Mg, K, W.data<float>() + gi * Mg * K); },
-      [](const PackedA& p) { return p.data.size() * sizeof(float); });
-}
-
-std::shared_ptr<const WinogradWeights> winograd_weights(const Tensor& W, int64_t gi, int64_t Mg, int64_t Cg) {
-  return cached_pack<WinogradWeights>(
-      W, gi, kWinogradLayout,
-      [&] { return winograd_pack_weights(Mg, Cg, W.data<float>() + gi * Mg * Cg * 9); },
-      [](const WinogradWeights& p) {
-        size_t size = 0;
-        for (const PackedA& u : p.u) size += u.data.size() * sizeof(float);
-        return size;
-      });
 }
 
 // A 1-D or 2-D convolution on the padded layout of conv_direct.h; the caller's buffer holds it.
@@ -319,22 +291,6 @@ void run_conv(const KernelContext& c) {
   const bool pointwise = unpadded_1x1 && ((g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1) || strided);
   const int64_t ivol = strided ? ovol : g.in_vol();
   const bool in_place = planar && pointwise;
-  // 3x3 at stride 1 by Winograd's F(2x2, 3x3) where it is faster (winograd.h).
-  const bool winograd = planar && G == 1 && g.k[1] == 3 && g.k[2] == 3 && g.s[1] == 1 && g.s[2] == 1 &&
-                        g.d[1] == 1 && g.d[2] == 1 && conv_winograd_suits(Cg, Mg, g.out[1], g.out[2]);
-  if (winograd) {
-    const WinogradLayout wl = winograd_layout(g.out[1], g.out[2]);
-    padded.resize(size_t(conv_direct_buffer_size(g.C, wl.Hp, 2, wl.Wq)));
-    const auto ww = c.is_constant(1) ? winograd_weights(W, 0, Mg, Cg) : winograd_pack_weights(Mg, Cg, w);
-    for (int64_t n = 0; n < g.N; ++n) {
-      conv_direct_pad_input(x + n * g.C * g.in_vol(), g.C, g.in[1], g.in[2], g.pb[1], g.pb[2], wl.Hp, 2,
-                            wl.Wq, padded.data());
-      epilogue.residual = residual ? residual + n * M * ovol : nullptr;
-      conv_winograd(
-          {padded.data(), g.C, wl.Hp, wl.Wq, g.out[1], g.out[2], ww.get(), b, y + n * M * ovol, epilogue});
-    }
-    return;
-  }
   // The direct kernels' input layout: the padded copy's, or [C][OH][OW] itself (in place or gathered).
   const DirectLayout in = in_place ? DirectLayout{g.out[1], g.out[2], 1} : dl;
   const int64_t sh = in_place ? 1 : g.s[1];
