@@ -72,8 +72,7 @@ void conv_direct(const ConvDirectArgs& a);
 // transposed. No lane is wasted on short rows, so small images with many channels (the 7x7 and 14x14
 // stages of ResNets) run at the kernel's speed. It sums in direct_micro's order: the same bits. Weights
 // packed by conv_channels_pack_weights; the input in conv_direct's padded layout, which a pointwise
-// convolution's input already is (Hp = H, S = 1, Wq = W: the kernel reads no slack; at stride 2 with
-// sw = sh = 2).
+// convolution's input already is (Hp = H, S = 1, Wq = W: the kernel reads no slack).
 void conv_direct_channels(const ConvDirectArgs& a);
 std::shared_ptr<const PackedA> conv_channels_pack_weights(int64_t M, int64_t K, const float* w);
 // A row of OW outputs in as few channel tiles of at most `most` positions as possible, of equal width
@@ -94,8 +93,8 @@ enum class ConvKernel { kGemm, kDirectPositions, kDirectChannels };
 struct ConvShape2d {
   int64_t M, K, OH, OW;
   int64_t Wq, S, sh;  // the padded layout's row length, the horizontal and the vertical stride
-  bool in_place;      // 1x1, stride 1 or 2, no padding: the channel tiles (at stride 1 the GEMM too) read the
-                      // input in place
+  bool in_place;      // 1x1, no padding: the channel tiles and the GEMM read the input (gathered first at a
+                      // stride) in place, at stride 1
   bool residual = false;  // the epilogue adds a residual, which the channel tiles read transposed
 };
 ConvKernel conv_choose_kernel(const ConvShape2d& shape);

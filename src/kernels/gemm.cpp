@@ -123,8 +123,7 @@ static ConvKernel cheapest_kernel(const ConvShape2d& s, const gemm_isa::TileShap
   const bool stride1 = s.S == 1 && s.sh == 1;
   const double positions =
       round_up(s.M, c.direct_mr) * double(stride1 ? std::min(row_lanes, flat_lanes) : row_lanes);
-  const double gemm =
-      round_up(s.M, c.gemm_mr) * round_up(ohw, c.gemm_nr) * (s.in_place && s.sh == 1 ? 1.0 : 1.3);
+  const double gemm = round_up(s.M, c.gemm_mr) * round_up(ohw, c.gemm_nr) * (s.in_place ? 1.0 : 1.3);
   // Channel tiles of fewer than 4 positions have too few independent FMA chains to hide their latency.
   const ConvChannelTiles rt = conv_channel_tiles(s.OW, c.channel_p);
   const int64_t last = s.OW - (rt.per_row - 1) * rt.width;
@@ -136,8 +135,8 @@ static ConvKernel cheapest_kernel(const ConvShape2d& s, const gemm_isa::TileShap
   const double store_steps = s.residual ? 86.0 : 16.0;
   const double channels = round_up(s.M, c.channel_nr) * double(s.OH) * per_row * 1.03 *
                           (1.0 + store_steps / double(std::max<int64_t>(s.K, 1)));
-  // The channel tiles read a 1x1 convolution's input in place (the GEMM only at stride 1); the position
-  // tiles would need a padded copy with slack.
+  // The channel tiles and the GEMM read a 1x1 convolution's input in place; the position tiles would need a
+  // padded copy with slack.
   if (s.in_place) return channels < gemm ? ConvKernel::kDirectChannels : ConvKernel::kGemm;
   if (channels < std::min(positions, gemm)) return ConvKernel::kDirectChannels;
   return positions <= gemm ? ConvKernel::kDirectPositions : ConvKernel::kGemm;

@@ -91,8 +91,9 @@ TEST(Conv, FastPathsMatchDirectConvolution) {
       {1, 64, 7, 7, 64, 3, 1, 1, 1, 1, "Relu"},             // channel tiles: ResNet's last stage
       {1, 40, 14, 14, 64, 3, 2, 1, 1, 2, "Clip"},           // channel tiles, grouped, stride 2
       {1, 192, 7, 7, 64, 1, 1, 0, 1, 1, "HardSigmoidMul"},  // pointwise on channel tiles, read in place
-      {1, 72, 14, 15, 64, 1, 2, 0, 1, 1, "Relu"},           // 1x1 stride 2: gathered, then on channel tiles
-      {2, 21, 17, 23, 40, 1, 3, 0, 1, 1},                   // 1x1 stride 3, batch 2: gathered, then the GEMM
+      {1, 72, 14, 15, 64, 1, 2, 0, 1, 1, "Relu"},           // 1x1 stride 2: gathered, then the GEMM
+      {1, 250, 27, 27, 500, 1, 2, 0, 1, 1, "Relu"},  // the same, on the channel tiles (ResNet's downsampling)
+      {2, 21, 17, 23, 40, 1, 3, 0, 1, 1},            // 1x1 stride 3, batch 2: gathered, then the GEMM
   };
   uint32_t seed = 10;
   // The planar, non-depthwise cases' kernels with each ISA's tiles (this CPU runs one of them below).

@@ -211,24 +211,18 @@ DepthwiseArgs depthwise_args(const WindowGeom& g, const DirectLayout& dl, int64_
           g.k[2], g.d[1], g.d[2], g.s[1],  g.out[1], g.out[2], w,       b,     y,    epilogue};
 }
 
-// The values a 1x1 convolution without padding reads at stride (sh, sw), gathered from x [N*C][H][W] into
-// [N*C][OH][OW] (OH, OW its output size), so that the stride-1 pointwise paths run on them.
+// The values a 1x1 convolution without padding reads at stride (sh, sw), gathered from one image's x
+// [C][H][W] into [C][OH][OW] (OH, OW its output size), so that the stride-1 pointwise paths run on them.
 const float* gather_strided(const WindowGeom& g, const float* x) {
   thread_local std::vector<float> gathered;
   const int64_t OH = g.out[1], OW = g.out[2], H = g.in[1], W = g.in[2], sh = g.s[1], sw = g.s[2];
-  gathered.resize(size_t(g.N * g.C * OH * OW));
+  gathered.resize(size_t(g.C * OH * OW));
   float* dst = gathered.data();
   parallel_for(
-      g.N * g.C * OH,
+      g.C * OH,
       [&](int64_t s, int64_t e) {
-        for (int64_t r = s; r < e; ++r) {
-          const float* src = x + (r / OH) * H * W + (r % OH) * sh * W;
-          float* out = dst + r * OW;
-          if (sw == 2)  // a constant stride the compiler vectorises (even lanes)
-            for (int64_t q = 0; q < OW; ++q) out[q] = src[q * 2];
-          else
-            for (int64_t q = 0; q < OW; ++q) out[q] = src[q * sw];
-        }
+        for (int64_t r = s; r < e; ++r)
+          conv_direct_copy_phase(x + (r / OH) * H * W + (r % OH) * sh * W, dst + r * OW, {0, OW}, sw);
       },
       std::max<int64_t>(1, 2048 / std::max<int64_t>(OW, 1)));
   return dst;
@@ -286,7 +280,6 @@ void run_conv(const KernelContext& c) {
   bool unpadded_1x1 = kvol == 1;
   for (int i = 0; i < 3; ++i) unpadded_1x1 = unpadded_1x1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
   const bool strided = planar && unpadded_1x1 && (g.s[1] > 1 || g.s[2] > 1);
-  if (strided) x = gather_strided(g, x);
   // Gathered, a strided layer reads [C][OH][OW] at stride 1 as a pointwise one reads its input.
   const bool pointwise = unpadded_1x1 && ((g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1) || strided);
   const int64_t ivol = strided ? ovol : g.in_vol();
@@ -297,9 +290,11 @@ void run_conv(const KernelContext& c) {
   const ConvKernel kernel =
       planar ? conv_choose_kernel({Mg, K, g.out[1], g.out[2], in.Wq, in.S, sh, in_place, residual != nullptr})
              : ConvKernel::kGemm;
-  for (int64_t n = 0; n < g.N; ++n)
+  for (int64_t n = 0; n < g.N; ++n) {
+    // One image at a time, so the gathered values are still in cache when the convolution reads them.
+    const float* xn = strided ? gather_strided(g, x + n * g.C * g.in_vol()) : x + n * g.C * ivol;
     for (int64_t gi = 0; gi < G; ++gi) {
-      const float* xg = x + (n * g.C + gi * Cg) * ivol;
+      const float* xg = xn + gi * Cg * ivol;
       float* yg = y + (n * M + gi * Mg) * ovol;
       const float* wg = w + gi * Mg * K;
       const float* bg = b ? b + gi * Mg : nullptr;
@@ -336,6 +331,7 @@ void run_conv(const KernelContext& c) {
       sgemm({Mg, ovol, K, wg, K, 1, xg, ovol, 1, yg, ovol, false, bg, pw.get(), pointwise ? nullptr : &im2col,
              epilogue});
     }
+  }
 }
 
 std::vector<TensorType> infer_conv_transpose(const InferContext& c) {
