@@ -32,6 +32,19 @@ inline int64_t conv_direct_lanes(int64_t n, int64_t nr, int64_t vl) {
   const int64_t rest = n % nr;
   return n / nr * nr + (rest == 0 ? 0 : rest <= vl ? vl : nr);
 }
+// How the position tiles cover OH x OW outputs (padded rows of Wq floats): along each output row, or at
+// stride 1 flat along the padded rows where that computes fewer lanes (short rows fill whole tiles; the
+// columns past OW are computed and dropped). The kernel runs this choice and the cost model charges its
+// lanes.
+struct PositionTiling {
+  bool flat;
+  int64_t lanes;
+};
+inline PositionTiling conv_direct_position_tiling(int64_t OH, int64_t OW, int64_t Wq, bool stride1,
+                                                  int64_t nr, int64_t vl) {
+  const int64_t rows = OH * conv_direct_lanes(OW, nr, vl), flat = conv_direct_lanes(OH * Wq, nr, vl);
+  return stride1 && flat < rows ? PositionTiling{true, flat} : PositionTiling{false, rows};
+}
 
 // Floats per phase row for a padded width Wp (the columns a convolution reads) and horizontal stride S.
 int64_t conv_direct_layout(int64_t Wp, int64_t S);

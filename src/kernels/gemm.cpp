@@ -117,12 +117,9 @@ static ConvKernel cheapest_kernel(const ConvShape2d& s, const gemm_isa::TileShap
   // bears out against the GEMM on 1x1 layers. Not measured: the 1.3 charged to the GEMM for its im2col
   // (an estimate).
   const int64_t ohw = s.OH * s.OW;
-  // The position tiles run along the rows, or flat along the padded rows at stride 1 (conv_direct).
-  const int64_t row_lanes = s.OH * conv_direct_lanes(s.OW, c.direct_nr, c.vl),
-                flat_lanes = conv_direct_lanes(s.OH * s.Wq, c.direct_nr, c.vl);
-  const bool stride1 = s.S == 1 && s.sh == 1;
   const double positions =
-      round_up(s.M, c.direct_mr) * double(stride1 ? std::min(row_lanes, flat_lanes) : row_lanes);
+      round_up(s.M, c.direct_mr) *
+      double(conv_direct_position_tiling(s.OH, s.OW, s.Wq, s.S == 1 && s.sh == 1, c.direct_nr, c.vl).lanes);
   const double gemm = round_up(s.M, c.gemm_mr) * round_up(ohw, c.gemm_nr) * (s.in_place ? 1.0 : 1.3);
   // Channel tiles of fewer than 4 positions have too few independent FMA chains to hide their latency.
   const ConvChannelTiles rt = conv_channel_tiles(s.OW, c.channel_p);
