@@ -52,7 +52,7 @@ ReferenceEngine::ReferenceEngine(const Graph& graph) : graph_(graph) {
   graph_.verify();
   std::vector<EngineStep> one_each;
   for (size_t n = 0; n < graph_.nodes.size(); ++n)
-    one_each.push_back({{n}, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+    one_each.push_back({{n}, std::nullopt, std::nullopt, std::nullopt});
   per_node_ = schedule(std::move(one_each));
   fused_ = schedule(plan_fused_steps(graph_));
 }
@@ -98,12 +98,10 @@ TensorMap ReferenceEngine::run(const TensorMap& inputs) {
     if (step.elementwise) {
       for (int i : step.elementwise->inputs) in_ptrs.push_back(value_ptr(node, i));
       outs.push_back(run_elementwise_step(graph_, *step.elementwise, in_ptrs));
-    } else if (step.expand || step.padded_producer) {  // the first Conv's inputs, then the second's but that
-      const Node& first = step.expand ? *step.expand : *step.padded_producer;  // one
-      for (int i : first.inputs) in_ptrs.push_back(value_ptr(first, i));
+    } else if (step.expand) {  // the expansion's inputs, then the depthwise's but the expanded one
+      for (int i : step.expand->inputs) in_ptrs.push_back(value_ptr(*step.expand, i));
       for (size_t j = 1; j < node.inputs.size(); ++j) in_ptrs.push_back(value_ptr(node, node.inputs[j]));
-      outs.push_back(step.expand ? run_expand_depthwise_step(graph_, step, in_ptrs)
-                                 : run_padded_pair_step(graph_, step, in_ptrs));
+      outs.push_back(run_expand_depthwise_step(graph_, step, in_ptrs));
     } else {
       for (int i : node.inputs) in_ptrs.push_back(value_ptr(node, i));
       outs = runner_ ? runner_(n, in_ptrs) : run_node(graph_, node, in_ptrs);

@@ -8,7 +8,6 @@
 #include "base/cpu.h"
 #include "base/threadpool.h"
 #include "engine/engine.h"
-#include "kernels/conv_pair.h"
 #include "kernels/expand_depthwise.h"
 #include "kernels/ref/common.h"
 #include "kernels/ref/float_ops.h"
@@ -324,17 +323,14 @@ BlockOp choose_block_op() {
   return block_op_baseline;
 }
 
-// A Conv over 4-D float32 with constant weights and bias (if any); its fused residual (if any) float32.
-bool float_conv(const Graph& g, const Node& c) {
-  if (c.op != OpKind::Conv || c.inputs.size() < 2 || !is_f32(g, c.inputs[0]) || !is_f32(g, c.outputs[0]) ||
-      !is_const(g, c.inputs[1]))
+// A Conv over 4-D float32 with constant weights and bias (if any) and no fused residual.
+bool plain_conv(const Graph& g, const Node& c) {
+  if (c.op != OpKind::Conv || c.has("dlakit_residual") || c.inputs.size() < 2 || !is_f32(g, c.inputs[0]) ||
+      !is_f32(g, c.outputs[0]) || !is_const(g, c.inputs[1]))
     return false;
   if (c.inputs.size() > 2 && c.inputs[2] >= 0 && !is_const(g, c.inputs[2])) return false;
   return g.value(c.inputs[0]).type.shape.size() == 4 && g.value(c.inputs[1]).type.shape.size() == 4;
 }
-
-// The same without a fused residual.
-bool plain_conv(const Graph& g, const Node& c) { return float_conv(g, c) && !c.has("dlakit_residual"); }
 
 // An expansion: 1x1, stride 1, no padding, one group (its input read in place).
 bool pointwise_conv(const Graph& g, const Node& c) {
@@ -404,71 +400,6 @@ void join_expansions(const Graph& g, const Uses& u, std::vector<char>& taken,
   }
 }
 
-// A Conv that reads its input through a padded copy at horizontal stride 1, with one group: not a 1x1
-// without padding (read in place). Whether its kernel reads the padded layout is known at run time only
-// (kernels/conv_pair.h); these are the conditions the graph shows.
-bool padded_stride1_conv(const Graph& g, const Node& c) {
-  if (!float_conv(g, c) || c.attr_int("group", 1) != 1) return false;
-  const std::vector<int64_t> strides = c.attr_ints("strides", {});
-  if (strides.size() == 2 && strides[1] != 1) return false;
-  const Shape& w = g.value(c.inputs[1]).type.shape;
-  if (w[2] != 1 || w[3] != 1) return true;
-  for (int64_t v : c.attr_ints("pads", {}))  // a 1x1 without pads (or SAME's, none) is read in place
-    if (v != 0) return true;
-  return false;
-}
-
-// Joins each Conv step (or lone Conv) that padded_stride1_conv accepts with the Conv step (or lone Conv)
-// of one group whose output it alone reads: EngineStep::padded_producer. After join_expansions, whose
-// steps are left alone. Joined groups are emptied; `taken` marks lone nodes joined.
-void join_padded_pairs(const Graph& g, const Uses& u, std::vector<char>& taken,
-                       std::vector<EngineStep>& groups) {
-  std::vector<long> group_of(g.nodes.size(), -1), producer(g.values.size(), -1);
-  for (size_t k = 0; k < groups.size(); ++k)
-    for (size_t n : groups[k].nodes) group_of[n] = long(k);
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    for (int o : g.nodes[n].outputs)
-      if (o >= 0) producer[size_t(o)] = long(n);
-  // A Conv step's fused node and nodes: the group it heads, or the node alone; null if n heads neither or
-  // its step is already a pair.
-  auto conv_step = [&](size_t n, std::vector<size_t>& nodes) -> const Node* {
-    const long k = group_of[n];
-    if (k < 0) {
-      nodes = {n};
-      return taken[n] ? nullptr : &g.nodes[n];
-    }
-    const EngineStep& s = groups[size_t(k)];
-    nodes = s.nodes;
-    return s.conv && !s.expand && !s.padded_producer && s.nodes.front() == n ? &*s.conv : nullptr;
-  };
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    std::vector<size_t> second_nodes, first_nodes;
-    const Node* second = g.nodes[n].op == OpKind::Conv ? conv_step(n, second_nodes) : nullptr;
-    if (!second || !padded_stride1_conv(g, *second) || !u.single_use(second->inputs[0])) continue;
-    const long p = producer[size_t(second->inputs[0])];
-    if (p < 0) continue;
-    // The first's step must end in the value the second reads: its head is its group's first node.
-    const long pk = group_of[size_t(p)];
-    const size_t head = pk < 0 ? size_t(p) : groups[size_t(pk)].nodes.front();
-    const Node* first = g.nodes[head].op == OpKind::Conv ? conv_step(head, first_nodes) : nullptr;
-    if (!first || first->outputs[0] != second->inputs[0] || !float_conv(g, *first) ||
-        first->attr_int("group", 1) != 1)
-      continue;
-    EngineStep joined;
-    joined.nodes = first_nodes;
-    joined.nodes.insert(joined.nodes.end(), second_nodes.begin(), second_nodes.end());
-    joined.conv = *second;
-    joined.padded_producer = *first;
-    for (long k : {pk, group_of[n]})
-      if (k >= 0) groups[size_t(k)] = EngineStep{};
-    for (size_t m : joined.nodes) {
-      taken[m] = 1;
-      group_of[m] = long(groups.size());
-    }
-    groups.push_back(std::move(joined));
-  }
-}
-
 }  // namespace
 
 std::vector<EngineStep> plan_fused_steps(const Graph& g) {
@@ -491,7 +422,6 @@ std::vector<EngineStep> plan_fused_steps(const Graph& g) {
     groups.push_back(std::move(s));
   }
   join_expansions(g, u, taken, groups);
-  if (!std::getenv("DLAKIT_NOPAIR")) join_padded_pairs(g, u, taken, groups);
   // Every node once, in order; a group runs where its last node was (its inputs are ready by then).
   std::vector<long> group_of(g.nodes.size(), -1);
   for (size_t k = 0; k < groups.size(); ++k)
@@ -499,7 +429,7 @@ std::vector<EngineStep> plan_fused_steps(const Graph& g) {
   std::vector<EngineStep> steps;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (group_of[n] < 0) {
-      steps.push_back({{n}, std::nullopt, std::nullopt, std::nullopt, std::nullopt});
+      steps.push_back({{n}, std::nullopt, std::nullopt, std::nullopt});
     } else if (groups[size_t(group_of[n])].nodes.back() == n) {  // emptied groups own no node
       steps.push_back(std::move(groups[size_t(group_of[n])]));
     }
@@ -522,21 +452,6 @@ Tensor run_expand_depthwise_step(const Graph& g, const EngineStep& step,
   std::vector<const Tensor*> dw_in{&expanded[0]};
   dw_in.insert(dw_in.end(), in.begin() + long(ne), in.end());
   return std::move(run_node(g, dw, dw_in)[0]);
-}
-
-Tensor run_padded_pair_step(const Graph& g, const EngineStep& step, const std::vector<const Tensor*>& in) {
-  const Node &first = *step.padded_producer, &second = *step.conv;
-  const auto split = in.begin() + long(std::min(first.inputs.size(), in.size()));
-  const std::vector<const Tensor*> first_in(in.begin(), split);
-  std::vector<const Tensor*> second_in{nullptr};  // its first input is the first's output
-  second_in.insert(second_in.end(), split, in.end());
-  const TensorType& type = g.value(second.outputs[0]).type;
-  Tensor y = Tensor::uninitialized(type.dtype, type.shape);
-  if (ref::run_conv_pair(first, first_in, second, second_in, y)) return y;
-  // Not on the direct kernels here: the two layers one after the other.
-  const std::vector<Tensor> made = run_node(g, first, first_in);
-  second_in[0] = &made[0];
-  return std::move(run_node(g, second, second_in)[0]);
 }
 
 Tensor run_elementwise_step(const Graph& g, const EwStep& step, const std::vector<const Tensor*>& in) {

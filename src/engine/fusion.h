@@ -6,9 +6,6 @@
 //  - A pointwise Conv (1x1, stride 1, no padding, one group) [-> its activation] whose output only a
 //    depthwise Conv [-> activation] reads: one step (MobileNet's expansion and depthwise layers), the
 //    expanded tensor never written where the CPU has the fused kernel (kernels/expand_depthwise.h).
-//  - A Conv [-> its epilogue] whose output only a Conv reading it through a padded copy reads (ResNet's
-//    conv1 -> conv2 in a block): one step, the first writing straight into the second's padded layout where
-//    both run on the direct kernels (kernels/conv_pair.h), so the copy is not made.
 //  - Runs of element-wise nodes (Add Sub Mul Div Relu Clip LeakyRelu HardSigmoid HardSwish) on one shape,
 //    whose other operands are constants (scalar or per channel): one pass over memory, block by block.
 #pragma once
@@ -41,7 +38,6 @@ struct EngineStep {
   std::optional<Node> conv;   // a Conv with its epilogue attached, writing the last node's output
   std::optional<EwStep> elementwise;
   std::optional<Node> expand;  // with conv: the pointwise Conv (its epilogue attached) making conv's input
-  std::optional<Node> padded_producer;  // with conv: the Conv (its epilogue attached) making conv's input
 };
 
 std::vector<EngineStep> plan_fused_steps(const Graph& g);
@@ -50,10 +46,6 @@ std::vector<EngineStep> plan_fused_steps(const Graph& g);
 // after its first.
 Tensor run_expand_depthwise_step(const Graph& g, const EngineStep& step,
                                  const std::vector<const Tensor*>& in);
-
-// Runs a padded pair (EngineStep::padded_producer): `in` holds the producer's inputs, then conv's after its
-// first.
-Tensor run_padded_pair_step(const Graph& g, const EngineStep& step, const std::vector<const Tensor*>& in);
 
 // Runs a fused element-wise step; `in` holds its external inputs in order.
 Tensor run_elementwise_step(const Graph& g, const EwStep& step, const std::vector<const Tensor*>& in);

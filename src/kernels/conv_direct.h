@@ -22,15 +22,9 @@ struct ConvDirectArgs {
   int64_t OH, OW;
   const PackedA* w;       // conv_direct_pack_weights layout: panels of whole-K rows
   const float* bias;      // optional, per output channel
-  float* y;               // [M][OH][OW], or the planes and rows below
+  float* y;               // [M][OH][OW]
   GemmEpilogue epilogue;  // residual (if any) is [M][OH][OW] with ldr = OH*OW
-  // Output channel m's row oh starts at y + m * y_plane + oh * y_pitch: another convolution's padded input
-  // (conv_pair.h). 0: [M][OH][OW].
-  int64_t y_plane = 0, y_pitch = 0;
 };
-// The output's channel and row strides that a's kernels store with.
-inline int64_t conv_output_plane(const ConvDirectArgs& a) { return a.y_plane ? a.y_plane : a.OH * a.OW; }
-inline int64_t conv_output_pitch(const ConvDirectArgs& a) { return a.y_pitch ? a.y_pitch : a.OW; }
 
 // The lanes the position tiles compute over n consecutive positions in tiles of nr (vl a vector): whole
 // tiles, and a last tile of one vector where its positions fit one (a row of 112 outputs: 3.5 tiles of 32).

@@ -2,17 +2,14 @@
 // General convolution is the blocked sgemm on an implicit im2col matrix; depthwise convolution is a direct
 // loop.
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <tuple>
 
 #include "base/threadpool.h"
 #include "kernels/conv_direct.h"
-#include "kernels/conv_pair.h"
 #include "kernels/expand_depthwise.h"
 #include "kernels/fused_activation.h"
 #include "kernels/gemm.h"
@@ -231,68 +228,8 @@ const float* gather_strided(const WindowGeom& g, const float* x) {
   return dst;
 }
 
-// How a convolution that is not depthwise runs each image and group: on which kernel, reading its input in
-// place, gathered at a stride, or from a padded copy (direct_layout).
-struct ConvRoute {
-  bool planar;   // 1-D or 2-D: the direct kernels apply
-  bool strided;  // a 1x1 layer without padding at a stride: its values gathered first
-  bool pointwise;
-  bool in_place;      // the GEMM and the channel tiles read [C][OH][OW] (the input, or gathered) as it is
-  DirectLayout dl;    // the padded copy's layout
-  DirectLayout in;    // what the direct kernels read: the padded copy's layout, or [C][OH][OW]
-  int64_t sh;         // their vertical stride
-  int64_t ivol;       // floats per channel of the input they read
-  ConvKernel kernel;  // the kernel conv_choose_kernel picks
-};
-ConvRoute route_conv(const WindowGeom& g, int64_t Mg, int64_t K, bool residual) {
-  ConvRoute r{};
-  r.planar = g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1;
-  // A 1x1 convolution without padding reads its input in place (the GEMM and the channel tiles), with no
-  // padded copy. At a stride (ResNet's downsampling layers) the values it reads are gathered first: read in
-  // place, every pass over the weights streamed the whole input, 4 times the values used (3.2 MB at 56x56:
-  // ResNet-50's stride-2 1x1 layers 0.84 -> 0.68 ms at 56x56 and 0.90 -> 0.74 at 14x14, two threads).
-  bool unpadded_1x1 = g.k_vol() == 1;
-  for (int i = 0; i < 3; ++i) unpadded_1x1 = unpadded_1x1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
-  r.strided = r.planar && unpadded_1x1 && (g.s[1] > 1 || g.s[2] > 1);
-  // Gathered, a strided layer reads [C][OH][OW] at stride 1 as a pointwise one reads its input.
-  r.pointwise = unpadded_1x1 && ((g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1) || r.strided);
-  r.ivol = r.strided ? g.out_vol() : g.in_vol();
-  r.in_place = r.planar && r.pointwise;
-  r.dl = direct_layout(g);
-  r.in = r.in_place ? DirectLayout{g.out[1], g.out[2], 1} : r.dl;
-  r.sh = r.in_place ? 1 : g.s[1];
-  r.kernel =
-      r.planar ? conv_choose_kernel({Mg, K, g.out[1], g.out[2], r.in.Wq, r.in.S, r.sh, r.in_place, residual})
-               : ConvKernel::kGemm;
-  return r;
-}
-
-// One image and group on a direct kernel: xg as route.in lays it out (padded, or [C][OH][OW]), the output
-// [Mg][OH][OW] at yg, or planes and rows y_plane and y_pitch apart (ConvDirectArgs).
-void run_direct(const ConvRoute& route, const WindowGeom& g, const float* xg, int64_t Cg, const PackedA& pw,
-                const float* bg, float* yg, const GemmEpilogue& epilogue, int64_t y_plane = 0,
-                int64_t y_pitch = 0) {
-  ConvDirectArgs args{xg,     Cg,       route.in.Hp, route.in.S, route.in.Wq, g.k[1], g.k[2], g.d[1],
-                      g.d[2], route.sh, g.out[1],    g.out[2],   &pw,         bg,     yg,     epilogue};
-  args.y_plane = y_plane;
-  args.y_pitch = y_pitch;
-  if (route.kernel == ConvKernel::kDirectChannels)
-    conv_direct_channels(args);
-  else
-    conv_direct(args);
-}
-
-// x [C][H][W] into the thread's padded buffer in layout dl; returns the buffer.
-const float* pad_into_buffer(const WindowGeom& g, const DirectLayout& dl, const float* x, int64_t channels) {
-  thread_local std::vector<float> padded;
-  padded.resize(size_t(conv_direct_buffer_size(channels, dl.Hp, dl.S, dl.Wq)));
-  conv_direct_pad_input(x, channels, g.in[1], g.in[2], g.pb[1], g.pb[2], dl.Hp, dl.S, dl.Wq, padded.data());
-  return padded.data();
-}
-
 // General convolution as one GEMM per image and group: weights (packed once) x the implicit im2col matrix
-// (pointwise convolutions read the input itself), bias and fused activation in the GEMM's store epilogue;
-// or one of the direct kernels (conv_direct.h), whichever conv_choose_kernel picks.
+// (pointwise convolutions read the input itself), bias and fused activation in the GEMM's store epilogue.
 void run_conv(const KernelContext& c) {
   const Tensor &X = c.in(0), &W = c.in(1);
   const float* b = c.has(2) ? c.in(2).data<float>() : nullptr;
@@ -307,10 +244,17 @@ void run_conv(const KernelContext& c) {
       c.node().attr_int("dlakit_residual", 0) && c.has(3) ? c.in(3).data<float>() : nullptr;
   const bool planar = g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1;  // 1-D or 2-D
   const int64_t kvol = g.k_vol(), ovol = g.out_vol(), K = Cg * kvol;
+  thread_local std::vector<float> padded;
+  const DirectLayout dl = direct_layout(g);
+  auto pad = [&](const float* src, int64_t channels) {
+    padded.resize(size_t(conv_direct_buffer_size(channels, dl.Hp, dl.S, dl.Wq)));
+    conv_direct_pad_input(src, channels, g.in[1], g.in[2], g.pb[1], g.pb[2], dl.Hp, dl.S, dl.Wq,
+                          padded.data());
+    return padded.data();
+  };
   GemmEpilogue epilogue = fused_epilogue(c.node());
   epilogue.ldr = ovol;
   if (G == g.C && G > 1 && Cg == 1 && planar) {  // the residual and activation go with each stored vector
-    const DirectLayout dl = direct_layout(g);
     for (int64_t n = 0; n < g.N; ++n) {
       epilogue.residual = residual ? residual + n * M * ovol : nullptr;
       conv_depthwise_direct(
@@ -329,30 +273,63 @@ void run_conv(const KernelContext& c) {
           16384);
     return apply_fused_activation(c.node(), y, Y.numel());
   }
-  const ConvRoute route = route_conv(g, Mg, K, residual != nullptr);
+  // A 1x1 convolution without padding reads its input in place (the GEMM and the channel tiles), with no
+  // padded copy. At a stride (ResNet's downsampling layers) the values it reads are gathered first: read in
+  // place, every pass over the weights streamed the whole input, 4 times the values used (3.2 MB at 56x56:
+  // ResNet-50's stride-2 1x1 layers 0.84 -> 0.68 ms at 56x56 and 0.90 -> 0.74 at 14x14, two threads).
+  bool unpadded_1x1 = kvol == 1;
+  for (int i = 0; i < 3; ++i) unpadded_1x1 = unpadded_1x1 && g.pb[size_t(i)] == 0 && g.pe[size_t(i)] == 0;
+  const bool strided = planar && unpadded_1x1 && (g.s[1] > 1 || g.s[2] > 1);
+  // Gathered, a strided layer reads [C][OH][OW] at stride 1 as a pointwise one reads its input.
+  const bool pointwise = unpadded_1x1 && ((g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1) || strided);
+  const int64_t ivol = strided ? ovol : g.in_vol();
+  const bool in_place = planar && pointwise;
+  // The direct kernels' input layout: the padded copy's, or [C][OH][OW] itself (in place or gathered).
+  const DirectLayout in = in_place ? DirectLayout{g.out[1], g.out[2], 1} : dl;
+  const int64_t sh = in_place ? 1 : g.s[1];
+  const ConvKernel kernel =
+      planar ? conv_choose_kernel({Mg, K, g.out[1], g.out[2], in.Wq, in.S, sh, in_place, residual != nullptr})
+             : ConvKernel::kGemm;
   for (int64_t n = 0; n < g.N; ++n) {
     // One image at a time, so the gathered values are still in cache when the convolution reads them.
-    const float* xn = route.strided ? gather_strided(g, x + n * g.C * g.in_vol()) : x + n * g.C * route.ivol;
+    const float* xn = strided ? gather_strided(g, x + n * g.C * g.in_vol()) : x + n * g.C * ivol;
     for (int64_t gi = 0; gi < G; ++gi) {
-      const float* xg = xn + gi * Cg * route.ivol;
+      const float* xg = xn + gi * Cg * ivol;
       float* yg = y + (n * M + gi * Mg) * ovol;
       const float* wg = w + gi * Mg * K;
       const float* bg = b ? b + gi * Mg : nullptr;
       epilogue.residual = residual ? residual + (n * M + gi * Mg) * ovol : nullptr;
-      if (route.kernel != ConvKernel::kGemm) {
-        const auto pw = c.is_constant(1) ? packed_weights(W, gi, Mg, K, route.kernel)
-                                         : pack_weights(route.kernel, Mg, K, wg);
-        run_direct(route, g, route.in_place ? xg : pad_into_buffer(g, route.dl, xg, Cg), Cg, *pw, bg, yg,
-                   epilogue);
+      if (kernel != ConvKernel::kGemm) {
+        const auto pw =
+            c.is_constant(1) ? packed_weights(W, gi, Mg, K, kernel) : pack_weights(kernel, Mg, K, wg);
+        const ConvDirectArgs args{in_place ? xg : pad(xg, Cg),
+                                  Cg,
+                                  in.Hp,
+                                  in.S,
+                                  in.Wq,
+                                  g.k[1],
+                                  g.k[2],
+                                  g.d[1],
+                                  g.d[2],
+                                  sh,
+                                  g.out[1],
+                                  g.out[2],
+                                  pw.get(),
+                                  bg,
+                                  yg,
+                                  epilogue};
+        if (kernel == ConvKernel::kDirectChannels)
+          conv_direct_channels(args);
+        else
+          conv_direct(args);
         continue;
       }
-      std::shared_ptr<const PackedA> pw =
-          c.is_constant(1) ? packed_weights(W, gi, Mg, K, route.kernel) : nullptr;
+      std::shared_ptr<const PackedA> pw = c.is_constant(1) ? packed_weights(W, gi, Mg, K, kernel) : nullptr;
       const PackB im2col = [&](int64_t k0, int64_t kc, int64_t j0, int64_t nc, int64_t panel, float* dst) {
         pack_im2col(g, xg, k0, kc, j0, nc, panel, dst);
       };
-      sgemm({Mg, ovol, K, wg, K, 1, xg, ovol, 1, yg, ovol, false, bg, pw.get(),
-             route.pointwise ? nullptr : &im2col, epilogue});
+      sgemm({Mg, ovol, K, wg, K, 1, xg, ovol, 1, yg, ovol, false, bg, pw.get(), pointwise ? nullptr : &im2col,
+             epilogue});
     }
   }
 }
@@ -471,91 +448,7 @@ void run_conv_transpose(const KernelContext& c) {
   if (!disjoint) add_bias(y, b, g.N, t.M, ovol);
 }
 
-// One side of a padded pair: a planar convolution of one group and one image on a direct kernel.
-struct DirectConv {
-  WindowGeom g;
-  ConvRoute route;
-  int64_t M, K;
-};
-std::optional<DirectConv> direct_conv(const Node& node, const Shape& x, const Shape& w, bool residual) {
-  if (x.size() != 4 || w.size() != 4 || node.attr_int("group", 1) != 1 || x[0] != 1) return std::nullopt;
-  const WindowGeom g = window_geom(node, x, kernel_of(node, w), false);
-  const int64_t M = w[0], K = g.C * g.k_vol();
-  const ConvRoute route = route_conv(g, M, K, residual);
-  if (!route.planar || route.kernel == ConvKernel::kGemm) return std::nullopt;
-  return DirectConv{g, route, M, K};
-}
-
-// The buffer a pair's first convolution writes into, in the second's padded layout: the thread's one,
-// reused as the padded copies' is (so it is likely still in cache); its padding and slack zeroed here, the
-// interior (channels x H x W at pt, pl) left for the first convolution to write.
-float* padded_target(int64_t C, const DirectLayout& dl, int64_t pt, int64_t pl, int64_t H, int64_t W) {
-  thread_local std::vector<float> buffer;
-  const int64_t plane = dl.Hp * dl.Wq, total = conv_direct_buffer_size(C, dl.Hp, dl.S, dl.Wq);
-  buffer.resize(size_t(total));
-  float* base = buffer.data();
-  parallel_for(
-      C,
-      [&](int64_t s, int64_t e) {
-        for (int64_t c = s; c < e; ++c) {
-          float* p = base + c * plane;
-          std::fill(p, p + pt * dl.Wq + pl, 0.f);  // the top rows and the first row's left padding
-          for (int64_t r = pt; r < pt + H; ++r) {  // each row's right padding and the next row's left
-            float* from = p + r * dl.Wq + pl + W;
-            std::fill(from, r + 1 < pt + H ? from + (dl.Wq - W) : p + plane, 0.f);
-          }
-        }
-      },
-      8);
-  std::fill(base + C * plane, base + total, 0.f);  // the slack
-  return base;
-}
-
-// Input k of a node's inputs, or null.
-const Tensor* input_at(const std::vector<const Tensor*>& in, size_t k) {
-  return k < in.size() ? in[k] : nullptr;
-}
-
 }  // namespace
-
-bool run_conv_pair(const Node& first, const std::vector<const Tensor*>& first_in, const Node& second,
-                   const std::vector<const Tensor*>& second_in, Tensor& y) {
-  const Tensor *x = input_at(first_in, 0), *w1 = input_at(first_in, 1), *w2 = input_at(second_in, 1);
-  if (!x || !w1 || !w2) return false;
-  const Tensor *b1 = input_at(first_in, 2), *b2 = input_at(second_in, 2);
-  // The engine's fused Conv -> Add: input #3 is added before the activation (engine/fusion.h).
-  const Tensor* r1 = first.attr_int("dlakit_residual", 0) ? input_at(first_in, 3) : nullptr;
-  const Tensor* r2 = second.attr_int("dlakit_residual", 0) ? input_at(second_in, 3) : nullptr;
-  const std::optional<DirectConv> a = direct_conv(first, x->shape(), w1->shape(), r1 != nullptr);
-  if (!a) return false;
-  const std::optional<DirectConv> b = direct_conv(second, a->g.out_shape(a->M), w2->shape(), r2 != nullptr);
-  // The second must read a padded copy (not its input in place), at horizontal stride 1 (a stride-2 layout
-  // splits each row into phases), that holds every value of the first's output.
-  if (!b || b->route.in_place || b->route.dl.S != 1) return false;
-  const DirectLayout& dl = b->route.dl;
-  const int64_t pt = b->g.pb[1], pl = b->g.pb[2], H = b->g.in[1], W = b->g.in[2];
-  if (pt < 0 || pl < 0 || pt + H > dl.Hp || pl + W > dl.Wq) return false;
-  float* target = padded_target(a->M, dl, pt, pl, H, W);
-
-  GemmEpilogue e1 = fused_epilogue(first);
-  e1.ldr = a->g.out_vol();
-  e1.residual = r1 ? r1->data<float>() : nullptr;
-  const float* x1 = x->data<float>();
-  if (a->route.strided)
-    x1 = gather_strided(a->g, x1);
-  else if (!a->route.in_place)
-    x1 = pad_into_buffer(a->g, a->route.dl, x1, a->g.C);
-  const auto p1 = packed_weights(*w1, 0, a->M, a->K, a->route.kernel);
-  run_direct(a->route, a->g, x1, a->g.C, *p1, b1 ? b1->data<float>() : nullptr, target + pt * dl.Wq + pl, e1,
-             dl.Hp * dl.Wq, dl.Wq);
-
-  GemmEpilogue e2 = fused_epilogue(second);
-  e2.ldr = b->g.out_vol();
-  e2.residual = r2 ? r2->data<float>() : nullptr;
-  const auto p2 = packed_weights(*w2, 0, b->M, b->K, b->route.kernel);
-  run_direct(b->route, b->g, target, b->g.C, *p2, b2 ? b2->data<float>() : nullptr, y.data<float>(), e2);
-  return true;
-}
 
 bool run_expand_depthwise(const Node& expand, const Tensor& x, const Tensor& expand_w, const Tensor* expand_b,
                           const Node& depthwise, const Tensor& w, const Tensor* b, Tensor& y) {
