@@ -34,16 +34,18 @@ inline int64_t conv_direct_lanes(int64_t n, int64_t nr, int64_t vl) {
 }
 // How the position tiles cover OH x OW outputs (padded rows of Wq floats): along each output row, or at
 // stride 1 flat along the padded rows where that computes fewer lanes (short rows fill whole tiles; the
-// columns past OW are computed and dropped). The kernel runs this choice and the cost model charges its
-// lanes.
+// columns past OW are computed and dropped). The kernel runs this choice over its tiles and the cost model
+// charges its lanes.
 struct PositionTiling {
   bool flat;
   int64_t lanes;
+  int64_t tiles;  // of nr positions, the last of a row (or of the flat run) possibly one vector
 };
 inline PositionTiling conv_direct_position_tiling(int64_t OH, int64_t OW, int64_t Wq, bool stride1,
                                                   int64_t nr, int64_t vl) {
   const int64_t rows = OH * conv_direct_lanes(OW, nr, vl), flat = conv_direct_lanes(OH * Wq, nr, vl);
-  return stride1 && flat < rows ? PositionTiling{true, flat} : PositionTiling{false, rows};
+  if (stride1 && flat < rows) return {true, flat, (OH * Wq + nr - 1) / nr};
+  return {false, rows, OH * ((OW + nr - 1) / nr)};
 }
 
 // Floats per phase row for a padded width Wp (the columns a convolution reads) and horizontal stride S.
