@@ -174,10 +174,15 @@ TEST(ConvInt8GemmSums, StayExactPast2To24) {
 // bytes from the float input (run_to_atoms). And with a residual Add fused (AtomAdd): the bytes of the CPU's
 // atom Add of that output and another surface, with and without ReLU, the three surfaces in three layouts,
 // the convolution's own surface left as it was. Each filter has its own numbers, one none (its bias alone);
-// 5 output columns leave line tails that no one writes.
-TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
+// 5 output columns leave line tails that no one writes. Two geometries: a small one (im2col + cuBLASLt: no
+// tile fills a GPU) and a ResNet-like 256-channel 3x3 layer on 28 x 31 images at batch 4, which takes the
+// implicit GEMM (conv_atoms_mma) on any GPU of up to 220 multiprocessors (its 64 x 64 tiles; an H100 has
+// 132) unless DLAKIT_CUDA_IMPLICIT_GEMM=0.
+class ConvInt8GemmAtoms : public ::testing::TestWithParam<test_conv::NamedGeom> {};
+
+TEST_P(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
   REQUIRE_GPU();
-  const ConvGeom g = geom(2, 45, 7, 70, 3, 2, 1, 1);
+  const ConvGeom g = GetParam().g;
   const float s_surface = 0.043f, s_out = 0.05f;
   const rt::TensorDesc in_desc =
       rt::make_desc("x", {g.N, g.C, g.H, g.W}, {DType::kI8, rt::IoFormat::kChw32}, 64);
@@ -338,6 +343,12 @@ TEST(ConvInt8GemmAtoms, EqualUnpackRunAndPack) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ConvInt8GemmAtoms,
+    ::testing::Values(test_conv::NamedGeom{"c45_m70_3x3_s2_n2", geom(2, 45, 7, 70, 3, 2, 1, 1)},
+                      test_conv::NamedGeom{"c256_m256_28x28_n4", geom(4, 256, 28, 256, 3, 1, 1, 1)}),
+    [](const ::testing::TestParamInfo<test_conv::NamedGeom>& info) { return info.param.name; });
 
 TEST(ConvInt8GemmPlan, DeclinesGroupedAndDepthwiseConvolutions) {
   REQUIRE_GPU();  // without one, cuBLASLt may decline every shape: the test would pass for another reason
