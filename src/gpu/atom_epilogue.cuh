@@ -31,17 +31,28 @@ inline AtomEpilogue atom_epilogue(const k::ConvGeom& g, const k::StoreRule& stor
   return e;
 }
 
+// How a level reaches the surface: through the store rule, then the surface's quantization (kRule); or the
+// store rule's own quantization, which is the surface's (AtomEpilogue::direct), after a rounding to fp16
+// (kDirectHalfFirst) or not. A template argument, so that no value pays for the choice.
+enum class AtomStore { kRule, kDirect, kDirectHalfFirst };
+__host__ __device__ inline AtomStore atom_store(const AtomEpilogue& e) {
+  return !e.direct ? AtomStore::kRule : e.store.half_first ? AtomStore::kDirectHalfFirst : AtomStore::kDirect;
+}
+
 // The output surface's level (an exact integer as a float; 0 where the surface has no scale, as
 // pack_surface writes) from filter m's sum and numbers (bias_m: 0 without a bias).
-template <k::Act kAct, bool kDirect>
+template <k::Act kAct, AtomStore kStore>
 __device__ inline float conv_atom_level(int32_t sum, float mult_m, double bq_m, float bias_m,
                                         k::ActParams act, const AtomEpilogue& e, float out_scale) {
   // the sum's double from its bits (numerics::int_value): a conversion per value bounds the epilogue
   const float v = k::activated<kAct>(act, k::int8_conv_sum(numerics::int_value(sum), mult_m, bq_m, bias_m));
-  const float level = kDirect ? numerics::fast_level(e.store.half_first ? k::half_rounded(v) : v,
-                                                     e.store.scale, e.inv_store, e.store.rounding)
-                              : numerics::fast_level(k::stored(e.store, v), out_scale, e.inv_out, 0);
-  return out_scale > 0 ? level : 0.f;
+  if constexpr (kStore == AtomStore::kRule) {
+    const float level = numerics::fast_level(k::stored(e.store, v), out_scale, e.inv_out, 0);
+    return out_scale > 0 ? level : 0.f;
+  } else {  // direct: the surface's scale is the store rule's, which is positive (quantize_once)
+    return numerics::fast_level(kStore == AtomStore::kDirectHalfFirst ? k::half_rounded(v) : v, e.store.scale,
+                                e.inv_store, e.store.rounding);
+  }
 }
 
 }  // namespace dlakit::gpu

@@ -30,7 +30,7 @@ struct MmaConvArgs {
 // The epilogue on a warp's accumulators into the block's output tile (int8 levels, kPitch bytes a row): lane
 // holds rows lane / 4 and lane / 4 + 8 of each 16-row piece, columns 2 (lane % 4) and the next of each
 // 8-filter piece. Filters past M get filter 0's numbers; the tile's writer masks them.
-template <k::Act kAct, bool kDirect, int kPitch>
+template <k::Act kAct, AtomStore kStore, int kPitch>
 __device__ void levels_for(const int (&acc)[4][4][4], const MmaConvArgs& a, int8_t* tile, int m0, int row0,
                            int col0, int lane) {
 #pragma unroll
@@ -51,41 +51,44 @@ __device__ void levels_for(const int (&acc)[4][4][4], const MmaConvArgs& a, int8
         int8_t q[2];
 #pragma unroll
         for (int e = 0; e < 2; ++e)
-          q[e] = numerics::level_byte(conv_atom_level<kAct, kDirect>(
+          q[e] = numerics::level_byte(conv_atom_level<kAct, kStore>(
               acc[mi][ni][h * 2 + e], mult_m[e], bq_m[e], bias_m[e], a.act, a.e, a.out.scale));
         *reinterpret_cast<char2*>(tile + r * kPitch + col) = make_char2(q[0], q[1]);
       }
   }
 }
 
-// levels_for with the activation and the direct store chosen once per thread.
+// levels_for with the activation and the store chosen once per thread.
 template <int kPitch>
 __device__ void levels_to_tile(const int (&acc)[4][4][4], const MmaConvArgs& a, int8_t* tile, int m0,
                                int warp_m, int warp_n, int lane) {
   const int row0 = warp_m * kWarpRows, col0 = warp_n * kWarpCols;
-  auto with = [&](auto act, auto direct) {
-    levels_for<decltype(act)::value, decltype(direct)::value, kPitch>(acc, a, tile, m0, row0, col0, lane);
+  auto with = [&](auto act, auto store) {
+    levels_for<decltype(act)::value, decltype(store)::value, kPitch>(acc, a, tile, m0, row0, col0, lane);
   };
   using Relu = std::integral_constant<k::Act, k::Act::kRelu>;
   using Clip = std::integral_constant<k::Act, k::Act::kClip>;
   using Leaky = std::integral_constant<k::Act, k::Act::kLeakyRelu>;
   using None = std::integral_constant<k::Act, k::Act::kNone>;
-  auto for_act = [&](auto direct) {
+  auto for_act = [&](auto store) {
     switch (a.act.act) {
       case k::Act::kRelu:
-        return with(Relu{}, direct);
+        return with(Relu{}, store);
       case k::Act::kClip:
-        return with(Clip{}, direct);
+        return with(Clip{}, store);
       case k::Act::kLeakyRelu:
-        return with(Leaky{}, direct);
+        return with(Leaky{}, store);
       default:
-        return with(None{}, direct);
+        return with(None{}, store);
     }
   };
-  if (a.e.direct) {
-    for_act(std::true_type{});
-  } else {
-    for_act(std::false_type{});
+  switch (atom_store(a.e)) {
+    case AtomStore::kDirect:
+      return for_act(std::integral_constant<AtomStore, AtomStore::kDirect>{});
+    case AtomStore::kDirectHalfFirst:
+      return for_act(std::integral_constant<AtomStore, AtomStore::kDirectHalfFirst>{});
+    default:
+      return for_act(std::integral_constant<AtomStore, AtomStore::kRule>{});
   }
 }
 
@@ -128,13 +131,23 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_atoms_mma_kernel(
       return int64_t(n) * sf.batch + int64_t(c0 / 32) * sf.group + int64_t(oh) * sf.line + int64_t(ow) * 32 +
              (c0 % 32);
     };
+    // A piece whose 16 channels are all real (every piece short of the padding) takes no per-byte test.
+    const bool whole = c0 + 16 <= g.M;
     if (a.has_add) {
       other.word = *reinterpret_cast<const int4*>(a.add.other.data + offset(a.add.other));
+      auto add = [&](auto whole_piece) {
 #pragma unroll
-      for (int b = 0; b < 16; ++b)
-        v.bytes[b] = k::atom_add_byte(v.bytes[b], other.bytes[b], a.out.scale, a.add.other.scale,
-                                      a.add.y.scale, a.e.inv_y, a.add.relu, c0 + b >= g.M);
-    } else {
+        for (int b = 0; b < 16; ++b)
+          v.bytes[b] =
+              k::atom_add_byte(v.bytes[b], other.bytes[b], a.out.scale, a.add.other.scale, a.add.y.scale,
+                               a.e.inv_y, a.add.relu, !decltype(whole_piece)::value && c0 + b >= g.M);
+      };
+      if (whole) {
+        add(std::true_type{});
+      } else {
+        add(std::false_type{});
+      }
+    } else if (!whole) {
 #pragma unroll
       for (int b = 0; b < 16; ++b) v.bytes[b] = c0 + b < g.M ? v.bytes[b] : int8_t(0);
     }

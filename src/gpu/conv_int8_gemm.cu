@@ -142,8 +142,8 @@ __global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* leve
 // The output surface's bytes from sums[p][m]: int8_conv_output, the store rule, then pack_surface's
 // quantization to the surface's scale; padding channels of the last atom zero. A block writes one atom
 // (32 channels) of 32 pixels at a time, a thread 4 channels of one pixel from one 16-byte load, so that a
-// warp reads 4 pixels' 128-byte rows of sums and writes 128 contiguous bytes of the surface. kDirect: the
-// store rule quantizes to the surface's own scale, so its level is the byte (host: quantize_once).
+// warp reads 4 pixels' 128-byte rows of sums and writes 128 contiguous bytes of the surface. kStore: whether
+// the store rule quantizes to the surface's own scale, so its level is the byte (host: quantize_once).
 // kAdd: a residual Add fused after it (AtomAdd): the level is added to the other surface's as the atom Add
 // computes it, and only the sum is written. The per-value work bounds this kernel (ncu: issue-bound, DRAM a
 // quarter busy), so the configuration is in template arguments or uniform, padding channels are masked
@@ -151,7 +151,7 @@ __global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* leve
 // that its filters' numbers are loaded once for many values.
 constexpr int kAtomThreads = 256;  // 32 pixels x 8 threads of 4 channels
 static_assert(kAtomThreads == k::kThreads, "sums_to_atoms_kernel is launched with kThreads threads");
-template <bool kAdd, bool kDirect, k::Act kAct>
+template <bool kAdd, AtomStore kStore, k::Act kAct>
 __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t* sums, const float* mult,
                                      const double* bq, const float* bias, ActParams act, AtomEpilogue e,
                                      Int8Atoms out, AtomAdd add, unsigned pixel_tiles) {
@@ -204,7 +204,7 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
     Bytes q;
     for (int b = 0; b < 4; ++b) {
       float level =
-          conv_atom_level<kAct, kDirect>(acc.lane[b], mult_m[b], bq_m[b], bias_m[b], act, e, out.scale);
+          conv_atom_level<kAct, kStore>(acc.lane[b], mult_m[b], bq_m[b], bias_m[b], act, e, out.scale);
       if (kAdd)
         level = k::atom_add_level(level, numerics::byte_value(other.bytes[b]), out.scale, add.other.scale,
                                   add.y.scale, e.inv_y, add.relu);
@@ -215,17 +215,28 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
 }
 
 // The instantiation of sums_to_atoms_kernel for an activation (every one has the same parameters).
-template <bool kAdd, bool kDirect>
-auto atoms_kernel(k::Act act) {
+template <bool kAdd, AtomStore kStore>
+auto atoms_kernel_for(k::Act act) {
   switch (act) {
     case k::Act::kRelu:
-      return sums_to_atoms_kernel<kAdd, kDirect, k::Act::kRelu>;
+      return sums_to_atoms_kernel<kAdd, kStore, k::Act::kRelu>;
     case k::Act::kClip:
-      return sums_to_atoms_kernel<kAdd, kDirect, k::Act::kClip>;
+      return sums_to_atoms_kernel<kAdd, kStore, k::Act::kClip>;
     case k::Act::kLeakyRelu:
-      return sums_to_atoms_kernel<kAdd, kDirect, k::Act::kLeakyRelu>;
+      return sums_to_atoms_kernel<kAdd, kStore, k::Act::kLeakyRelu>;
     default:
-      return sums_to_atoms_kernel<kAdd, kDirect, k::Act::kNone>;
+      return sums_to_atoms_kernel<kAdd, kStore, k::Act::kNone>;
+  }
+}
+template <bool kAdd>
+auto atoms_kernel(AtomStore store, k::Act act) {
+  switch (store) {
+    case AtomStore::kDirect:
+      return atoms_kernel_for<kAdd, AtomStore::kDirect>(act);
+    case AtomStore::kDirectHalfFirst:
+      return atoms_kernel_for<kAdd, AtomStore::kDirectHalfFirst>(act);
+    default:
+      return atoms_kernel_for<kAdd, AtomStore::kRule>(act);
   }
 }
 
@@ -329,8 +340,7 @@ void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double
   const unsigned pixel_tiles = unsigned((pixels_ + 31) / 32);  // 32 pixels a block and pass
   const AtomEpilogue e = atom_epilogue(g_, store, out, add);
   const auto kernel =
-      add ? (e.direct ? atoms_kernel<true, true>(act.act) : atoms_kernel<true, false>(act.act))
-          : (e.direct ? atoms_kernel<false, true>(act.act) : atoms_kernel<false, false>(act.act));
+      add ? atoms_kernel<true>(atom_store(e), act.act) : atoms_kernel<false>(atom_store(e), act.act);
   // One wave of blocks (as many as the GPU holds at once), each walking pixel tiles: more would load the
   // filters' numbers again per block, fewer would leave SMs idle. At least two tiles a block where there are
   // two, so that the next tile's loads always overlap this one's work (and every shape takes the pipelined
