@@ -142,13 +142,13 @@ __global__ void im2col_atoms_kernel(ConvGeom g, Int8Atoms in, const int8_t* leve
 // The output surface's bytes from sums[p][m]: int8_conv_output, the store rule, then pack_surface's
 // quantization to the surface's scale; padding channels of the last atom zero. A block writes one atom
 // (32 channels) of 32 pixels at a time, a thread 4 channels of one pixel from one 16-byte load, so that a
-// warp reads 4 pixels' 128-byte rows of sums and writes 128 contiguous bytes of the surface. kStore: whether
-// the store rule quantizes to the surface's own scale, so its level is the byte (host: quantize_once).
-// kAdd: a residual Add fused after it (AtomAdd): the level is added to the other surface's as the atom Add
-// computes it, and only the sum is written. The per-value work bounds this kernel (ncu: issue-bound, DRAM a
-// quarter busy), so the configuration is in template arguments or uniform, padding channels are masked
-// instead of branched around, and a block walks many pixel tiles (write_atoms: one wave of blocks) so
-// that its filters' numbers are loaded once for many values.
+// warp reads 4 pixels' 128-byte rows of sums and writes 128 contiguous bytes of the surface. kStore: the
+// store rule then the surface's quantization, or the rule's own quantization where it is the surface's, so
+// that its level is the byte (host: quantize_once). kAdd: a residual Add fused after it (AtomAdd): the level
+// is added to the other surface's as the atom Add computes it, and only the sum is written. The per-value
+// work bounds this kernel (ncu: issue-bound, DRAM a quarter busy), so the configuration is in template
+// arguments or uniform, padding channels are masked instead of branched around, and a block walks many pixel
+// tiles (write_atoms: one wave of blocks) so that its filters' numbers are loaded once for many values.
 constexpr int kAtomThreads = 256;  // 32 pixels x 8 threads of 4 channels
 static_assert(kAtomThreads == k::kThreads, "sums_to_atoms_kernel is launched with kThreads threads");
 template <bool kAdd, AtomStore kStore, k::Act kAct>

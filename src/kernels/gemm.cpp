@@ -121,9 +121,9 @@ static ConvKernel cheapest_kernel(const ConvShape2d& s, const gemm_isa::TileShap
       round_up(s.M, c.direct_mr) *
       double(conv_direct_position_tiling(s.OH, s.OW, s.Wq, s.S == 1 && s.sh == 1, c.direct_nr, c.vl).lanes);
   // The GEMM is charged whole column panels, although its last panel computes only the vectors it needs:
-  // charging that (whole vectors) moved four shapes of ResNet-50 and MobileNetV2 at 14x14 from the channel
-  // tiles to the GEMM, changed their recorded FP16 outputs and gained nothing measurable in either model
-  // (docs/benchmarks.md, twenty-seventh session).
+  // charging that (whole vectors) moved 14x14 shapes from the channel tiles to the GEMM (four in ResNet-50
+  // and MobileNetV2; GoogLeNet's recorded outputs changed too), changed recorded FP16 outputs and gained
+  // nothing measurable in ResNet-50 or MobileNetV2 (docs/benchmarks.md, twenty-seventh session).
   const double gemm = round_up(s.M, c.gemm_mr) * round_up(ohw, c.gemm_nr) * (s.in_place ? 1.0 : 1.3);
   // Channel tiles of fewer than 4 positions have too few independent FMA chains to hide their latency.
   const ConvChannelTiles rt = conv_channel_tiles(s.OW, c.channel_p);

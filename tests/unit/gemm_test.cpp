@@ -91,13 +91,14 @@ TEST(Gemm, MatchesNaiveOnRandomShapesAndStrides) {
 
 // The micro-kernel of every ISA this CPU runs (sgemm uses only the widest) on tiles cut by M, N and K:
 // partial tiles (masked loads and stores), last column panels computed with fewer vectors (partial, and whole
-// vectors: 48 columns are a panel and a half of AVX-512's), two k-blocks, old C added, a bias, the epilogue
-// with a residual, B read by rows (partial panels packed with masked loads) and by columns. AVX2 and AVX-512
-// sum each value as the same chain of FMAs per k-block, so they agree bit for bit; all three with the naive
-// loop within rounding.
+// vectors: 48 columns are a panel and a half of AVX-512's; 40 and 37 a panel and two vectors, whole or not,
+// of AVX2's), two k-blocks, old C added, a bias, the epilogue with a residual, B read by rows (partial panels
+// packed with masked loads) and by columns. AVX2 and AVX-512 sum each value as the same chain of FMAs per
+// k-block, so they agree bit for bit; all three with the naive loop within rounding.
 TEST(Gemm, EveryIsaOnThisCpuAgrees) {
   const auto isas = test_isa::usable(gemm_isa::sgemm_generic, gemm_isa::sgemm_avx2, gemm_isa::sgemm_avx512);
-  const int64_t sizes[][3] = {{13, 49, 300}, {9, 17, 31}, {40, 196, 70}, {3, 5, 2}, {11, 48, 20}};
+  const int64_t sizes[][3] = {{13, 49, 300}, {9, 17, 31},  {40, 196, 70}, {3, 5, 2},
+                              {11, 48, 20},  {10, 40, 30}, {7, 37, 9}};
   uint32_t seed = 900;
   for (auto& s : sizes)
     for (int tb = 0; tb < 2; ++tb)
