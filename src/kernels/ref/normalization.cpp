@@ -6,6 +6,8 @@
 #include "base/threadpool.h"
 #include "kernels/ref/batch_norm.h"
 #include "kernels/ref/common.h"
+#include "kernels/ref/softmax.h"
+#include "numerics/exp_float.h"
 
 namespace dlakit::ref {
 namespace {
@@ -46,6 +48,15 @@ BatchNormAffine batch_norm_affine(const Node& n, const Tensor& scale, const Tens
     f.b.push_back(bi[ch] - mu[ch] * a);
   }
   return f;
+}
+
+AxisSplit softmax_split(const Node& n, const Shape& s) {
+  const int64_t rank = int64_t(s.size());
+  const int64_t axis = normalize_axis(n, n.attr_int("axis", n.opset < 13 ? 1 : -1), rank);
+  if (n.opset >= 13) return split_at(s, axis);
+  AxisSplit r;  // opset < 13: the input is coerced to 2-D [prod(d < axis), prod(d >= axis)]
+  for (int64_t i = 0; i < rank; ++i) (i < axis ? r.outer : r.axis) *= s[size_t(i)];
+  return r;
 }
 
 namespace {
@@ -101,15 +112,6 @@ void run_lrn(const KernelContext& c) {
   });
 }
 
-AxisSplit softmax_split(const Node& n, const Shape& s) {
-  const int64_t rank = int64_t(s.size());
-  const int64_t axis = normalize_axis(n, n.attr_int("axis", n.opset < 13 ? 1 : -1), rank);
-  if (n.opset >= 13) return split_at(s, axis);
-  AxisSplit r;  // opset < 13: the input is coerced to 2-D [prod(d < axis), prod(d >= axis)]
-  for (int64_t i = 0; i < rank; ++i) (i < axis ? r.outer : r.axis) *= s[size_t(i)];
-  return r;
-}
-
 std::vector<TensorType> infer_softmax(const InferContext& c) {
   c.require_inputs(1, 1);
   require_f32(c, 0);
@@ -133,7 +135,7 @@ void run_softmax(const KernelContext& c) {
           for (int64_t a = 0; a < sp.axis; ++a) mx = std::max(mx, px[a * sp.inner]);
           double sum = 0;
           for (int64_t a = 0; a < sp.axis; ++a) {
-            float v = std::exp(px[a * sp.inner] - mx);
+            const float v = numerics::exp_float(px[a * sp.inner] - mx);
             py[a * sp.inner] = v;
             sum += v;
           }
