@@ -2,11 +2,13 @@
 // twice, as the reference kernels do on the CPU.
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
 #include "gpu/device_math.cuh"
 #include "gpu/kernels.h"
+#include "numerics/exp_float.h"
 
 namespace dlakit::gpu::k {
 namespace {
@@ -279,6 +281,42 @@ __global__ void global_pool_kernel(const float* x, float* y, int64_t planes, int
   }
 }
 
+// Softmax (ref/softmax.h): a block a row. The maximum and the exponentials in parallel, since neither
+// depends on the order (smax skips NaN as std::max does, and the signed zero it keeps leaves x - max
+// unchanged); the sum by one thread in the row's order, as the reference sums in double; then the scaling
+// and the store rule in parallel.
+__global__ void softmax_kernel(const float* x, float* y, int64_t rows, int64_t axis, int64_t inner,
+                               StoreRule store) {
+  __shared__ float block_max[32];
+  __shared__ float row_inverse;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t base = row / inner * axis * inner + row % inner;
+    const float* px = x + base;
+    float* py = y + base;
+    float mx = -INFINITY;
+    for (int64_t a = threadIdx.x; a < axis; a += blockDim.x) mx = smax(mx, px[a * inner]);
+    for (int offset = 16; offset; offset >>= 1) mx = smax(mx, __shfl_xor_sync(0xffffffffu, mx, offset));
+    if (lane == 0) block_max[warp] = mx;
+    __syncthreads();
+    mx = block_max[0];
+    for (int w = 1; w < warps; ++w) mx = smax(mx, block_max[w]);
+    for (int64_t a = threadIdx.x; a < axis; a += blockDim.x)
+      py[a * inner] = numerics::exp_float(px[a * inner] - mx);
+    __syncthreads();  // the block's exponentials are in y for the sum
+    if (threadIdx.x == 0) {
+      double sum = 0;
+      for (int64_t a = 0; a < axis; ++a) sum += py[a * inner];
+      row_inverse = float(1.0 / sum);
+    }
+    __syncthreads();
+    const float inverse = row_inverse;
+    for (int64_t a = threadIdx.x; a < axis; a += blockDim.x)
+      py[a * inner] = stored(store, py[a * inner] * inverse);
+    __syncthreads();  // the next row's maxima overwrite block_max and row_inverse
+  }
+}
+
 __global__ void strided_copy_kernel(StridedCopy t, const float* x, float* y, int64_t n) {
   GRID_STRIDE(i, n) {
     int64_t r = i, off = t.base;
@@ -375,6 +413,14 @@ void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s) {
 void resize2d(const ResizeGeom& g, const float* x, float* y, cudaStream_t s) {
   const int64_t total = g.planes * g.out_h * g.out_w;
   if (total) resize2d_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, x, y, total);
+}
+void softmax(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, const StoreRule& store,
+             cudaStream_t s) {
+  const int64_t rows = outer * inner;
+  if (rows == 0 || axis == 0) return;
+  // a warp for short rows (PP-OCR's classifier: 2 values), up to kThreads for long ones
+  const int threads = int(std::min<int64_t>(kThreads, (axis + 31) / 32 * 32));
+  softmax_kernel<<<grid_blocks(rows), threads, 0, s>>>(x, y, rows, axis, inner, store);
 }
 void global_pool(const float* x, float* y, int64_t planes, int64_t vol, bool is_max, cudaStream_t s) {
   if (planes) global_pool_kernel<<<blocks_for(planes), kThreads, 0, s>>>(x, y, planes, vol, is_max);

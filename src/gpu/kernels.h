@@ -143,6 +143,9 @@ struct PoolGeom {
   bool is_max = true, include_pad = false;
 };
 void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s);
+// Softmax over [outer, axis, inner] (ref/softmax.h), the store rule on its results (exact).
+void softmax(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, const StoreRule& store,
+             cudaStream_t s);
 void global_pool(const float* x, float* y, int64_t planes, int64_t vol, bool is_max, cudaStream_t s);
 
 // Resize of the last two axes (ref::ResizeLastTwo, its tables in device memory): each output row blended

@@ -15,6 +15,7 @@
 #include "kernels/ref/conv_geom.h"
 #include "kernels/ref/resize_plan.h"
 #include "kernels/ref/slice_plan.h"
+#include "kernels/ref/softmax.h"
 
 namespace dlakit::gpu {
 
@@ -520,6 +521,12 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     const bool is_max = node.op == OpKind::GlobalMaxPool;
     const float* x = input(0);
     launches.push_back([=](cudaStream_t s) { k::global_pool(x, y, planes, vol, is_max, s); });
+  } else if (node.op == OpKind::Softmax) {
+    const ref::AxisSplit sp = ref::softmax_split(node, c.in.at(0).shape);
+    const float* x = input(0);
+    const k::StoreRule store = c.store;
+    launches.push_back([=](cudaStream_t s) { k::softmax(x, y, sp.outer, sp.axis, sp.inner, store, s); });
+    return true;  // the store rule applied as the results are written
   } else if (node.op == OpKind::Concat) {
     const int64_t axis = ref::normalize_axis(node, node.attr_int("axis", 0), int64_t(ys.size()));
     int64_t outer = 1, inner = 1;

@@ -211,9 +211,10 @@ TEST(GpuBackend, Fp16FullyConnectedLayersMatchTheCpu) {
 
 namespace {
 // g as the one node n reading graph input x (its outputs the graph's), run in FP32, FP16 and INT8 on the GPU
-// and in the CPU emulation on random inputs of `shape`: on the GPU or not as `on_gpu` says, the same bits.
+// and in the CPU emulation on random inputs of `shape` (uniform in [-spread, spread]): on the GPU or not as
+// `on_gpu` says, the same bits.
 void expect_one_node_bit_exact(Graph& g, const Node& n, int x, const Shape& shape, bool on_gpu,
-                               const std::string& what, std::mt19937& rng) {
+                               const std::string& what, std::mt19937& rng, float spread = 1.f) {
   g.nodes = {n};
   g.inputs = {x};
   g.outputs = n.outputs;
@@ -225,7 +226,9 @@ void expect_one_node_bit_exact(Graph& g, const Node& n, int x, const Shape& shap
     quant::EmulatedEngine cpu_engine(g, plan);
     const std::string where = what + " " + quant::mode_name(mode);
     EXPECT_EQ(gpu_engine.nodes().at(0).on_gpu, on_gpu) << where << ": " << gpu_engine.nodes().at(0).why;
-    const TensorMap in = {{"x", uniform(shape, rng)}};
+    Tensor values = uniform(shape, rng);
+    for (int64_t i = 0; i < values.numel(); ++i) values.data<float>()[i] *= spread;
+    const TensorMap in = {{"x", values}};
     const Tensor want = cpu_engine.run(in).at("y"), got = gpu_engine.run(in).at("y");
     ASSERT_EQ(got.numel(), want.numel()) << where;
     EXPECT_EQ(differing(got, want), 0) << where;
@@ -285,6 +288,37 @@ TEST(GpuBackend, ResizeIsBitExactOnTheGpu) {
     n.outputs = {g.add_value("y", op_impl(OpKind::Resize).infer(InferContext(g, n))[0])};
     expect_one_node_bit_exact(g, n, x, c.in, c.on_gpu,
                               std::string(c.mode) + " " + c.coord + " opset " + std::to_string(c.opset), rng);
+  }
+}
+
+// Softmax on the GPU (PP-OCRv4's classifier and recognizer end with one): rows of 2 to 6625 values, the
+// last axis, an inner axis (channels at each pixel) and opset 11's coercion to 2-D; inputs spread so that
+// some exponentials are subnormal or 0. Bit for bit the CPU's in FP32, FP16 and INT8 (an FP16 layer there,
+// once a host step): both sides take numerics::exp_float and sum in the same order.
+TEST(GpuBackend, SoftmaxIsBitExactOnTheGpu) {
+  REQUIRE_GPU();
+  struct Case {
+    Shape in;
+    int64_t axis, opset;
+    float spread;
+  };
+  const Case cases[] = {{{3, 2}, 1, 13, 4.f},        {{2, 5, 37}, -1, 13, 30.f}, {{1, 40, 6625}, 2, 13, 12.f},
+                        {{2, 7, 5, 9}, 1, 13, 60.f}, {{2, 3, 5, 7}, 1, 11, 8.f}, {{1, 300, 3}, 1, 13, 110.f}};
+  std::mt19937 rng(29);
+  for (const Case& c : cases) {
+    Graph g;
+    const int x = g.add_value("x", {DType::kF32, c.in});
+    Node n;
+    n.op = OpKind::Softmax;
+    n.name = "softmax";
+    n.opset = c.opset;
+    n.attrs["axis"] = c.axis;
+    n.inputs = {x};
+    n.outputs = {g.add_value("y", {DType::kF32, c.in})};
+    expect_one_node_bit_exact(g, n, x, c.in, true,
+                              "Softmax " + shape_str(c.in) + " axis " + std::to_string(c.axis) + " opset " +
+                                  std::to_string(c.opset),
+                              rng, c.spread);
   }
 }
 
