@@ -87,15 +87,24 @@ struct HalfConvArgs {
 };
 
 // The epilogue's rules: where each store rule is one rounding to fp16 or none (no int8 step) and the
-// activation none or a ReLU (every FP16 network's, ResNet's residual blocks included), the kernel's kSimple
-// form reads them as four flags; kAny calls the general functions, which cost more instructions than the
-// arithmetic (ncu counted 2,800-4,500 a warp in short-K layers' epilogues).
-enum class Rules { kAny, kSimple };
+// activation none or a ReLU, the kernel's kSimple form reads them as four flags; kAny calls the general
+// functions, which cost more instructions than the arithmetic (ncu counted 2,800-4,500 a warp in short-K
+// layers' epilogues). kHalves is kSimple where every rule rounds to fp16 and the result and the residual
+// operand are surfaces (every FP16 network's convolutions, ResNet's residual blocks included): the ReLU and
+// the residual are template arguments, and the last rounding is the one that packs the result to halves.
+enum class Rules { kAny, kSimple, kHalves };
 
 bool rules_simple(k::ActParams act, const k::StoreRule& store, const HalfResidual* residual) {
   auto simple = [](const k::StoreRule& r) { return r.kind != k::StoreRule::Kind::kInt8; };
   return (act.act == k::Act::kNone || act.act == k::Act::kRelu) && simple(store) &&
          (!residual || (simple(residual->store) && (!residual->relu || simple(residual->relu_store))));
+}
+
+// kHalves: kSimple rules that all round to fp16, from a surface to a surface (half_tile_epilogue's case).
+bool rules_halves(k::ActParams act, const k::StoreRule& store, const HalfResidual* residual, HalfOutput y) {
+  if (!rules_simple(act, store, residual) || !y.atoms || !store.changes()) return false;
+  return !residual || (residual->other.atoms && residual->store.changes() &&
+                       (!residual->relu || residual->relu_store.changes()));
 }
 
 // The layer's activation and store rule on its sum (with the bias).
@@ -136,9 +145,13 @@ __device__ __forceinline__ float residual_operand(const HalfConvArgs& a, int n, 
 // host checks), so the whole tile goes through shared memory at once as halves
 // [pixel][filter] (a barrier, 32 stores and 8 wide loads a thread), and each thread writes whole 32-byte
 // units of consecutive pixels. The residual operand is read in registers, two filters (4 bytes) a load.
-template <int kWarpsM, int kWarpsN>
+// kValues: Rules::kSimple (the flags) or kHalves (kRelu, kResidual).
+template <int kWarpsM, int kWarpsN, Rules kValues, bool kRelu, bool kResidual>
 __device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float (&acc)[4][4][4],
                                                    int8_t* shared, unsigned p0, int m0) {
+  static_assert(kValues == Rules::kSimple || kValues == Rules::kHalves, "the rules it reads");
+  constexpr bool kHalves = kValues == Rules::kHalves;
+  const bool has_residual = kHalves ? kResidual : a.has_residual;
   using B = igemm::Block<kWarpsM, kWarpsN>;
   // rows 68 or 36 words apart: a warp's 4-byte stores (8 rows x 4 filter pairs) and a quarter warp's 16-byte
   // loads (8 rows) meet every bank once
@@ -158,7 +171,8 @@ __device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float 
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       const int m = m0 + f0 + ni * 8 + e;
-      bias[ni][e] = a.bias && m < g.M ? __ldg(a.bias + m) : 0.f;
+      // kHalves adds -0 where there is no bias: x + -0 is x for every x, -0 included
+      bias[ni][e] = a.bias && m < g.M ? __ldg(a.bias + m) : kHalves ? -0.f : 0.f;
     }
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
@@ -167,7 +181,7 @@ __device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float 
       const int r = warp_m * kWarpRows + mi * 16 + (lane >> 2) + h * 8;
       const unsigned p = p0 + unsigned(r);
       const __half* row = nullptr;  // the residual operand's pixel, where there is one to read
-      if (a.has_residual && p < a.op.pixels) {
+      if (has_residual && p < a.op.pixels) {
         int n, oh, ow;
         a.op.pixel.split(p, n, oh, ow);
         row = other + int64_t(n) * a.atoms_out * atom_plane + (int64_t(oh) * g.OW + ow) * kAtomHalves;
@@ -183,12 +197,25 @@ __device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float 
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           v[e] = acc[mi][ni][h * 2 + e];
-          if (a.bias) v[e] += bias[ni][e];  // no bias: the sum as it is (+0 would turn -0 into +0)
-          v[e] = conv_result<Rules::kSimple>(a, v[e]);
-          if (a.has_residual) v[e] = add_residual<Rules::kSimple>(a, v[e], e ? operand.y : operand.x);
+          const float other = e ? operand.y : operand.x;
+          if constexpr (kHalves) {
+            // kSimple's steps with every rounding: relu(half(x)) is half(relu(x)), so the Add's ReLU needs no
+            // rounding of its own, and the last rounding is the pack's below.
+            v[e] += bias[ni][e];
+            if constexpr (kRelu) v[e] = k::activated<k::Act::kRelu>(a.act, v[e]);
+            if constexpr (kResidual) {
+              v[e] = k::half_rounded(v[e]) + other;
+              if (a.residual.relu) v[e] = k::activated<k::Act::kRelu>(a.act, v[e]);
+            }
+          } else {
+            if (a.bias) v[e] += bias[ni][e];  // no bias: the sum as it is (+0 would turn -0 into +0)
+            v[e] = conv_result<Rules::kSimple>(a, v[e]);
+            if (a.has_residual) v[e] = add_residual<Rules::kSimple>(a, v[e], other);
+          }
           if (m + e >= g.M) v[e] = 0.f;  // padding: zero (the readers' zero weights would not cancel NaN)
         }
-        *reinterpret_cast<__half2*>(tile + r * kPitch + f) = __floats2half2_rn(v[0], v[1]);  // exact
+        // exact for kSimple (every value on the fp16 grid), kHalves' last rounding
+        *reinterpret_cast<__half2*>(tile + r * kPitch + f) = __floats2half2_rn(v[0], v[1]);
       }
     }
   __syncthreads();
@@ -208,33 +235,20 @@ __device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float 
   }
 }
 
-// The kernel: the sums (K whole or, over gridDim.z blocks, split), then half_tile_epilogue where it applies
-// or this epilogue: bias, activation and store rule on the accumulators in registers, then, 32 filters (two
-// atoms) at a time, through shared memory as [filter][pixel], so that a warp reads the residual's operand
-// and writes the output as 32 consecutive pixels of one NCHW plane, or as 32 consecutive pixels' 32-byte
-// units of a surface (a lane's own values are 8 pixels of 4 filters apart).
+// The epilogue where half_tile_epilogue does not apply: bias, activation and store rule on the accumulators
+// in registers, then, 32 filters (two atoms) at a time, through shared memory as [filter][pixel], so that a
+// warp reads the residual's operand and writes the output as 32 consecutive pixels of one NCHW plane, or as
+// 32 consecutive pixels' 32-byte units of a surface (a lane's own values are 8 pixels of 4 filters apart).
 template <int kWarpsM, int kWarpsN, Rules kRules>
-__global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(const HalfConvArgs a) {
+__device__ __forceinline__ void chunk_epilogue(const HalfConvArgs& a, float (&acc)[4][4][4], int8_t* shared,
+                                               unsigned p0, int m0) {
   using B = igemm::Block<kWarpsM, kWarpsN>;
   constexpr int kPitch = B::kRows + 4;  // the 4 filters one store instruction covers in 4 bank groups
   static_assert(kWarpCols * kPitch * 4 <= B::kStagesBytes, "the output chunk fits the stages' memory");
   static_assert(kWarpCols == 2 * kAtomHalves, "a chunk is two whole atoms");
-  __shared__ __align__(128) int8_t shared[B::kStagesBytes];
   const k::ConvGeom& g = a.op.g;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
   const int warp_m = warp / kWarpsN, warp_n = warp % kWarpsN;
-  const unsigned p0 = blockIdx.x * unsigned(B::kRows);
-  const int m0 = int(blockIdx.y) * B::kCols;
-  float acc[4][4][4] = {};
-  int first, end;
-  igemm::split_stages(a.op, first, end);
-  igemm::accumulate<kWarpsM, kWarpsN>(a.op, shared, p0, m0, first, end, acc);
-  if (gridDim.z > 1 && !igemm::gather_split<B::kThreads>(a.split, acc)) return;
-  if constexpr (kRules == Rules::kSimple) {
-    if (a.y.atoms && (!a.has_residual || a.residual.other.atoms))
-      return half_tile_epilogue<kWarpsM, kWarpsN>(a, acc, shared, p0, m0);
-  }
-
 #pragma unroll
   for (int ni = 0; ni < 4; ++ni)
 #pragma unroll
@@ -338,6 +352,30 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
   }
 }
 
+// The kernel: the sums (K whole or, over gridDim.z blocks, split), then the epilogue its rules take.
+template <int kWarpsM, int kWarpsN, Rules kRules, bool kRelu = false, bool kResidual = false>
+__global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(const HalfConvArgs a) {
+  using B = igemm::Block<kWarpsM, kWarpsN>;
+  __shared__ __align__(128) int8_t shared[B::kStagesBytes];
+  const unsigned p0 = blockIdx.x * unsigned(B::kRows);
+  const int m0 = int(blockIdx.y) * B::kCols;
+  float acc[4][4][4] = {};
+  int first, end;
+  igemm::split_stages(a.op, first, end);
+  igemm::accumulate<kWarpsM, kWarpsN>(a.op, shared, p0, m0, first, end, acc);
+  if (gridDim.z > 1 && !igemm::gather_split<B::kThreads>(a.split, acc)) return;
+  if constexpr (kRules == Rules::kHalves) {
+    half_tile_epilogue<kWarpsM, kWarpsN, Rules::kHalves, kRelu, kResidual>(a, acc, shared, p0, m0);
+  } else if constexpr (kRules == Rules::kSimple) {
+    if (a.y.atoms && (!a.has_residual || a.residual.other.atoms))
+      half_tile_epilogue<kWarpsM, kWarpsN, Rules::kSimple, false, false>(a, acc, shared, p0, m0);
+    else
+      chunk_epilogue<kWarpsM, kWarpsN, kRules>(a, acc, shared, p0, m0);
+  } else {
+    chunk_epilogue<kWarpsM, kWarpsN, kRules>(a, acc, shared, p0, m0);
+  }
+}
+
 }  // namespace
 
 size_t half_atoms_bytes(int64_t n, int64_t c, int64_t plane) { return size_t(n * atoms_of(c) * plane * 32); }
@@ -396,7 +434,9 @@ void conv_half_mma(const k::ConvGeom& g, MmaShape shape, HalfInput x, void* atom
   a.bias = bias, a.act = act, a.store = store, a.y = y, a.atoms_out = int(atoms_of(g.M));
   a.residual = residual ? *residual : HalfResidual{}, a.has_residual = residual != nullptr;
   a.split = split;
-  const Rules rules = rules_simple(act, store, residual) ? Rules::kSimple : Rules::kAny;
+  const Rules rules = rules_halves(act, store, residual, y) ? Rules::kHalves
+                      : rules_simple(act, store, residual)  ? Rules::kSimple
+                                                            : Rules::kAny;
   a.simple = {act.act == k::Act::kRelu, store.changes(), residual && residual->store.changes(),
               residual && residual->relu && residual->relu_store.changes()};
   igemm::launch_tile(shape.tile, [&](auto warps_m, auto warps_n) {
@@ -406,7 +446,17 @@ void conv_half_mma(const k::ConvGeom& g, MmaShape shape, HalfInput x, void* atom
     if (shape.splits > 1 && int64_t(grid.x) * grid.y != split_arrivals(g, shape))
       fail(Status::kInternal, "a split K's grid of ", grid.x, " x ", grid.y, " tiles differs from the ",
            split_arrivals(g, shape), " counts allocated for it");
-    if (rules == Rules::kSimple) {
+    if (rules == Rules::kHalves) {
+      const bool relu = act.act == k::Act::kRelu;
+      if (relu && residual)
+        conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kHalves, true, true><<<grid, block, 0, s>>>(a);
+      else if (relu)
+        conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kHalves, true, false><<<grid, block, 0, s>>>(a);
+      else if (residual)
+        conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kHalves, false, true><<<grid, block, 0, s>>>(a);
+      else
+        conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kHalves, false, false><<<grid, block, 0, s>>>(a);
+    } else if (rules == Rules::kSimple) {
       conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kSimple><<<grid, block, 0, s>>>(a);
     } else {
       conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kAny><<<grid, block, 0, s>>>(a);
