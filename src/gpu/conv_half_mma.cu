@@ -90,8 +90,9 @@ struct HalfConvArgs {
 // activation none or a ReLU, the kernel's kSimple form reads them as four flags; kAny calls the general
 // functions, which cost more instructions than the arithmetic (ncu counted 2,800-4,500 a warp in short-K
 // layers' epilogues). kHalves is kSimple where every rule rounds to fp16 and the result and the residual
-// operand are surfaces (every FP16 network's convolutions, ResNet's residual blocks included): the ReLU and
-// the residual are template arguments, and the last rounding is the one that packs the result to halves.
+// operand are surfaces (the gpu-fp16 configuration's convolutions whose results stay fp16 surfaces, ResNet's
+// residual blocks included): the ReLU and the residual are template arguments, and the last rounding is the
+// one that packs the result to halves.
 enum class Rules { kAny, kSimple, kHalves };
 
 bool rules_simple(k::ActParams act, const k::StoreRule& store, const HalfResidual* residual) {
@@ -197,20 +198,20 @@ __device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float 
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           v[e] = acc[mi][ni][h * 2 + e];
-          const float other = e ? operand.y : operand.x;
+          const float addend = e ? operand.y : operand.x;
           if constexpr (kHalves) {
             // kSimple's steps with every rounding: relu(half(x)) is half(relu(x)), so the Add's ReLU needs no
             // rounding of its own, and the last rounding is the pack's below.
             v[e] += bias[ni][e];
             if constexpr (kRelu) v[e] = k::activated<k::Act::kRelu>(a.act, v[e]);
             if constexpr (kResidual) {
-              v[e] = k::half_rounded(v[e]) + other;
+              v[e] = k::half_rounded(v[e]) + addend;
               if (a.residual.relu) v[e] = k::activated<k::Act::kRelu>(a.act, v[e]);
             }
           } else {
             if (a.bias) v[e] += bias[ni][e];  // no bias: the sum as it is (+0 would turn -0 into +0)
             v[e] = conv_result<Rules::kSimple>(a, v[e]);
-            if (a.has_residual) v[e] = add_residual<Rules::kSimple>(a, v[e], other);
+            if (a.has_residual) v[e] = add_residual<Rules::kSimple>(a, v[e], addend);
           }
           if (m + e >= g.M) v[e] = 0.f;  // padding: zero (the readers' zero weights would not cancel NaN)
         }

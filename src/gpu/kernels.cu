@@ -282,9 +282,9 @@ __global__ void global_pool_kernel(const float* x, float* y, int64_t planes, int
 }
 
 // Softmax (ref/softmax.h): a block a row. The maximum and the exponentials in parallel, since neither
-// depends on the order (smax skips NaN as std::max does, and the signed zero it keeps leaves x - max
-// unchanged); the sum by one thread in the row's order, as the reference sums in double; then the scaling
-// and the store rule in parallel.
+// depends on the order (smax skips NaN as std::max does; which signed zero it keeps can change x - max only
+// where x is a zero too, whose exponential is 1 either way); the sum by one thread in the row's order, as the
+// reference sums in double; then the scaling and the store rule in parallel.
 __global__ void softmax_kernel(const float* x, float* y, int64_t rows, int64_t axis, int64_t inner,
                                StoreRule store) {
   __shared__ float block_max[32];

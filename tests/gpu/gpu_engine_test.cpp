@@ -292,9 +292,10 @@ TEST(GpuBackend, ResizeIsBitExactOnTheGpu) {
 }
 
 // Softmax on the GPU (PP-OCRv4's classifier and recognizer end with one): rows of 2 to 6625 values, the
-// last axis, an inner axis (channels at each pixel) and opset 11's coercion to 2-D; inputs spread so that
-// some exponentials are subnormal or 0. Bit for bit the CPU's in FP32, FP16 and INT8 (an FP16 layer there,
-// once a host step): both sides take numerics::exp_float and sum in the same order.
+// last axis, an inner axis (channels at each pixel), opset 11's coercion to 2-D and more rows than the
+// launch's blocks; inputs spread so that some exponentials are subnormal or 0. Bit for bit the CPU's in FP32,
+// FP16 and INT8 (an FP16 layer there, once a host step): both sides take numerics::exp_float and sum in the
+// same order.
 TEST(GpuBackend, SoftmaxIsBitExactOnTheGpu) {
   REQUIRE_GPU();
   struct Case {
@@ -302,8 +303,10 @@ TEST(GpuBackend, SoftmaxIsBitExactOnTheGpu) {
     int64_t axis, opset;
     float spread;
   };
-  const Case cases[] = {{{3, 2}, 1, 13, 4.f},        {{2, 5, 37}, -1, 13, 30.f}, {{1, 40, 6625}, 2, 13, 12.f},
-                        {{2, 7, 5, 9}, 1, 13, 60.f}, {{2, 3, 5, 7}, 1, 11, 8.f}, {{1, 300, 3}, 1, 13, 110.f}};
+  const Case cases[] = {{{3, 2}, 1, 13, 4.f},         {{2, 5, 37}, -1, 13, 30.f},
+                        {{1, 40, 6625}, 2, 13, 12.f}, {{2, 7, 5, 9}, 1, 13, 60.f},
+                        {{2, 3, 5, 7}, 1, 11, 8.f},   {{1, 300, 3}, 1, 13, 110.f},
+                        {{1, 2, 1100000}, 1, 13, 6.f}};  // more rows than blocks: a block takes a second row
   std::mt19937 rng(29);
   for (const Case& c : cases) {
     Graph g;

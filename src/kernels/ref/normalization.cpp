@@ -119,6 +119,8 @@ std::vector<TensorType> infer_softmax(const InferContext& c) {
   return {c.type(0)};
 }
 
+// The CUDA kernel (gpu/kernels.cu softmax_kernel) repeats this arithmetic in this order (ref/softmax.h): a
+// change here is a change there.
 void run_softmax(const KernelContext& c) {
   const Tensor& X = c.in(0);
   const AxisSplit sp = softmax_split(c.node(), X.shape());
