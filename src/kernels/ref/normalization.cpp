@@ -119,33 +119,33 @@ std::vector<TensorType> infer_softmax(const InferContext& c) {
   return {c.type(0)};
 }
 
-// The CUDA kernel (gpu/kernels.cu softmax_kernel) repeats this arithmetic in this order (ref/softmax.h): a
-// change here is a change there.
+// Softmax rows [first, last). The CUDA kernel (gpu/kernels.cu softmax_kernel) repeats this arithmetic in this
+// order (ref/softmax.h): a change here is a change there.
+DLAKIT_FMA_CLONES void softmax_rows(const float* x, float* y, const AxisSplit& sp, int64_t first,
+                                    int64_t last) {
+  for (int64_t r = first; r < last; ++r) {
+    const int64_t o = r / sp.inner, in = r % sp.inner;
+    const float* px = x + o * sp.axis * sp.inner + in;
+    float* py = y + o * sp.axis * sp.inner + in;
+    float mx = -INFINITY;
+    for (int64_t a = 0; a < sp.axis; ++a) mx = std::max(mx, px[a * sp.inner]);
+    double sum = 0;
+    for (int64_t a = 0; a < sp.axis; ++a) {
+      const float v = numerics::exp_float(px[a * sp.inner] - mx);
+      py[a * sp.inner] = v;
+      sum += v;
+    }
+    const float inv = float(1.0 / sum);
+    for (int64_t a = 0; a < sp.axis; ++a) py[a * sp.inner] *= inv;
+  }
+}
+
 void run_softmax(const KernelContext& c) {
-  const Tensor& X = c.in(0);
-  const AxisSplit sp = softmax_split(c.node(), X.shape());
-  const float* x = X.data<float>();
+  const AxisSplit sp = softmax_split(c.node(), c.in(0).shape());
+  const float* x = c.in(0).data<float>();
   float* y = c.out(0).data<float>();
   parallel_for(
-      sp.outer * sp.inner,
-      [&](int64_t s, int64_t e) {
-        for (int64_t r = s; r < e; ++r) {
-          const int64_t o = r / sp.inner, in = r % sp.inner;
-          const float* px = x + o * sp.axis * sp.inner + in;
-          float* py = y + o * sp.axis * sp.inner + in;
-          float mx = -INFINITY;
-          for (int64_t a = 0; a < sp.axis; ++a) mx = std::max(mx, px[a * sp.inner]);
-          double sum = 0;
-          for (int64_t a = 0; a < sp.axis; ++a) {
-            const float v = numerics::exp_float(px[a * sp.inner] - mx);
-            py[a * sp.inner] = v;
-            sum += v;
-          }
-          const float inv = float(1.0 / sum);
-          for (int64_t a = 0; a < sp.axis; ++a) py[a * sp.inner] *= inv;
-        }
-      },
-      16);
+      sp.outer * sp.inner, [&](int64_t first, int64_t last) { softmax_rows(x, y, sp, first, last); }, 16);
 }
 
 }  // namespace
