@@ -3,6 +3,8 @@
 // exact int32 sum -> int8_conv_sum, the activation, the store rule, then the surface's quantization
 // (pack_surface's), as the CPU executor computes them.
 #pragma once
+#include <type_traits>
+
 #include "gpu/conv_int8_gemm.h"
 #include "gpu/device_math.cuh"
 #include "gpu/fast_divide.h"
@@ -37,6 +39,20 @@ inline AtomEpilogue atom_epilogue(const k::ConvGeom& g, const k::StoreRule& stor
 enum class AtomStore { kRule, kDirect, kDirectHalfFirst };
 __host__ __device__ inline AtomStore atom_store(const AtomEpilogue& e) {
   return !e.direct ? AtomStore::kRule : e.store.half_first ? AtomStore::kDirectHalfFirst : AtomStore::kDirect;
+}
+// f(atom_store(e) as a std::integral_constant): the one switch from the launch's store to the epilogues'
+// template argument, for host code (a kernel to launch) and device code (a per-thread choice) alike.
+#pragma nv_exec_check_disable
+template <class F>
+__host__ __device__ auto with_atom_store(const AtomEpilogue& e, F&& f) {
+  switch (atom_store(e)) {
+    case AtomStore::kDirect:
+      return f(std::integral_constant<AtomStore, AtomStore::kDirect>{});
+    case AtomStore::kDirectHalfFirst:
+      return f(std::integral_constant<AtomStore, AtomStore::kDirectHalfFirst>{});
+    default:
+      return f(std::integral_constant<AtomStore, AtomStore::kRule>{});
+  }
 }
 
 // The output surface's level (an exact integer as a float; 0 where the surface has no scale, as

@@ -82,14 +82,7 @@ __device__ void levels_to_tile(const int (&acc)[4][4][4], const MmaConvArgs& a, 
         return with(None{}, store);
     }
   };
-  switch (atom_store(a.e)) {
-    case AtomStore::kDirect:
-      return for_act(std::integral_constant<AtomStore, AtomStore::kDirect>{});
-    case AtomStore::kDirectHalfFirst:
-      return for_act(std::integral_constant<AtomStore, AtomStore::kDirectHalfFirst>{});
-    default:
-      return for_act(std::integral_constant<AtomStore, AtomStore::kRule>{});
-  }
+  with_atom_store(a.e, for_act);
 }
 
 template <int kWarpsM, int kWarpsN>

@@ -216,7 +216,7 @@ __global__ void sums_to_atoms_kernel(ConvGeom g, int64_t m_padded, const int32_t
 
 // The instantiation of sums_to_atoms_kernel for an activation (every one has the same parameters).
 template <bool kAdd, AtomStore kStore>
-auto atoms_kernel_for(k::Act act) {
+auto atoms_kernel(k::Act act) {
   switch (act) {
     case k::Act::kRelu:
       return sums_to_atoms_kernel<kAdd, kStore, k::Act::kRelu>;
@@ -226,17 +226,6 @@ auto atoms_kernel_for(k::Act act) {
       return sums_to_atoms_kernel<kAdd, kStore, k::Act::kLeakyRelu>;
     default:
       return sums_to_atoms_kernel<kAdd, kStore, k::Act::kNone>;
-  }
-}
-template <bool kAdd>
-auto atoms_kernel(AtomStore store, k::Act act) {
-  switch (store) {
-    case AtomStore::kDirect:
-      return atoms_kernel_for<kAdd, AtomStore::kDirect>(act);
-    case AtomStore::kDirectHalfFirst:
-      return atoms_kernel_for<kAdd, AtomStore::kDirectHalfFirst>(act);
-    default:
-      return atoms_kernel_for<kAdd, AtomStore::kRule>(act);
   }
 }
 
@@ -339,8 +328,10 @@ void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double
                                const AtomAdd* add, cudaStream_t s) const {
   const unsigned pixel_tiles = unsigned((pixels_ + 31) / 32);  // 32 pixels a block and pass
   const AtomEpilogue e = atom_epilogue(g_, store, out, add);
-  const auto kernel =
-      add ? atoms_kernel<true>(atom_store(e), act.act) : atoms_kernel<false>(atom_store(e), act.act);
+  const auto kernel = with_atom_store(e, [&](auto store) {
+    constexpr AtomStore kStore = decltype(store)::value;
+    return add ? atoms_kernel<true, kStore>(act.act) : atoms_kernel<false, kStore>(act.act);
+  });
   // One wave of blocks (as many as the GPU holds at once), each walking pixel tiles: more would load the
   // filters' numbers again per block, fewer would leave SMs idle. At least two tiles a block where there are
   // two, so that the next tile's loads always overlap this one's work (and every shape takes the pipelined
