@@ -505,6 +505,7 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
   } else if (node.op == OpKind::MaxPool || node.op == OpKind::AveragePool) {
     const Shape& xs = c.in.at(0).shape;
     if (xs.size() != 4) return give_up("not a 2-D pool");
+    if (numel(xs) > INT32_MAX || numel(ys) > INT32_MAX) return give_up("a pool of 2^31 values or more");
     const ref::WindowGeom wg =
         ref::window_geom(node, xs, node.attr_ints("kernel_shape"), node.attr_int("ceil_mode", 0) != 0);
     k::PoolGeom pg;

@@ -325,6 +325,48 @@ TEST(GpuBackend, SoftmaxIsBitExactOnTheGpu) {
   }
 }
 
+// MaxPool and AveragePool on the GPU (ResNet's stem pool, and the average pools of classifiers): odd planes,
+// strides, asymmetric pads, dilation, ceil mode, both padding counts, and a
+// stem-sized plane; bit for bit the CPU's in FP32, FP16 and INT8.
+TEST(GpuBackend, PoolingIsBitExactOnTheGpu) {
+  REQUIRE_GPU();
+  struct Case {
+    OpKind op;
+    Shape in;
+    std::vector<int64_t> kernel, strides, pads, dilations;
+    int64_t ceil_mode = 0, count_include_pad = 0;
+  };
+  const Case cases[] = {{OpKind::MaxPool, {2, 5, 11, 13}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}},
+                        {OpKind::MaxPool, {1, 3, 9, 7}, {2, 3}, {1, 2}, {0, 2, 1, 0}, {2, 1}},
+                        {OpKind::MaxPool, {1, 4, 8, 10}, {3, 2}, {3, 3}, {2, 1, 2, 1}, {}, 1},  // ceil mode
+                        {OpKind::MaxPool, {2, 16, 112, 112}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}},
+                        {OpKind::AveragePool, {2, 5, 11, 13}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, 0},
+                        {OpKind::AveragePool, {2, 5, 11, 13}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0, 1},
+                        {OpKind::AveragePool, {1, 3, 10, 9}, {4, 3}, {3, 2}, {2, 1, 1, 2}, {}, 1, 1},
+                        {OpKind::AveragePool, {3, 70, 7, 7}, {7, 7}, {1, 1}, {0, 0, 0, 0}, {}}};
+  std::mt19937 rng(31);
+  for (const Case& c : cases) {
+    Graph g;
+    const int x = g.add_value("x", {DType::kF32, c.in});
+    Node n;
+    n.op = c.op;
+    n.name = "pool";
+    n.opset = 13;
+    n.attrs["kernel_shape"] = c.kernel, n.attrs["strides"] = c.strides, n.attrs["pads"] = c.pads;
+    if (!c.dilations.empty()) n.attrs["dilations"] = c.dilations;
+    n.attrs["ceil_mode"] = c.ceil_mode;
+    if (c.op == OpKind::AveragePool) n.attrs["count_include_pad"] = c.count_include_pad;
+    n.inputs = {x};
+    n.outputs = {g.add_value("y", op_impl(n.op).infer(InferContext(g, n))[0])};
+    expect_one_node_bit_exact(g, n, x, c.in, true,
+                              std::string(op_name(c.op)) + " of " + shape_str(c.in) + " kernel " +
+                                  shape_str(c.kernel) + " pads " + shape_str(c.pads) + " ceil " +
+                                  std::to_string(c.ceil_mode) + " include_pad " +
+                                  std::to_string(c.count_include_pad),
+                              rng);
+  }
+}
+
 // Sigmoid and Tanh of fp16 values (FP16 layers, and INT8 layers the DLA computes in FP16) look their results
 // up in a table the reference kernel filled: bit for bit the CPU's, where expf and tanhf on the GPU differ by
 // an ulp.
