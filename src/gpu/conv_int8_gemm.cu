@@ -43,45 +43,51 @@ __global__ void input_levels_kernel(int64_t n, bool by_four, const float* x, flo
 }
 
 // cols[p][k] = the level of input tap k of output pixel p, zero outside the image (padding is level 0)
-// and past K.
+// and past K. A block takes 32 pixels and up to kTapTiles tiles of 32 taps: the pixel split and the tap
+// table are worked out once for all of them (a block per 32 x 32 tile spent most of its instructions on
+// them: ResNet-50's stem at batch 32, K of 160, took 150 us on an H200).
+constexpr int kTapTiles = 8;
 __global__ void im2col_levels_kernel(ConvGeom g, int64_t k_padded, const int8_t* x, int8_t* cols) {
   __shared__ int8_t tile[kTile][kTile + 4];  // [pixel][k]
-  // The block's 32 taps: offset in the image (c * H * W + kh * DH * W + kw * DW) and row and column
-  // shifts, once per block: divisions per element would bound the kernel. Pixel and K coordinates in 32
-  // bits (ConvInt8Gemm::plan keeps pixels and an image's size below 2^31, K below 2^17).
-  __shared__ int tap_offset[kTile], tap_dh[kTile], tap_dw[kTile];
+  // The block's taps: offset in the image (c * H * W + kh * DH * W + kw * DW) and row and column shifts.
+  // Pixel and K coordinates in 32 bits (ConvInt8Gemm::plan keeps pixels and an image's size below 2^31, K
+  // below 2^17).
+  __shared__ int tap_offset[kTile * kTapTiles], tap_dh[kTile * kTapTiles], tap_dw[kTile * kTapTiles];
   const int pixels = int(g.N * g.OH * g.OW), window = int(g.KH * g.KW), k_real = int(g.C) * window;
   const int OW = int(g.OW), OH = int(g.OH), KW = int(g.KW), H = int(g.H), W = int(g.W);
-  const int p0 = blockIdx.x * kTile, k0 = blockIdx.y * kTile;
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  if (ty == 0) {
-    const int kk = k0 + tx, c = kk / window, kh = (kk % window) / KW, kw = kk % KW;
+  const int p0 = blockIdx.x * kTile, k_begin = blockIdx.y * kTile * kTapTiles;
+  const int taps = min(int(k_padded) - k_begin, kTile * kTapTiles);
+  const int tx = threadIdx.x, ty = threadIdx.y, t = ty * kTile + tx;
+  for (int j = t; j < taps; j += kTile * kRowsPerPass) {
+    const int kk = k_begin + j, c = kk / window, kh = (kk % window) / KW, kw = kk % KW;
     const bool real = kk < k_real;
-    tap_dh[tx] = real ? kh * int(g.DH) : -(1 << 30);  // past K: outside every image
-    tap_dw[tx] = kw * int(g.DW);
-    tap_offset[tx] = real ? c * H * W + tap_dh[tx] * W + tap_dw[tx] : 0;
+    tap_dh[j] = real ? kh * int(g.DH) : -(1 << 30);  // past K: outside every image
+    tap_dw[j] = kw * int(g.DW);
+    tap_offset[j] = real ? c * H * W + tap_dh[j] * W + tap_dw[j] : 0;
   }
-  __syncthreads();
-  {
-    const int p = p0 + tx;
-    int n, oh, ow;
-    k::split_pixel(unsigned(p), OW, OH, n, oh, ow);
-    const int ih0 = oh * int(g.SH) - int(g.PT), iw0 = ow * int(g.SW) - int(g.PL);
-    const int8_t* image = x + int64_t(n) * g.C * H * W + int64_t(ih0) * W + iw0;
+  const int p = p0 + tx;
+  int n, oh, ow;
+  k::split_pixel(unsigned(p), OW, OH, n, oh, ow);
+  const int ih0 = oh * int(g.SH) - int(g.PT), iw0 = ow * int(g.SW) - int(g.PL);
+  const int8_t* image = x + int64_t(n) * g.C * H * W + int64_t(ih0) * W + iw0;
+  // 256 threads write each tile's 32 rows of 32 bytes as 4-byte words, 8 threads a row.
+  const int row = t / 8, word = t % 8;
+  int8_t* out = cols + int64_t(p0 + row) * k_padded + k_begin + word * 4;
+  for (int tap0 = 0; tap0 < taps; tap0 += kTile) {
+    __syncthreads();  // the taps are ready; the previous tile is written out
     for (int j = ty; j < kTile; j += kRowsPerPass) {
-      const int ih = ih0 + tap_dh[j], iw = iw0 + tap_dw[j];
-      tile[tx][j] = p < pixels && ih >= 0 && ih < H && iw >= 0 && iw < W ? image[tap_offset[j]] : int8_t(0);
+      const int ih = ih0 + tap_dh[tap0 + j], iw = iw0 + tap_dw[tap0 + j];
+      tile[tx][j] =
+          p < pixels && ih >= 0 && ih < H && iw >= 0 && iw < W ? image[tap_offset[tap0 + j]] : int8_t(0);
+    }
+    __syncthreads();
+    if (p0 + row < pixels) {
+      const int8_t* b = &tile[row][word * 4];
+      const uint32_t packed = uint32_t(uint8_t(b[0])) | uint32_t(uint8_t(b[1])) << 8 |
+                              uint32_t(uint8_t(b[2])) << 16 | uint32_t(uint8_t(b[3])) << 24;
+      *reinterpret_cast<uint32_t*>(out + tap0) = packed;
     }
   }
-  __syncthreads();
-  // 256 threads write the tile's 32 rows of 32 bytes as 4-byte words, 8 threads a row.
-  const int t = ty * kTile + tx, row = t / 8, word = t % 8;
-  const int64_t p = int64_t(p0) + row;
-  if (p >= pixels) return;
-  const int8_t* b = &tile[row][word * 4];
-  const uint32_t packed = uint32_t(uint8_t(b[0])) | uint32_t(uint8_t(b[1])) << 8 |
-                          uint32_t(uint8_t(b[2])) << 16 | uint32_t(uint8_t(b[3])) << 24;
-  *reinterpret_cast<uint32_t*>(cols + p * k_padded + k0 + word * 4) = packed;
 }
 
 // y (NCHW) from sums[p][m]: int8_conv_output and the store rule, read along the filters, written along
@@ -355,7 +361,8 @@ void ConvInt8Gemm::im2col_levels(const float* x, float s_in, int rounding, void*
       n, by_four, x, s_in, rounding, static_cast<int8_t*>(levels));
   const dim3 threads(kTile, kRowsPerPass);
   const unsigned pixel_tiles = unsigned((pixels_ + kTile - 1) / kTile);
-  im2col_levels_kernel<<<dim3(pixel_tiles, unsigned(k_padded_ / kTile)), threads, 0, s>>>(
+  const unsigned tap_blocks = unsigned((k_padded_ / kTile + kTapTiles - 1) / kTapTiles);
+  im2col_levels_kernel<<<dim3(pixel_tiles, tap_blocks), threads, 0, s>>>(
       g_, k_padded_, static_cast<const int8_t*>(levels), static_cast<int8_t*>(cols));
 }
 
