@@ -89,11 +89,13 @@ struct HalfConvArgs {
 // The epilogue's rules: where each store rule is one rounding to fp16 or none (no int8 step) and the
 // activation none or a ReLU, the kernel's kSimple form reads them as four flags; kAny calls the general
 // functions, which cost more instructions than the arithmetic (ncu counted 2,800-4,500 a warp in short-K
-// layers' epilogues). kHalves is kSimple where every rule rounds to fp16 and the result and the residual
-// operand are surfaces (the gpu-fp16 configuration's convolutions whose results stay fp16 surfaces, ResNet's
-// residual blocks included): the ReLU and the residual are template arguments, and the last rounding is the
-// one that packs the result to halves.
-enum class Rules { kAny, kSimple, kHalves };
+// layers' epilogues). kHalves is kSimple where the last rule (and the convolution's, before a residual
+// Add) rounds to fp16 and the result and the residual operand are surfaces (the gpu-fp16 configuration's
+// convolutions whose results stay fp16 surfaces): the ReLU and the residual are template arguments, and
+// the last rounding is the one that packs the result to halves.
+// kHalvesFromSum is kHalves where the convolution's result reaches the residual Add unrounded (ResNet's FP16
+// plan keeps the sum for the Add: Store::kFused).
+enum class Rules { kAny, kSimple, kHalves, kHalvesFromSum };
 
 bool rules_simple(k::ActParams act, const k::StoreRule& store, const HalfResidual* residual) {
   auto simple = [](const k::StoreRule& r) { return r.kind != k::StoreRule::Kind::kInt8; };
@@ -101,11 +103,17 @@ bool rules_simple(k::ActParams act, const k::StoreRule& store, const HalfResidua
          (!residual || (simple(residual->store) && (!residual->relu || simple(residual->relu_store))));
 }
 
-// kHalves: kSimple rules that all round to fp16, from a surface to a surface (half_tile_epilogue's case).
-bool rules_halves(k::ActParams act, const k::StoreRule& store, const HalfResidual* residual, HalfOutput y) {
-  if (!rules_simple(act, store, residual) || !y.atoms || !store.changes()) return false;
-  return !residual || (residual->other.atoms && residual->store.changes() &&
-                       (!residual->relu || residual->relu_store.changes()));
+// The rules' form (Rules). kHalves and kHalvesFromSum: kSimple rules from a surface to a surface whose last
+// step rounds to fp16. Rounding is idempotent and relu(half(x)) is half(relu(x)), so the pack's rounding
+// stands for every rounding after the Add's addition; only one before it (the convolution's) is computed.
+Rules rules_of(k::ActParams act, const k::StoreRule& store, const HalfResidual* residual, HalfOutput y) {
+  if (!rules_simple(act, store, residual)) return Rules::kAny;
+  if (!y.atoms || (residual && !residual->other.atoms)) return Rules::kSimple;
+  const bool last_rounds = !residual        ? store.changes()
+                           : residual->relu ? residual->relu_store.changes()
+                                            : residual->store.changes();
+  if (!last_rounds) return Rules::kSimple;
+  return !residual || store.changes() ? Rules::kHalves : Rules::kHalvesFromSum;
 }
 
 // The layer's activation and store rule on its sum (with the bias).
@@ -146,12 +154,13 @@ __device__ __forceinline__ float residual_operand(const HalfConvArgs& a, int n, 
 // host checks), so the whole tile goes through shared memory at once as halves
 // [pixel][filter] (a barrier, 32 stores and 8 wide loads a thread), and each thread writes whole 32-byte
 // units of consecutive pixels. The residual operand is read in registers, two filters (4 bytes) a load.
-// kValues: Rules::kSimple (the flags) or kHalves (kRelu, kResidual).
+// kValues: Rules::kSimple (the flags) or kHalves / kHalvesFromSum (kRelu, kResidual).
 template <int kWarpsM, int kWarpsN, Rules kValues, bool kRelu, bool kResidual>
 __device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float (&acc)[4][4][4],
                                                    int8_t* shared, unsigned p0, int m0) {
-  static_assert(kValues == Rules::kSimple || kValues == Rules::kHalves, "the rules it reads");
-  constexpr bool kHalves = kValues == Rules::kHalves;
+  static_assert(kValues != Rules::kAny, "the rules it reads");
+  static_assert(kValues != Rules::kHalvesFromSum || kResidual, "a sum kept for the residual Add");
+  constexpr bool kHalves = kValues != Rules::kSimple;
   const bool has_residual = kHalves ? kResidual : a.has_residual;
   using B = igemm::Block<kWarpsM, kWarpsN>;
   // rows 68 or 36 words apart: a warp's 4-byte stores (8 rows x 4 filter pairs) and a quarter warp's 16-byte
@@ -205,7 +214,7 @@ __device__ __forceinline__ void half_tile_epilogue(const HalfConvArgs& a, float 
             v[e] += bias[ni][e];
             if constexpr (kRelu) v[e] = k::activated<k::Act::kRelu>(a.act, v[e]);
             if constexpr (kResidual) {
-              v[e] = k::half_rounded(v[e]) + addend;
+              v[e] = (kValues == Rules::kHalves ? k::half_rounded(v[e]) : v[e]) + addend;
               if (a.residual.relu) v[e] = k::activated<k::Act::kRelu>(a.act, v[e]);
             }
           } else {
@@ -365,8 +374,8 @@ __global__ void __launch_bounds__(32 * kWarpsM * kWarpsN) conv_half_mma_kernel(c
   igemm::split_stages(a.op, first, end);
   igemm::accumulate<kWarpsM, kWarpsN>(a.op, shared, p0, m0, first, end, acc);
   if (gridDim.z > 1 && !igemm::gather_split<B::kThreads>(a.split, acc)) return;
-  if constexpr (kRules == Rules::kHalves) {
-    half_tile_epilogue<kWarpsM, kWarpsN, Rules::kHalves, kRelu, kResidual>(a, acc, shared, p0, m0);
+  if constexpr (kRules == Rules::kHalves || kRules == Rules::kHalvesFromSum) {
+    half_tile_epilogue<kWarpsM, kWarpsN, kRules, kRelu, kResidual>(a, acc, shared, p0, m0);
   } else if constexpr (kRules == Rules::kSimple) {
     if (a.y.atoms && (!a.has_residual || a.residual.other.atoms))
       half_tile_epilogue<kWarpsM, kWarpsN, Rules::kSimple, false, false>(a, acc, shared, p0, m0);
@@ -435,9 +444,7 @@ void conv_half_mma(const k::ConvGeom& g, MmaShape shape, HalfInput x, void* atom
   a.bias = bias, a.act = act, a.store = store, a.y = y, a.atoms_out = int(atoms_of(g.M));
   a.residual = residual ? *residual : HalfResidual{}, a.has_residual = residual != nullptr;
   a.split = split;
-  const Rules rules = rules_halves(act, store, residual, y) ? Rules::kHalves
-                      : rules_simple(act, store, residual)  ? Rules::kSimple
-                                                            : Rules::kAny;
+  const Rules rules = rules_of(act, store, residual, y);
   a.simple = {act.act == k::Act::kRelu, store.changes(), residual && residual->store.changes(),
               residual && residual->relu && residual->relu_store.changes()};
   igemm::launch_tile(shape.tile, [&](auto warps_m, auto warps_n) {
@@ -447,8 +454,13 @@ void conv_half_mma(const k::ConvGeom& g, MmaShape shape, HalfInput x, void* atom
     if (shape.splits > 1 && int64_t(grid.x) * grid.y != split_arrivals(g, shape))
       fail(Status::kInternal, "a split K's grid of ", grid.x, " x ", grid.y, " tiles differs from the ",
            split_arrivals(g, shape), " counts allocated for it");
-    if (rules == Rules::kHalves) {
-      const bool relu = act.act == k::Act::kRelu;
+    const bool relu = act.act == k::Act::kRelu;
+    if (rules == Rules::kHalvesFromSum) {
+      if (relu)
+        conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kHalvesFromSum, true, true><<<grid, block, 0, s>>>(a);
+      else
+        conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kHalvesFromSum, false, true><<<grid, block, 0, s>>>(a);
+    } else if (rules == Rules::kHalves) {
       if (relu && residual)
         conv_half_mma_kernel<kWarpsM, kWarpsN, Rules::kHalves, true, true><<<grid, block, 0, s>>>(a);
       else if (relu)
