@@ -5,6 +5,8 @@
 #   bash tests/device/session.sh pack [BUILD]   -> devpack/devrun.tar.xz (git-ignored; pass it as carry)
 # On the device, from the repository root (every step's exit status counts; results under $OUT):
 #   bash tests/device/session.sh run [suite|bench]   (default both; one call may not fit both in its limit)
+#   bash tests/device/session.sh run "suite ab"      (instead of bench: bench/gpu.sh, then the A/B of the new
+#     build against devpack/dlakit_base.xz; e.g. SPECS="resnet50:32 resnet50:256" for a short call)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 SPECS="${SPECS:-resnet18:1 mobilenet_v2:1 resnet50:1 resnet50:32 resnet50:256}"
@@ -31,7 +33,7 @@ case "${1:-}" in
       grep -E "^== .*exit|RUN_GPU_RC" "$OUT/suite.txt"
       grep -h -E "tests passed|FAILED|PASSED" "$OUT/suite/gpu_tests.log" "$OUT/suite/gpu_tests_cublaslt.log" | head -30
     fi
-    if [[ $parts != *bench* ]]; then
+    if [[ $parts != *bench* && $parts != *ab* ]]; then
       echo "SESSION_RC=$rc"
       exit $rc
     fi
@@ -39,6 +41,21 @@ case "${1:-}" in
     D="$PWD/devrun/dlakit"
     # shellcheck disable=SC2086  # SPECS is a list
     bash bench/gpu_loadables_on_device.sh "$D" devrun/.cache/images /tmp/ld $SPECS > "$OUT/loadables.txt" 2>&1 || rc=1
+    if [[ $parts == *ab* ]]; then
+      # bench/gpu.sh on the new build (PyTorch beside it), then the new build against the base one
+      # (devpack/dlakit_base.xz: a stripped, xz'd dlakit of the commit before) interleaved.
+      xz -dc devpack/dlakit_base.xz > /tmp/dlakit_base || exit 9
+      chmod +x /tmp/dlakit_base
+      # shellcheck disable=SC2086
+      bash bench/gpu.sh "$D" /tmp/ld "$OUT/gpu.json" $SPECS > "$OUT/gpu.txt" 2>&1 || rc=1
+      tail -8 "$OUT/gpu.txt"
+      # shellcheck disable=SC2086  # AB_SPECS is a list
+      bash bench/gpu_ab.sh /tmp/dlakit_base "$D" /tmp/ld "$OUT/ab.json" 2 ${AB_SPECS:-resnet50:32} > "$OUT/ab.txt" 2>&1 ||
+        rc=1
+      cat "$OUT/ab.txt"
+      echo "SESSION_RC=$rc"
+      exit $rc
+    fi
     for mode in cublaslt implicit; do
       flag=1
       [ "$mode" = cublaslt ] && flag=0
