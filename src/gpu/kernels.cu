@@ -244,7 +244,6 @@ __global__ void pool2d_kernel(PoolGeom g, PixelSplit split, const float* x, floa
     const float* xc = x + unsigned(plane) * unsigned(H * W);
     const int ih0 = oh * int(g.SH) - int(g.PT), iw0 = ow * int(g.SW) - int(g.PL);
     float best = -INFINITY;
-    bool any = false;
     double sum = 0;
     int count = 0, padded = 0;
     for (int kh = 0; kh < KH; ++kh) {
@@ -257,8 +256,7 @@ __global__ void pool2d_kernel(PoolGeom g, PixelSplit split, const float* x, floa
         if (!(hin && win)) continue;
         const float v = __ldg(xc + ih * W + iw);
         if constexpr (kMax) {
-          if (v > best || !any) best = v;
-          any = true;
+          best = best < v ? v : best;  // std::max(best, v) from -inf, as the reference: NaN never wins
         } else {
           ++count;
           sum += v;

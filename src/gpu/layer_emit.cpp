@@ -505,9 +505,17 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
   } else if (node.op == OpKind::MaxPool || node.op == OpKind::AveragePool) {
     const Shape& xs = c.in.at(0).shape;
     if (xs.size() != 4) return give_up("not a 2-D pool");
-    if (numel(xs) > INT32_MAX || numel(ys) > INT32_MAX) return give_up("a pool of 2^31 values or more");
     const ref::WindowGeom wg =
         ref::window_geom(node, xs, node.attr_ints("kernel_shape"), node.attr_int("ceil_mode", 0) != 0);
+    // The kernel's 32-bit indices: the values, and each padded side up to 2^30, which bounds a window's
+    // start and its reach (a ceil-mode window may run past the padding by less than a side).
+    constexpr int64_t kSide = int64_t(1) << 30;
+    auto side_fits = [&](int64_t extent, int64_t before, int64_t after) {
+      return extent <= kSide && before <= kSide && after <= kSide && extent + before + after <= kSide;
+    };
+    if (numel(xs) > INT32_MAX || numel(ys) > INT32_MAX || !side_fits(xs[2], wg.pb[1], wg.pe[1]) ||
+        !side_fits(xs[3], wg.pb[2], wg.pe[2]))
+      return give_up("a pool of 2^31 values or more, or of padded sides above 2^30");
     k::PoolGeom pg;
     pg.NC = xs[0] * xs[1], pg.H = xs[2], pg.W = xs[3], pg.OH = ys[2], pg.OW = ys[3];
     pg.KH = wg.k[1], pg.KW = wg.k[2], pg.SH = wg.s[1], pg.SW = wg.s[2], pg.DH = wg.d[1], pg.DW = wg.d[2];

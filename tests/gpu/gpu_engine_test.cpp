@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 
 #include "../common/require_gpu.h"
@@ -326,8 +327,8 @@ TEST(GpuBackend, SoftmaxIsBitExactOnTheGpu) {
 }
 
 // MaxPool and AveragePool on the GPU (ResNet's stem pool, and the average pools of classifiers): odd planes,
-// strides, asymmetric pads, dilation, ceil mode, both padding counts, and a
-// stem-sized plane; bit for bit the CPU's in FP32, FP16 and INT8.
+// strides, asymmetric pads, dilation, ceil mode, both padding counts and a stem-sized plane, bit for bit the
+// CPU's in FP32, FP16 and INT8; then NaN in MaxPool's windows.
 TEST(GpuBackend, PoolingIsBitExactOnTheGpu) {
   REQUIRE_GPU();
   struct Case {
@@ -364,6 +365,37 @@ TEST(GpuBackend, PoolingIsBitExactOnTheGpu) {
                                   std::to_string(c.ceil_mode) + " include_pad " +
                                   std::to_string(c.count_include_pad),
                               rng);
+  }
+  // NaN: std::max from -inf, as the reference takes it, never lets a NaN win, wherever it stands in the
+  // window (the kernel once kept a window's first value when it was NaN). Windows {NaN, 1}, {2, NaN} and
+  // {NaN, NaN}: 1, 2 and -inf.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Graph g;
+  const int x = g.add_value("x", {DType::kF32, {1, 1, 1, 6}});
+  Node n;
+  n.op = OpKind::MaxPool;
+  n.name = "pool";
+  n.opset = 13;
+  n.attrs["kernel_shape"] = std::vector<int64_t>{1, 2}, n.attrs["strides"] = std::vector<int64_t>{1, 2};
+  n.inputs = {x};
+  n.outputs = {g.add_value("y", op_impl(n.op).infer(InferContext(g, n))[0])};
+  g.nodes = {n}, g.inputs = {x}, g.outputs = n.outputs;
+  g.relink();
+  for (quant::Mode mode : {quant::Mode::kFP32, quant::Mode::kFP16}) {
+    const quant::NumericsPlan plan = quant::plan_uniform(g, mode, nullptr);
+    gpu::GpuEngine gpu_engine(g, plan);
+    ASSERT_TRUE(gpu_engine.nodes().at(0).on_gpu) << gpu_engine.nodes().at(0).why;
+    Tensor values(DType::kF32, {1, 1, 1, 6});
+    const float in[] = {nan, 1.f, 2.f, nan, nan, nan};
+    std::memcpy(values.raw(), in, sizeof(in));
+    const Tensor got = gpu_engine.run({{"x", values}}).at("y");
+    const Tensor cpu = quant::EmulatedEngine(g, plan).run({{"x", values}}).at("y");
+    ASSERT_EQ(got.numel(), 3);
+    const float want[] = {1.f, 2.f, -std::numeric_limits<float>::infinity()};
+    for (int64_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(cpu.data<float>()[i], want[i]) << quant::mode_name(mode) << " window " << i << " on the CPU";
+      EXPECT_EQ(got.data<float>()[i], want[i]) << quant::mode_name(mode) << " window " << i << " on the GPU";
+    }
   }
 }
 
