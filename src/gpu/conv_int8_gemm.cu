@@ -245,9 +245,9 @@ ConvInt8Gemm::~ConvInt8Gemm() = default;
 std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_t k_padded) {
   const int64_t pixels = g.N * g.OH * g.OW;
   // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel, K and in-image coordinates;
-  // (M + 31) / 32 tiles: run()'s epilogue's grid.y.
-  if (g.G != 1 || !k::conv_int8_mma_fits(g) || pixels < 1 || pixels > INT32_MAX - kTile ||
-      (g.M + kTile - 1) / kTile > 65535 || g.C * g.H * g.W > INT32_MAX / 2)
+  // (M + 31) / 32 tiles: run()'s epilogue's grid.y; K in whole tiles of the im2col (depth() gives them).
+  if (g.G != 1 || !k::conv_int8_mma_fits(g) || k_padded % kTile != 0 || pixels < 1 ||
+      pixels > INT32_MAX - kTile || (g.M + kTile - 1) / kTile > 65535 || g.C * g.H * g.W > INT32_MAX / 2)
     return nullptr;
   std::shared_ptr<ConvInt8Gemm> c(new ConvInt8Gemm(g, k_padded));
   // Column-major, as cuBLASLt counts: sums (M_padded x pixels) = weights^T (M_padded x K) * cols (K x
