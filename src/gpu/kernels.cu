@@ -231,8 +231,8 @@ __global__ void conv_int8_kernel(ConvGeom g, const int8_t* x, const int8_t* w, c
 }
 
 // The reference pool's loops for 2-D with the depth axis of size 1 (see src/kernels/ref/pool.cpp). Index
-// arithmetic in 32 bits with the output split by multiplication (pool2d takes it wherever the input and
-// output have fewer than 2^31 values); the maximum without the average's bookkeeping: 64-bit divisions per
+// arithmetic in 32 bits with the output split by multiplication (emit_layer keeps larger pools on the host:
+// kernels.h's bounds); the maximum without the average's bookkeeping: 64-bit divisions per
 // output and a double sum per tap bounded the loop (ResNet-50's stem pool at batch 32, float NCHW: 168 us on
 // an H200 against a memory floor of about 27 us).
 template <bool kMax>
