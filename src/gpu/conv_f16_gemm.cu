@@ -62,17 +62,16 @@ __global__ void sums_to_output_half_kernel(ConvGeom g, int pixels, int pixels_pa
     float v[4];
   } in;
   in.word = *reinterpret_cast<const float4*>(sums + int64_t(m) * pixels_padded + p0);
+  // no bias: the sum as it is (+0 would turn -0 into +0)
+  auto result = [&](float v) { return k::stored(store, k::activate(act, bias ? v + bias_m : v)); };
   int n = p0 / plane, at = p0 % plane;
   if (whole_fours) {  // the four pixels in one plane (pixels is then a multiple of 4 too)
-    for (int j = 0; j < 4; ++j)
-      in.v[j] = k::stored(store, k::activate(act, bias ? in.v[j] + bias_m : in.v[j]));
+    for (int j = 0; j < 4; ++j) in.v[j] = result(in.v[j]);
     *reinterpret_cast<float4*>(y + (int64_t(n) * g.M + m) * plane + at) = in.word;
     return;
   }
   for (int j = 0; j < 4 && p0 + j < pixels; ++j) {
-    float v = in.v[j];
-    if (bias) v += bias_m;
-    y[(int64_t(n) * g.M + m) * plane + at] = k::stored(store, k::activate(act, v));
+    y[(int64_t(n) * g.M + m) * plane + at] = result(in.v[j]);
     if (++at == plane) at = 0, ++n;
   }
 }
