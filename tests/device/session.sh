@@ -32,6 +32,9 @@ case "${1:-}" in
       (cd devrun && OUT="$OUT/suite" bash run_gpu.sh) > "$OUT/suite.txt" 2>&1 || rc=1
       grep -E "^== .*exit|RUN_GPU_RC" "$OUT/suite.txt"
       grep -h -E "tests passed|FAILED|PASSED" "$OUT/suite/gpu_tests.log" "$OUT/suite/gpu_tests_cublaslt.log" | head -30
+      # The two test logs as they are, the other logs in one archive: the tool returns a limited count of files.
+      cp "$OUT"/suite/gpu_tests*.log "$OUT"/ && tar cJf "$OUT/suite_logs.tar.xz" -C "$OUT" suite && rm -rf "$OUT/suite" ||
+        rc=1
     fi
     if [[ $parts != *bench* && $parts != *ab* ]]; then
       echo "SESSION_RC=$rc"
