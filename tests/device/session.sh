@@ -7,6 +7,8 @@
 #   bash tests/device/session.sh run [suite|bench]   (default both; one call may not fit both in its limit)
 #   bash tests/device/session.sh run "suite ab"      (instead of bench: bench/gpu.sh, then the A/B of the new
 #     build against devpack/dlakit_base.xz; e.g. SPECS="resnet50:32 resnet50:256" for a short call)
+#   ONLY_ON=H200 bash tests/device/session.sh run ...  (runs nothing, exit 0, on a GPU whose name lacks H200:
+#     the targets are stated on one, and a call cannot choose the card it gets)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 SPECS="${SPECS:-resnet18:1 mobilenet_v2:1 resnet50:1 resnet50:32 resnet50:256}"
@@ -24,6 +26,12 @@ case "${1:-}" in
   run)
     cd "$ROOT"
     : "${OUT:?set OUT to the results folder}"
+    gpu_name="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+    echo "GPU: $gpu_name"
+    if [[ -n ${ONLY_ON:-} && $gpu_name != *"$ONLY_ON"* ]]; then
+      echo "not an $ONLY_ON: nothing run"
+      exit 0
+    fi
     parts="${2:-suite bench}"
     rc=0
     rm -rf devrun && tar xJf devpack/devrun.tar.xz || exit 9  # a warm machine may keep an older devrun/
