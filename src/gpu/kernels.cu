@@ -231,8 +231,8 @@ __global__ void conv_int8_kernel(ConvGeom g, const int8_t* x, const int8_t* w, c
 }
 
 // The reference pool's loops for 2-D with the depth axis of size 1 (see src/kernels/ref/pool.cpp). Index
-// arithmetic in 32 bits with the output split by multiplication (emit_layer keeps larger pools on the host:
-// kernels.h's bounds); the maximum without the average's bookkeeping: 64-bit divisions per
+// arithmetic in 32 bits with the output split by multiplication (pool2d_fits; emit_layer keeps the
+// others on the host); the maximum without the average's bookkeeping: 64-bit divisions per
 // output and a double sum per tap bounded the loop (ResNet-50's stem pool at batch 32, float NCHW: 168 us on
 // an H200 against a memory floor of about 27 us).
 template <bool kMax>
@@ -419,6 +419,17 @@ void conv_transpose_int8(const ConvGeom& g, const int8_t* xq, const int8_t* wq, 
   const int64_t total = g.N * g.M * g.OH * g.OW;
   if (total)
     conv_int8_kernel<true><<<blocks_for(total), kThreads, 0, s>>>(g, xq, wq, mult, bq, bias, act, y, total);
+}
+bool pool2d_fits(const PoolGeom& g) {
+  constexpr int64_t kSide = int64_t(1) << 30;
+  // Each term alone first, so that the sum cannot overflow.
+  auto side_fits = [](int64_t extent, int64_t before, int64_t after) {
+    return extent <= kSide && before <= kSide && after <= kSide && extent + before + after <= kSide;
+  };
+  if (!side_fits(g.H, g.PT, g.PB) || !side_fits(g.W, g.PL, g.PR) || g.OH > kSide || g.OW > kSide)
+    return false;
+  return g.NC <= INT32_MAX / std::max<int64_t>(1, g.H * g.W) &&
+         g.NC <= INT32_MAX / std::max<int64_t>(1, g.OH * g.OW);
 }
 void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s) {
   const int64_t total = g.NC * g.OH * g.OW;

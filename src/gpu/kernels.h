@@ -136,13 +136,16 @@ void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolW
                          bool keep_levels, const Int8Atoms& y, cudaStream_t s);
 
 // 2-D pooling over (N*C) planes with the reference's window rules; exact (the average sums in double in
-// the reference's order). Input and output below 2^31 values and padded sides below 2^30 (the kernel's
-// indices are 32-bit).
+// the reference's order), for geometries pool2d_fits.
 struct PoolGeom {
   int64_t NC = 1, H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1, SH = 1, SW = 1, DH = 1, DW = 1;
   int64_t PT = 0, PL = 0, PB = 0, PR = 0;
   bool is_max = true, include_pad = false;
 };
+// The kernel's indices are 32-bit: input and output below 2^31 values, and each padded side (H + PT + PB,
+// W + PL + PR) at most 2^30, which bounds a window's start and its reach (a ceil-mode window may run past
+// the padding by less than a side).
+bool pool2d_fits(const PoolGeom& g);
 void pool2d(const PoolGeom& g, const float* x, float* y, cudaStream_t s);
 // Softmax over [outer, axis, inner] (ref/softmax.h), the store rule on its results (exact).
 void softmax(const float* x, float* y, int64_t outer, int64_t axis, int64_t inner, const StoreRule& store,

@@ -507,21 +507,13 @@ bool emit_layer(const LayerCall& c, DeviceArena& arena, std::vector<Launch>& lau
     if (xs.size() != 4) return give_up("not a 2-D pool");
     const ref::WindowGeom wg =
         ref::window_geom(node, xs, node.attr_ints("kernel_shape"), node.attr_int("ceil_mode", 0) != 0);
-    // The kernel's 32-bit indices: the values, and each padded side up to 2^30, which bounds a window's
-    // start and its reach (a ceil-mode window may run past the padding by less than a side).
-    constexpr int64_t kSide = int64_t(1) << 30;
-    auto side_fits = [&](int64_t extent, int64_t before, int64_t after) {
-      return extent <= kSide && before <= kSide && after <= kSide && extent + before + after <= kSide;
-    };
-    if (numel(xs) > INT32_MAX || numel(ys) > INT32_MAX || !side_fits(xs[2], wg.pb[1], wg.pe[1]) ||
-        !side_fits(xs[3], wg.pb[2], wg.pe[2]))
-      return give_up("a pool of 2^31 values or more, or of padded sides above 2^30");
     k::PoolGeom pg;
     pg.NC = xs[0] * xs[1], pg.H = xs[2], pg.W = xs[3], pg.OH = ys[2], pg.OW = ys[3];
     pg.KH = wg.k[1], pg.KW = wg.k[2], pg.SH = wg.s[1], pg.SW = wg.s[2], pg.DH = wg.d[1], pg.DW = wg.d[2];
     pg.PT = wg.pb[1], pg.PL = wg.pb[2], pg.PB = wg.pe[1], pg.PR = wg.pe[2];
     pg.is_max = node.op == OpKind::MaxPool;
     pg.include_pad = node.attr_int("count_include_pad", 0) != 0;
+    if (!k::pool2d_fits(pg)) return give_up("a pool of 2^31 values or more, or of padded sides above 2^30");
     const float* x = input(0);
     launches.push_back([=](cudaStream_t s) { k::pool2d(pg, x, y, s); });
   } else if (node.op == OpKind::GlobalAveragePool || node.op == OpKind::GlobalMaxPool) {

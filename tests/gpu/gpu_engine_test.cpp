@@ -29,6 +29,7 @@
 #if DLAKIT_WITH_CUDA
 #include "gpu/conv_f16_gemm.h"
 #include "gpu/implicit_gemm.h"
+#include "gpu/kernels.h"
 #endif
 
 using namespace dlakit;
@@ -398,6 +399,33 @@ TEST(GpuBackend, PoolingIsBitExactOnTheGpu) {
     }
   }
 }
+
+#if DLAKIT_WITH_CUDA
+// The pool kernel's 32-bit indices (kernels.h): where pool2d_fits draws the line. Host code: runs without a
+// GPU.
+TEST(GpuBackend, PoolBoundsKeepTheKernelIndicesIn32Bits) {
+  namespace k = gpu::k;
+  k::PoolGeom stem;  // ResNet-50's stem pool at batch 32
+  stem.NC = 32 * 64, stem.H = stem.W = 112, stem.OH = stem.OW = 56, stem.KH = stem.KW = 3,
+  stem.SH = stem.SW = 2;
+  stem.PT = stem.PL = stem.PB = stem.PR = 1;
+  EXPECT_TRUE(k::pool2d_fits(stem));
+  k::PoolGeom g = stem;
+  g.NC = INT32_MAX / (112 * 112);  // the largest input below 2^31 values
+  EXPECT_TRUE(k::pool2d_fits(g));
+  ++g.NC;
+  EXPECT_FALSE(k::pool2d_fits(g)) << "2^31 input values or more";
+  g = stem;
+  g.NC = 1, g.H = (int64_t(1) << 30) - 2, g.W = 1, g.OH = g.H, g.OW = 1, g.KH = 1, g.KW = 1, g.SH = g.SW = 1;
+  g.PL = g.PR = 0;
+  EXPECT_TRUE(k::pool2d_fits(g)) << "a padded side of exactly 2^30";
+  ++g.PB;
+  EXPECT_FALSE(k::pool2d_fits(g)) << "a padded side above 2^30";
+  g = stem;
+  g.PL = INT64_MAX;  // the side's sum would overflow: refused, not wrapped
+  EXPECT_FALSE(k::pool2d_fits(g));
+}
+#endif
 
 // Sigmoid and Tanh of fp16 values (FP16 layers, and INT8 layers the DLA computes in FP16) look their results
 // up in a table the reference kernel filled: bit for bit the CPU's, where expf and tanhf on the GPU differ by
