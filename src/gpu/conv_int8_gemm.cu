@@ -17,76 +17,96 @@ namespace {
 using k::ActParams;
 using k::ConvGeom;
 
-// run()'s two kernels move a 32 x 32 tile through shared memory with 32 x 8 threads, so that global reads
-// and writes run along the contiguous axis on each side (pixels in NCHW, K or filters in the GEMM matrices).
+// run()'s epilogue moves a 32 x 32 tile through shared memory with 32 x 8 threads, so that global reads and
+// writes run along the contiguous axis on each side (pixels in NCHW, filters in the sums); the im2col takes
+// 32 pixels a block too.
 constexpr int kTile = 32, kRowsPerPass = 8;
 
-// The input's levels, each element once (the im2col reads each up to KH * KW times: gathering bytes
-// instead of floats moves a quarter of the data). Four elements a step where the count and x's alignment
-// allow.
-__global__ void input_levels_kernel(int64_t n, bool by_four, const float* x, float s_in, int rounding,
-                                    int8_t* levels) {
+// The input's levels in a zero-bordered copy, [N][C][Hp][Wp] (rows_before rows and cols_before columns of
+// zeros before each plane's values, zeros after them up to Hp and Wp): the im2col then reads every tap
+// without a bounds test. Padding is level 0, as the convolution pads. Four bytes a thread: Wp is a multiple
+// of 4, and ConvInt8Gemm::plan keeps the copy below 2^31 bytes.
+__global__ void padded_levels_kernel(ConvGeom g, PaddedLevels pad, FastDivide row_quads, FastDivide rows,
+                                     unsigned quads, const float* x, float s_in, int rounding,
+                                     int8_t* levels) {
   const float inv_in = numerics::usable_inverse(s_in);
-  auto level = [&](float v) -> int8_t {
-    return s_in > 0 ? numerics::level_byte(numerics::fast_level(v, s_in, inv_in, rounding)) : int8_t(0);
-  };
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (by_four) {
-    for (int64_t i = first; i < n / 4; i += stride) {
-      const float4 v = reinterpret_cast<const float4*>(x)[i];
-      reinterpret_cast<char4*>(levels)[i] = make_char4(level(v.x), level(v.y), level(v.z), level(v.w));
-    }
-    return;
+  const int H = int(g.H), W = int(g.W);
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < quads; i += gridDim.x * blockDim.x) {
+    const unsigned row = row_quads.quotient(i), plane = rows.quotient(row);  // plane: n * C + c
+    const int ih = int(row - plane * rows.divisor) - pad.rows_before;
+    const int iw0 = int(i - row * row_quads.divisor) * 4 - pad.cols_before;
+    uint32_t word = 0;
+    if (ih >= 0 && ih < H && s_in > 0)
+      for (int b = 0; b < 4; ++b) {
+        const int iw = iw0 + b;
+        if (iw < 0 || iw >= W) continue;
+        const float v = x[(int64_t(plane) * H + ih) * W + iw];
+        word |= uint32_t(uint8_t(numerics::level_byte(numerics::fast_level(v, s_in, inv_in, rounding))))
+                << (8 * b);
+      }
+    reinterpret_cast<uint32_t*>(levels)[i] = word;
   }
-  for (int64_t i = first; i < n; i += stride) levels[i] = level(x[i]);
 }
 
-// cols[p][k] = the level of input tap k of output pixel p, zero outside the image (padding is level 0)
-// and past K. A block takes 32 pixels and up to kTapTiles tiles of 32 taps: the pixel split and the tap
-// table are worked out once for all of them (a block per 32 x 32 tile spent most of its instructions on
-// them: ResNet-50's stem at batch 32, K of 160, took 150 us on an H200).
-constexpr int kTapTiles = 8;
-__global__ void im2col_levels_kernel(ConvGeom g, int64_t k_padded, const int8_t* x, int8_t* cols) {
-  __shared__ int8_t tile[kTile][kTile + 4];  // [pixel][k]
-  // The block's taps: offset in the image (c * H * W + kh * DH * W + kw * DW) and row and column shifts.
-  // Pixel and K coordinates in 32 bits (ConvInt8Gemm::plan keeps pixels and an image's size below 2^31, K
-  // below 2^17).
-  __shared__ int tap_offset[kTile * kTapTiles], tap_dh[kTile * kTapTiles], tap_dw[kTile * kTapTiles];
-  const int pixels = int(g.N * g.OH * g.OW), window = int(g.KH * g.KW), k_real = int(g.C) * window;
-  const int OW = int(g.OW), OH = int(g.OH), KW = int(g.KW), H = int(g.H), W = int(g.W);
-  const int p0 = blockIdx.x * kTile, k_begin = blockIdx.y * kTile * kTapTiles;
-  const int taps = min(int(k_padded) - k_begin, kTile * kTapTiles);
+// cols[p][k] = the level of input tap k of output pixel p (zero in the padding and past K), from the
+// zero-bordered levels. A block walks tiles of 32 pixels (grid.x) for one group of up to 512 taps (grid.y),
+// whose offsets from a pixel's first tap (c * Hp * Wp + kh * DH * Wp + kw * DW) it works out once into
+// shared memory. A thread gathers 16 taps of one pixel into the tile in shared memory, a warp's lanes 32
+// consecutive pixels, so that each byte load reads along an input row; then the block writes the tile's rows
+// (contiguous in cols) 16 bytes a thread. Stored straight from the gather, a warp's 32 pieces fell in 32 rows
+// of cols: ResNet-50's two im2col convolutions at batch 32 took 105 us on an H200 (ncu), about what the
+// kernel before this one took.
+constexpr int kChunk = 16, kGroupTaps = 512, kChunkRows = 8;  // block: 32 pixels x kChunkRows chunks a pass
+constexpr unsigned kIm2colBlocks = 2048;
+__global__ void im2col_padded_kernel(ConvGeom g, PaddedLevels pad, PixelSplit split, unsigned pixels,
+                                     int k_padded, const int8_t* levels, int8_t* cols) {
+  __shared__ __align__(16) int tap_offset[kGroupTaps];
+  // A row's pitch of (taps + 16) bytes, an odd number of 16-byte pieces: the 8 lanes that store together
+  // reach 8 different bank quads.
+  __shared__ __align__(16) int8_t tile[kTile * (kGroupTaps + kChunk)];
+  const int window = int(g.KH * g.KW), k_real = int(g.C * g.KH * g.KW), KW = int(g.KW);
+  const int k_begin = blockIdx.y * kGroupTaps;
+  const int taps = min(k_padded - k_begin, kGroupTaps), pitch = taps + kChunk, pieces = taps / kChunk;
+  const int plane = pad.Hp * pad.Wp;
   const int tx = threadIdx.x, ty = threadIdx.y, t = ty * kTile + tx;
-  for (int j = t; j < taps; j += kTile * kRowsPerPass) {
+  for (int j = t; j < taps; j += kTile * kChunkRows) {
     const int kk = k_begin + j, c = kk / window, kh = (kk % window) / KW, kw = kk % KW;
-    const bool real = kk < k_real;
-    tap_dh[j] = real ? kh * int(g.DH) : -(1 << 30);  // past K: outside every image
-    tap_dw[j] = kw * int(g.DW);
-    tap_offset[j] = real ? c * H * W + tap_dh[j] * W + tap_dw[j] : 0;
+    tap_offset[j] = kk < k_real ? c * plane + kh * int(g.DH) * pad.Wp + kw * int(g.DW) : 0;
   }
-  const int p = p0 + tx;
-  int n, oh, ow;
-  k::split_pixel(unsigned(p), OW, OH, n, oh, ow);
-  const int ih0 = oh * int(g.SH) - int(g.PT), iw0 = ow * int(g.SW) - int(g.PL);
-  const int8_t* image = x + int64_t(n) * g.C * H * W + int64_t(ih0) * W + iw0;
-  // 256 threads write each tile's 32 rows of 32 bytes as 4-byte words, 8 threads a row.
-  const int row = t / 8, word = t % 8;
-  int8_t* out = cols + int64_t(p0 + row) * k_padded + k_begin + word * 4;
-  for (int tap0 = 0; tap0 < taps; tap0 += kTile) {
-    __syncthreads();  // the taps are ready; the previous tile is written out
-    for (int j = ty; j < kTile; j += kRowsPerPass) {
-      const int ih = ih0 + tap_dh[tap0 + j], iw = iw0 + tap_dw[tap0 + j];
-      tile[tx][j] =
-          p < pixels && ih >= 0 && ih < H && iw >= 0 && iw < W ? image[tap_offset[tap0 + j]] : int8_t(0);
+  __syncthreads();
+  const int64_t image = int64_t(g.C) * plane;
+  for (unsigned p0 = blockIdx.x * kTile; p0 < pixels; p0 += gridDim.x * kTile) {
+    const unsigned p = p0 + tx;
+    if (p < pixels) {
+      int n, oh, ow;
+      split.split(p, n, oh, ow);
+      const int8_t* first = levels + n * image + oh * int(g.SH) * pad.Wp + ow * int(g.SW);
+      for (int chunk = ty * kChunk; chunk < taps; chunk += kChunkRows * kChunk) {
+        const int real = min(max(k_real - (k_begin + chunk), 0), kChunk);  // the same for every lane
+        const int4* offsets = reinterpret_cast<const int4*>(tap_offset + chunk);
+        uint32_t word[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int4 o = offsets[q];
+          const int at[4] = {o.x, o.y, o.z, o.w};
+          uint32_t bytes = 0;
+#pragma unroll
+          for (int b = 0; b < 4; ++b)
+            if (q * 4 + b < real) bytes |= uint32_t(uint8_t(first[at[b]])) << (8 * b);
+          word[q] = bytes;
+        }
+        *reinterpret_cast<int4*>(tile + tx * pitch + chunk) =
+            make_int4(int(word[0]), int(word[1]), int(word[2]), int(word[3]));
+      }
     }
     __syncthreads();
-    if (p0 + row < pixels) {
-      const int8_t* b = &tile[row][word * 4];
-      const uint32_t packed = uint32_t(uint8_t(b[0])) | uint32_t(uint8_t(b[1])) << 8 |
-                              uint32_t(uint8_t(b[2])) << 16 | uint32_t(uint8_t(b[3])) << 24;
-      *reinterpret_cast<uint32_t*>(out + tap0) = packed;
+    const int rows = int(min(unsigned(kTile), pixels - p0));
+    for (int i = t; i < rows * pieces; i += kTile * kChunkRows) {
+      const int row = i / pieces, piece = i - row * pieces;
+      *reinterpret_cast<int4*>(cols + int64_t(p0 + row) * k_padded + k_begin + piece * kChunk) =
+          *reinterpret_cast<const int4*>(tile + row * pitch + piece * kChunk);
     }
+    __syncthreads();  // the tile is written out before the next one fills it
   }
 }
 
@@ -237,17 +257,33 @@ auto atoms_kernel(k::Act act) {
 
 }  // namespace
 
+PaddedLevels PaddedLevels::of(const ConvGeom& g) {
+  // Every row and column a tap reaches (the last output's last tap) and every input value.
+  const int64_t rows = std::max(g.H + g.PT, (g.OH - 1) * g.SH + (g.KH - 1) * g.DH + 1);
+  const int64_t cols = std::max(g.W + g.PL, (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1);
+  PaddedLevels p;
+  if (rows > INT32_MAX || cols > INT32_MAX - 3) return p;  // plan() refuses a copy this large
+  p.Hp = int(rows), p.Wp = int((cols + 3) / 4 * 4), p.rows_before = int(g.PT), p.cols_before = int(g.PL);
+  return p;
+}
+
 ConvInt8Gemm::ConvInt8Gemm(const ConvGeom& g, int64_t k_padded)
-    : g_(g), k_padded_(k_padded), m_padded_((g.M + 3) / 4 * 4), pixels_(g.N * g.OH * g.OW) {}
+    : g_(g),
+      pad_(PaddedLevels::of(g)),
+      k_padded_(k_padded),
+      m_padded_((g.M + 3) / 4 * 4),
+      pixels_(g.N * g.OH * g.OW) {}
 
 ConvInt8Gemm::~ConvInt8Gemm() = default;
 
 std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_t k_padded) {
   const int64_t pixels = g.N * g.OH * g.OW;
-  // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel, K and in-image coordinates;
+  // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel, K and level-copy coordinates;
   // (M + 31) / 32 tiles: run()'s epilogue's grid.y; K in whole tiles of the im2col (depth() gives them).
+  const PaddedLevels pad = PaddedLevels::of(g);
   if (g.G != 1 || !k::conv_int8_mma_fits(g) || k_padded % kTile != 0 || pixels < 1 ||
-      pixels > INT32_MAX - kTile || (g.M + kTile - 1) / kTile > 65535 || g.C * g.H * g.W > INT32_MAX / 2)
+      pixels > INT32_MAX - kTile || (g.M + kTile - 1) / kTile > 65535 || pad.Wp < 1 ||
+      pad.bytes(g) > INT32_MAX - 4)
     return nullptr;
   std::shared_ptr<ConvInt8Gemm> c(new ConvInt8Gemm(g, k_padded));
   // Column-major, as cuBLASLt counts: sums (M_padded x pixels) = weights^T (M_padded x K) * cols (K x
@@ -355,15 +391,20 @@ void ConvInt8Gemm::write_atoms(const void* sums, const float* mult, const double
 
 void ConvInt8Gemm::im2col_levels(const float* x, float s_in, int rounding, void* levels, void* cols,
                                  cudaStream_t s) const {
-  const int64_t n = g_.N * g_.C * g_.H * g_.W;
-  const bool by_four = n % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-  input_levels_kernel<<<k::blocks_for(by_four ? n / 4 : n), k::kThreads, 0, s>>>(
-      n, by_four, x, s_in, rounding, static_cast<int8_t*>(levels));
-  const dim3 threads(kTile, kRowsPerPass);
+  if ((reinterpret_cast<uintptr_t>(levels) | reinterpret_cast<uintptr_t>(cols)) % 16 != 0)
+    fail(Status::kInternal, "ConvInt8Gemm: scratch buffers must be 16-byte aligned");
+  const unsigned quads = unsigned(pad_.bytes(g_) / 4);
+  padded_levels_kernel<<<k::blocks_for(quads), k::kThreads, 0, s>>>(
+      g_, pad_, FastDivide(unsigned(pad_.Wp / 4)), FastDivide(unsigned(pad_.Hp)), quads, x, s_in, rounding,
+      static_cast<int8_t*>(levels));
+  // At most kIm2colBlocks blocks (a few waves on an H100's 132 SMs), so that each works out its tap table
+  // once for several pixel tiles where there are many.
   const unsigned pixel_tiles = unsigned((pixels_ + kTile - 1) / kTile);
-  const unsigned tap_blocks = unsigned((k_padded_ / kTile + kTapTiles - 1) / kTapTiles);
-  im2col_levels_kernel<<<dim3(pixel_tiles, tap_blocks), threads, 0, s>>>(
-      g_, k_padded_, static_cast<const int8_t*>(levels), static_cast<int8_t*>(cols));
+  const unsigned blocks = std::min(pixel_tiles, kIm2colBlocks);
+  const unsigned tap_groups = unsigned((k_padded_ + kGroupTaps - 1) / kGroupTaps);
+  im2col_padded_kernel<<<dim3(blocks, tap_groups), dim3(kTile, kChunkRows), 0, s>>>(
+      g_, pad_, PixelSplit(g_.OW, g_.OH), unsigned(pixels_), int(k_padded_),
+      static_cast<const int8_t*>(levels), static_cast<int8_t*>(cols));
 }
 
 void ConvInt8Gemm::matmul(const int8_t* w, const void* cols, void* sums, void* workspace,

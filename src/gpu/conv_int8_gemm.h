@@ -26,6 +26,15 @@ struct AtomAdd {
   bool relu = false;
 };
 
+// run()'s copy of the input's levels with the convolution's padding around each plane as zeros, what its
+// im2col reads: planes of Hp x Wp (Wp a multiple of 4), the values from row rows_before and column
+// cols_before.
+struct PaddedLevels {
+  int Hp = 0, Wp = 0, rows_before = 0, cols_before = 0;
+  static PaddedLevels of(const k::ConvGeom& g);
+  int64_t bytes(const k::ConvGeom& g) const { return g.N * g.C * int64_t(Hp) * Wp; }
+};
+
 class ConvInt8Gemm {
  public:
   // Null when cuBLASLt cannot take g (see above). k_padded: the GEMM's depth, depth(g) for run(),
@@ -40,12 +49,10 @@ class ConvInt8Gemm {
   // dimensions in multiples of 4); the rows past M are zeros.
   int64_t filters_padded() const { return m_padded_; }
   // Scratch the runs need: the im2col matrix, the int32 sums and cuBLASLt's workspace.
-  // run() and run_to_atoms() put the input's levels where the sums go: the im2col reads them before the
-  // product writes the sums.
+  // run() and run_to_atoms() put the input's levels (PaddedLevels) where the sums go: the im2col reads them
+  // before the product writes the sums. Each buffer 16-byte aligned (cudaMalloc's are).
   size_t cols_bytes() const { return size_t(pixels_ * k_padded_); }
-  size_t sums_bytes() const {
-    return std::max(size_t(pixels_ * m_padded_) * 4, size_t(g_.N * g_.C * g_.H * g_.W));
-  }
+  size_t sums_bytes() const { return std::max(size_t(pixels_ * m_padded_) * 4, size_t(pad_.bytes(g_))); }
   size_t workspace_bytes() const { return lt_->workspace_bytes(); }
 
   // run()'s weight matrix, [filters_padded][depth] from wq [M][C][KH][KW], zeros past M and K.
@@ -95,6 +102,7 @@ class ConvInt8Gemm {
                    const k::StoreRule& store, const Int8Atoms& out, const AtomAdd* add, cudaStream_t s) const;
   ConvInt8Gemm(const k::ConvGeom& g, int64_t k_padded);
   k::ConvGeom g_;
+  PaddedLevels pad_;
   int64_t k_padded_ = 0, m_padded_ = 0, pixels_ = 0;
   std::unique_ptr<LtMatmul> lt_;
 };

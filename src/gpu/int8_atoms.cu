@@ -1,6 +1,7 @@
 // The in-place INT8 surface operations (runtime/atom_ops.h) on CUDA: the residual Add (+ ReLU) and MaxPool
 // on int8 chw32 surfaces, a block per line they write, with kernels/int8_atoms.cpp's
 // arithmetic in its order (compiled with -fmad=false, as the CPU file is with -ffp-contract=off).
+#include <algorithm>
 #include <type_traits>
 
 #include "gpu/device_math.cuh"
@@ -44,12 +45,13 @@ __global__ void add_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups
   }
 }
 
-// Words: the four channels of a 4-byte word a thread, maxed as signed bytes in one instruction (__vmaxs4),
-// where every line of x and y starts 4-byte aligned (max_pool_int8_atoms checks).
-template <bool Words>
+// kBytes channels a thread (1, 4 or 16), maxed as signed bytes four at a time (__vmaxs4), where every line
+// of x and y starts kBytes-aligned (max_pool_int8_atoms checks); the block as wide as a line's pieces need,
+// up to kThreads.
+template <int kBytes>
 __global__ void max_pool_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups, PoolWindow p,
                                       Int8Atoms x, bool same_scale, Int8Atoms y, int64_t lines) {
-  constexpr int kBytes = Words ? 4 : 1;
+  constexpr int kWords = kBytes < 4 ? 1 : kBytes / 4;
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
     int64_t n, g, oh;
     split_line(line, p.OH, groups, n, g, oh);
@@ -61,37 +63,45 @@ __global__ void max_pool_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t g
       const int64_t iw = ow * p.sw - p.pl;
       const int64_t kw0 = iw < 0 ? -iw : 0, kw1 = p.KW < W - iw ? p.KW : W - iw;
       union {
-        int8_t bytes[4];
-        uint32_t word;
+        int8_t bytes[kWords * 4];
+        uint32_t words[kWords];
+        int4 quad;  // kBytes == 16
       } m;
-      m.word = 0x80808080u;  // -128 in every byte: an empty window's maximum
+      for (int i = 0; i < kWords; ++i) m.words[i] = 0x80808080u;  // -128: an empty window's maximum
       for (int64_t kh = kh0; kh < kh1; ++kh)
         for (int64_t kw = kw0; kw < kw1; ++kw) {
           const int8_t* at = in + (ih + kh) * x.line + (iw + kw) * 32 + k;
-          if constexpr (Words) {
-            m.word = __vmaxs4(m.word, *reinterpret_cast<const uint32_t*>(at));
+          if constexpr (kBytes == 16) {
+            const int4 quad = *reinterpret_cast<const int4*>(at);
+            const uint32_t words[4] = {uint32_t(quad.x), uint32_t(quad.y), uint32_t(quad.z),
+                                       uint32_t(quad.w)};
+            for (int i = 0; i < 4; ++i) m.words[i] = __vmaxs4(m.words[i], words[i]);
+          } else if constexpr (kBytes == 4) {
+            m.words[0] = __vmaxs4(m.words[0], *reinterpret_cast<const uint32_t*>(at));
           } else {
             m.bytes[0] = *at > m.bytes[0] ? *at : m.bytes[0];
           }
         }
       for (int i = 0; i < kBytes; ++i) {
-        const int8_t v = m.bytes[i];
+        const int8_t top = m.bytes[i];
         m.bytes[i] = g * 32 + k + i >= C ? int8_t(0)
-                     : same_scale        ? v
-                                         : int8_t(level(float(v) * x.scale, y.scale, 0));
+                     : same_scale        ? top
+                                         : int8_t(level(float(top) * x.scale, y.scale, 0));
       }
-      if constexpr (Words)
-        *reinterpret_cast<uint32_t*>(out + e) = m.word;
+      if constexpr (kBytes == 16)
+        *reinterpret_cast<int4*>(out + e) = m.quad;
+      else if constexpr (kBytes == 4)
+        *reinterpret_cast<uint32_t*>(out + e) = m.words[0];
       else
         out[e] = m.bytes[0];
     }
   }
 }
 
-// Whether every line of the surface starts 4-byte aligned.
-bool words_aligned(const Int8Atoms& t) {
+// Whether every line of the surface starts `bytes`-aligned.
+bool lines_aligned(const Int8Atoms& t, uintptr_t bytes) {
   return (reinterpret_cast<uintptr_t>(t.data) | uintptr_t(t.batch) | uintptr_t(t.group) | uintptr_t(t.line)) %
-             4 ==
+             bytes ==
          0;
 }
 
@@ -101,7 +111,7 @@ void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms&
                     bool relu, const Int8Atoms& y, cudaStream_t s) {
   const int64_t groups = (C + 31) / 32, lines = N * groups * H;
   if (!lines || !W) return;
-  if (words_aligned(a) && words_aligned(b) && words_aligned(y))
+  if (lines_aligned(a, 4) && lines_aligned(b, 4) && lines_aligned(y, 4))
     add_atoms_kernel<true><<<grid_blocks(lines), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, lines);
   else
     add_atoms_kernel<false><<<grid_blocks(lines), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, lines);
@@ -111,12 +121,18 @@ void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolW
                          bool same_scale, const Int8Atoms& y, cudaStream_t s) {
   const int64_t groups = (C + 31) / 32, lines = N * groups * p.OH;
   if (!lines || !p.OW) return;
-  if (words_aligned(x) && words_aligned(y))
-    max_pool_atoms_kernel<true>
-        <<<grid_blocks(lines), kThreads, 0, s>>>(C, H, W, groups, p, x, same_scale, y, lines);
+  // A line's pieces in one pass where they fit a block (ResNet's stem pool: 56 x 32 bytes, 112 threads),
+  // whole warps; several blocks an SM then run together.
+  const auto launch = [&](auto kernel, int64_t bytes) {
+    const int64_t pieces = p.OW * 32 / bytes, threads = std::min<int64_t>(kThreads, (pieces + 31) / 32 * 32);
+    kernel<<<grid_blocks(lines), unsigned(threads), 0, s>>>(C, H, W, groups, p, x, same_scale, y, lines);
+  };
+  if (lines_aligned(x, 16) && lines_aligned(y, 16))
+    launch(max_pool_atoms_kernel<16>, 16);
+  else if (lines_aligned(x, 4) && lines_aligned(y, 4))
+    launch(max_pool_atoms_kernel<4>, 4);
   else
-    max_pool_atoms_kernel<false>
-        <<<grid_blocks(lines), kThreads, 0, s>>>(C, H, W, groups, p, x, same_scale, y, lines);
+    launch(max_pool_atoms_kernel<1>, 1);
 }
 
 }  // namespace dlakit::gpu::k

@@ -541,12 +541,13 @@ __global__ void pack_surface_kernel(SurfaceGeom g, ElementSplit split, const flo
   }
 }
 
-// int8 chw32, the DLA's INT8 feature layout, a block per line (n, atom group, row): the line's W x 32 bytes
-// pass through shared memory, read or written whole along the surface, and along each channel's row of
-// floats on the NCHW side. Same arithmetic as the element kernels above.
+// int8 chw32, the DLA's INT8 feature layout, a block per line (n, atom group, row) or per few lines: their
+// W x 32 bytes pass through shared memory, read or written whole along the surface, and along each
+// channel's row of floats on the NCHW side. Same arithmetic as the element kernels above.
 namespace {
 
-constexpr int64_t kMaxLineBytes = 32768;  // shared memory a block takes for its line
+constexpr int64_t kMaxLineBytes = 32768;     // shared memory a block takes for its line
+constexpr int64_t kUnpackBlockBytes = 4096;  // the bytes of an unpack block's rows, where a line is shorter
 
 bool line_kernels_fit(const SurfaceGeom& g) {
   return g.format == 2 && g.int8 && g.stride[0] == 1 && g.w * 32 <= kMaxLineBytes;
@@ -560,19 +561,41 @@ __device__ inline int64_t chw32_line(const SurfaceGeom& g, int64_t line, int64_t
   return n * g.stride[3] + grp * g.stride[2] + h * g.stride[1];
 }
 
-__global__ void unpack_chw32_int8_kernel(SurfaceGeom g, const uint8_t* base, float* out, int64_t lines) {
-  extern __shared__ int8_t line_bytes[];
-  const int W = int(g.w), bytes = W * 32;
-  for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
-    int64_t n, grp, h;
-    const auto* src = reinterpret_cast<const int8_t*>(base + chw32_line(g, line, n, grp, h));
-    __syncthreads();  // the previous line's bytes are read
-    for (int e = threadIdx.x; e < bytes; e += blockDim.x) line_bytes[e] = src[e];
+// int8 chw32 -> float NCHW, a block per `rows` consecutive rows of one image's atom group (rows divides H):
+// their bytes pass through shared memory channel-major ([k][row * W + w]), read along the surface (kQuads:
+// 16 bytes a thread, every line 16-byte aligned) and written along each channel's plane, where those rows
+// are contiguous. A block per line left short lines (ResNet-50's 7 x 7 x 2048 before its pool: 224 bytes)
+// waiting on the block's latency.
+template <bool kQuads>
+__global__ void unpack_chw32_int8_kernel(SurfaceGeom g, const uint8_t* base, float* out, int rows,
+                                         FastDivide width, FastDivide span, int64_t items) {
+  extern __shared__ int8_t channel_major[];  // [32][span.divisor]
+  const int W = int(g.w), pixels = int(span.divisor);
+  const int64_t groups = (g.c + 31) / 32, row_groups = g.h / rows;
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const int64_t plane = item / row_groups, h0 = (item - plane * row_groups) * rows;
+    const int64_t n = plane / groups, grp = plane - n * groups;
+    const uint8_t* first = base + n * g.stride[3] + grp * g.stride[2] + h0 * g.stride[1];
+    __syncthreads();  // the previous item's bytes are read
+    if constexpr (kQuads) {
+      for (int i = threadIdx.x; i < pixels * 2; i += blockDim.x) {
+        const int q = i >> 1, half = i & 1, r = int(width.quotient(unsigned(q)));
+        const int4 v = *reinterpret_cast<const int4*>(first + r * g.stride[1] + (q - r * W) * 32 + half * 16);
+        const int words[4] = {v.x, v.y, v.z, v.w};
+        for (int j = 0; j < 16; ++j)
+          channel_major[(half * 16 + j) * pixels + q] = int8_t(words[j / 4] >> (8 * (j % 4)));
+      }
+    } else {
+      for (int i = threadIdx.x; i < pixels * 32; i += blockDim.x) {
+        const int q = i >> 5, k = i & 31, r = int(width.quotient(unsigned(q)));
+        channel_major[k * pixels + q] = int8_t(first[r * g.stride[1] + (q - r * W) * 32 + k]);
+      }
+    }
     __syncthreads();
-    for (int e = threadIdx.x; e < bytes; e += blockDim.x) {
-      const int k = e / W, w = e - k * W;
+    for (int i = threadIdx.x; i < pixels * 32; i += blockDim.x) {
+      const int k = int(span.quotient(unsigned(i)));
       const int64_t c = grp * 32 + k;
-      if (c < g.c) out[((n * g.c + c) * g.h + h) * g.w + w] = float(line_bytes[w * 32 + k]) * g.scale;
+      if (c < g.c) out[((n * g.c + c) * g.h + h0) * W + (i - k * pixels)] = float(channel_major[i]) * g.scale;
     }
   }
 }
@@ -601,8 +624,18 @@ void unpack_surface(const SurfaceGeom& g, const uint8_t* base, float* out, cudaS
   const int64_t total = g.n * g.c * g.h * g.w;
   if (!total) return;
   if (line_kernels_fit(g)) {
-    const int64_t lines = g.n * ((g.c + 31) / 32) * g.h;
-    unpack_chw32_int8_kernel<<<grid_blocks(lines), kThreads, size_t(g.w * 32), s>>>(g, base, out, lines);
+    // The most rows (a divisor of H) whose bytes stay within kUnpackBlockBytes: about 16 values a thread.
+    int rows = 1;
+    for (int64_t r = 2; r <= g.h && r * g.w * 32 <= kUnpackBlockBytes; ++r)
+      if (g.h % r == 0) rows = int(r);
+    const int64_t items = g.n * ((g.c + 31) / 32) * (g.h / rows), pixels = rows * g.w;
+    const bool quads = (reinterpret_cast<uintptr_t>(base) | uintptr_t(g.stride[1]) | uintptr_t(g.stride[2]) |
+                        uintptr_t(g.stride[3])) %
+                           16 ==
+                       0;
+    const auto kernel = quads ? unpack_chw32_int8_kernel<true> : unpack_chw32_int8_kernel<false>;
+    kernel<<<grid_blocks(items), kThreads, size_t(pixels * 32), s>>>(
+        g, base, out, rows, FastDivide(unsigned(g.w)), FastDivide(unsigned(pixels)), items);
     return;
   }
   unpack_surface_kernel<<<blocks_for(total), kThreads, 0, s>>>(g, ElementSplit(g.c, g.h, g.w, total), base,

@@ -1,9 +1,10 @@
 // The INT8 convolution on cuBLASLt (ConvInt8Gemm) against the plain CUDA path (quantize_i8, conv_int8: one
 // thread per output, int64 sums, then apply_store), bit for bit, on float inputs that exercise the
 // quantization (ties both ways, saturation, NaN) and odd geometries: filters not a multiple of 4 or 32,
-// pixels not a multiple of 32, stride 2, padding, dilation, batch 3, 1x1 and 7x7 windows, both roundings. And
-// its int32 sums against sums computed here, where they pass 2^24 (a float anywhere in the product would lose
-// them). Skips without a GPU; fails with DLAKIT_REQUIRE_GPU=1, also when cuBLASLt cannot take these shapes.
+// pixels not a multiple of 32 and more than the im2col takes in one pass, stride 2, padding, dilation, batch
+// 3, 1x1 and 7x7 windows, both roundings. And its int32 sums against sums computed here, where they pass 2^24
+// (a float anywhere in the product would lose them). Skips without a GPU; fails with DLAKIT_REQUIRE_GPU=1,
+// also when cuBLASLt cannot take these shapes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -47,7 +48,9 @@ std::vector<Case> cases() {
           {"c17_m96_3x3_p1_n3", geom(3, 17, 11, 96, 3, 1, 1, 1), 0},
           {"c256_m130_3x3_s2_p1", geom(1, 256, 15, 130, 3, 2, 1, 1), 0},
           {"c40_m64_3x3_d2_p2", geom(1, 40, 17, 64, 3, 1, 2, 2), 0},
-          {"c64_m1000_1x1", geom(1, 64, 1, 1000, 1, 1, 0, 1), 0}};
+          {"c64_m1000_1x1", geom(1, 64, 1, 1000, 1, 1, 0, 1), 0},
+          // 65884 pixels: more than the im2col's 2048 blocks of 32 take in one pass
+          {"c3_m24_7x7_s2_p3_n2_wide", geom(2, 3, 361, 24, 7, 2, 3, 1), 1}};
 }
 
 void* scratch(size_t bytes, std::vector<gpu::DeviceBuffer>& keep) {

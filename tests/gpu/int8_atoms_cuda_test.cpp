@@ -91,12 +91,14 @@ TEST(Int8AtomsCuda, MaxPoolEqualsTheCpuKernel) {
   struct Pool {
     int64_t k, stride, pad;
   };
-  for (const Shape& s : {Shape{1, 45, 9, 11}, Shape{2, 64, 8, 8}})
+  // 1 x 40 x 3 x 140: lines longer than a block's pass (140 x 32 bytes, 16 a thread, 256 threads).
+  for (const Shape& s : {Shape{1, 45, 9, 11}, Shape{2, 64, 8, 8}, Shape{1, 40, 3, 140}})
     for (const Pool& p : {Pool{3, 2, 1}, Pool{2, 2, 0}, Pool{3, 1, 1}})
       for (float sy : {0.02f, 0.031f})
-        for (size_t shift : {0, 1}) {  // aligned: a word of 4 channels a thread; not: a byte
+        for (size_t shift : {0, 4, 1}) {  // 16-byte aligned: 16 channels a thread; 4: a word of 4; 1: a byte
           SCOPED_TRACE(shape_str(s) + " k" + std::to_string(p.k) + " s" + std::to_string(p.stride) + " p" +
-                       std::to_string(p.pad) + " scale " + std::to_string(sy) + (shift ? " unaligned" : ""));
+                       std::to_string(p.pad) + " scale " + std::to_string(sy) + " shift " +
+                       std::to_string(shift));
           const int64_t oh = (s[2] + 2 * p.pad - p.k) / p.stride + 1,
                         ow = (s[3] + 2 * p.pad - p.k) / p.stride + 1;
           const PoolWindow w{p.k, p.k, p.stride, p.stride, p.pad, p.pad, oh, ow};

@@ -60,6 +60,18 @@ TEST_P(SurfaceKernels, PackAndUnpackEqualTheCpu) {
   ASSERT_EQ(cudaMemcpy(y.raw(), back.data(), y.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
   const Tensor want = chw ? rt::read_surface(d, cpu.data()) : rt::unpack(cpu.data(), d);
   EXPECT_EQ(std::memcmp(y.raw(), want.raw(), y.nbytes()), 0) << "unpack differs";
+
+  // An int8 surface one byte past an aligned address: the kernels' byte-wise reads (fp16 values must be
+  // 2-byte aligned, as every caller's buffers are).
+  if (c.dtype != DType::kI8) return;
+  gpu::DeviceBuffer shifted(d.size + 1);
+  ASSERT_EQ(cudaMemcpy(static_cast<uint8_t*>(shifted.data()) + 1, cpu.data(), d.size, cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemset(back.data(), 0x5a, y.nbytes()), cudaSuccess);
+  gpu::k::unpack_surface(gpu::surface_geom(d), static_cast<const uint8_t*>(shifted.data()) + 1,
+                         static_cast<float*>(back.data()), nullptr);
+  ASSERT_EQ(cudaMemcpy(y.raw(), back.data(), y.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(std::memcmp(y.raw(), want.raw(), y.nbytes()), 0) << "unpack from an unaligned surface differs";
 }
 
 std::vector<Case> cases() {
