@@ -53,11 +53,10 @@ __global__ void padded_levels_kernel(ConvGeom g, PaddedLevels pad, FastDivide ro
 // whose offsets from a pixel's first tap (c * Hp * Wp + kh * DH * Wp + kw * DW) it works out once into
 // shared memory. A thread gathers 16 taps of one pixel into the tile in shared memory, a warp's lanes 32
 // consecutive pixels, so that each byte load reads along an input row; then the block writes the tile's rows
-// (contiguous in cols) 16 bytes a thread. Stored straight from the gather, a warp's 32 pieces fell in 32 rows
-// of cols: ResNet-50's two im2col convolutions at batch 32 took 105 us on an H200 (ncu), about what the
-// kernel before this one took.
+// (contiguous in cols) 16 bytes a thread: stored straight from the gather, a warp's 32 pieces would fall in
+// 32 rows of cols.
 constexpr int kChunk = 16, kGroupTaps = 512, kChunkRows = 8;  // block: 32 pixels x kChunkRows chunks a pass
-constexpr unsigned kIm2colBlocks = 2048;
+constexpr unsigned kIm2colBlocks = 2048;  // conv_int8_gemm_test's "_wide" case has more tiles than this
 __global__ void im2col_padded_kernel(ConvGeom g, PaddedLevels pad, PixelSplit split, unsigned pixels,
                                      int k_padded, const int8_t* levels, int8_t* cols) {
   __shared__ __align__(16) int tap_offset[kGroupTaps];
@@ -278,8 +277,11 @@ ConvInt8Gemm::~ConvInt8Gemm() = default;
 
 std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_t k_padded) {
   const int64_t pixels = g.N * g.OH * g.OW;
-  // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel, K and level-copy coordinates;
-  // (M + 31) / 32 tiles: run()'s epilogue's grid.y; K in whole tiles of the im2col (depth() gives them).
+  // Sums exact in int32 (conv_int8_mma_fits); the kernels' 32-bit pixel, K and level-copy coordinates (the
+  // copy of the whole batch below 2^31 bytes: beyond about 13,000 images of 3 x 224 x 224, say, a layer keeps
+  // conv_int8_mma; run_on_atoms's plans too, which do not use the copy); (M + 31) / 32 tiles: run()'s
+  // epilogue's grid.y; K a multiple of 32 (depth() and atom_depth() give one): the im2col's 16-byte pieces
+  // and its odd row pitch.
   const PaddedLevels pad = PaddedLevels::of(g);
   if (g.G != 1 || !k::conv_int8_mma_fits(g) || k_padded % kTile != 0 || pixels < 1 ||
       pixels > INT32_MAX - kTile || (g.M + kTile - 1) / kTile > 65535 || pad.Wp < 1 ||

@@ -1,5 +1,6 @@
 // The INT8 convolution as one int8 GEMM on cuBLASLt's tensor-core kernels, bit for bit conv_int8's result:
-//   1. the float input is quantized (quantize_i8's level) straight into an im2col matrix [pixels][K],
+//   1. the float input is quantized (quantize_i8's level) once into a copy bordered with the convolution's
+//      zero padding (PaddedLevels), from which the im2col matrix [pixels][K] is gathered,
 //   2. cuBLASLt multiplies it by the weight levels into int32 sums [pixels][filters] (int8 x int8 summed in
 //      int32 is exact while conv_int8_mma_fits holds),
 //   3. an epilogue kernel writes the float NCHW output through int8_conv_output, as every INT8 kernel does,
@@ -26,9 +27,9 @@ struct AtomAdd {
   bool relu = false;
 };
 
-// run()'s copy of the input's levels with the convolution's padding around each plane as zeros, what its
-// im2col reads: planes of Hp x Wp (Wp a multiple of 4), the values from row rows_before and column
-// cols_before.
+// run()'s and run_to_atoms()'s copy of the input's levels with the convolution's padding around each plane
+// as zeros, what their im2col reads: planes of Hp x Wp (Wp a multiple of 4), the values from row rows_before
+// and column cols_before.
 struct PaddedLevels {
   int Hp = 0, Wp = 0, rows_before = 0, cols_before = 0;
   static PaddedLevels of(const k::ConvGeom& g);

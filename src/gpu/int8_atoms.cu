@@ -45,7 +45,8 @@ __global__ void add_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups
   }
 }
 
-// kBytes channels a thread (1, 4 or 16), maxed as signed bytes four at a time (__vmaxs4), where every line
+// kBytes channels a thread (1, 4 or 16), maxed as signed bytes (__vmaxs4 on each word; one compare for a
+// byte), where every line
 // of x and y starts kBytes-aligned (max_pool_int8_atoms checks); the block as wide as a line's pieces need,
 // up to kThreads.
 template <int kBytes>
@@ -121,8 +122,8 @@ void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolW
                          bool same_scale, const Int8Atoms& y, cudaStream_t s) {
   const int64_t groups = (C + 31) / 32, lines = N * groups * p.OH;
   if (!lines || !p.OW) return;
-  // A line's pieces in one pass where they fit a block (ResNet's stem pool: 56 x 32 bytes, 112 threads),
-  // whole warps; several blocks an SM then run together.
+  // A line's pieces in one pass where they fit a block (ResNet's stem pool: 56 x 32 bytes, 112 pieces of 16,
+  // 128 threads), whole warps; several blocks an SM then run together.
   const auto launch = [&](auto kernel, int64_t bytes) {
     const int64_t pieces = p.OW * 32 / bytes, threads = std::min<int64_t>(kThreads, (pieces + 31) / 32 * 32);
     kernel<<<grid_blocks(lines), unsigned(threads), 0, s>>>(C, H, W, groups, p, x, same_scale, y, lines);

@@ -42,8 +42,22 @@ struct Case {
   int rounding;
 };
 
+// Every axis its own (geom() makes them equal): a 3 x 5 window, strides 2 and 1, dilations 1 and 2, padding
+// 1 above and 2 below, 3 left and 1 right; K = 75, so the last 16-tap chunk is partial.
+ConvGeom uneven() {
+  ConvGeom g;
+  g.N = 2, g.C = 5, g.H = 19, g.W = 23, g.M = 36, g.KH = 3, g.KW = 5, g.SH = 2, g.SW = 1, g.DH = 1, g.DW = 2;
+  g.PT = 1, g.PL = 3;
+  g.OH = (g.H + 1 + 2 - ((g.KH - 1) * g.DH + 1)) / g.SH + 1;
+  g.OW = (g.W + 3 + 1 - ((g.KW - 1) * g.DW + 1)) / g.SW + 1;
+  return g;
+}
+
 std::vector<Case> cases() {
-  return {{"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1), 0},
+  return {{"c5_m36_3x5_s2x1_d1x2_uneven_pads", uneven(), 0},
+          // K = 540: two of the im2col's 512-tap groups, the second ending in a partial chunk
+          {"c60_m40_3x3_p1_k540", geom(1, 60, 9, 40, 3, 1, 1, 1), 1},
+          {"c3_m80_7x7_s2_p3", geom(1, 3, 29, 80, 7, 2, 3, 1), 0},
           {"c45_m17_1x1_even", geom(1, 45, 13, 17, 1, 1, 0, 1), 1},
           {"c17_m96_3x3_p1_n3", geom(3, 17, 11, 96, 3, 1, 1, 1), 0},
           {"c256_m130_3x3_s2_p1", geom(1, 256, 15, 130, 3, 2, 1, 1), 0},

@@ -91,7 +91,8 @@ TEST(Int8AtomsCuda, MaxPoolEqualsTheCpuKernel) {
   struct Pool {
     int64_t k, stride, pad;
   };
-  // 1 x 40 x 3 x 140: lines longer than a block's pass (140 x 32 bytes, 16 a thread, 256 threads).
+  // 1 x 40 x 3 x 140: at stride 1, lines longer than a block's pass (140 x 32 bytes, 280 pieces of 16 for 256
+  // threads).
   for (const Shape& s : {Shape{1, 45, 9, 11}, Shape{2, 64, 8, 8}, Shape{1, 40, 3, 140}})
     for (const Pool& p : {Pool{3, 2, 1}, Pool{2, 2, 0}, Pool{3, 1, 1}})
       for (float sy : {0.02f, 0.031f})
