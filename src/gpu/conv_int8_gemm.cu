@@ -55,8 +55,8 @@ __global__ void padded_levels_kernel(ConvGeom g, PaddedLevels pad, FastDivide ro
 // consecutive pixels, so that each byte load reads along an input row; then the block writes the tile's rows
 // (contiguous in cols) 16 bytes a thread: stored straight from the gather, a warp's 32 pieces would fall in
 // 32 rows of cols.
-constexpr int kChunk = 16, kGroupTaps = 512, kChunkRows = 8;  // block: 32 pixels x kChunkRows chunks a pass
-constexpr unsigned kIm2colBlocks = 2048;  // conv_int8_gemm_test's "_wide" case has more tiles than this
+constexpr int kChunk = 16, kGroupTaps = 512;  // block: kTile pixels x kRowsPerPass chunks a pass
+constexpr unsigned kIm2colBlocks = 2048;      // conv_int8_gemm_test's "_wide" case has more tiles than this
 __global__ void im2col_padded_kernel(ConvGeom g, PaddedLevels pad, PixelSplit split, unsigned pixels,
                                      int k_padded, const int8_t* levels, int8_t* cols) {
   __shared__ __align__(16) int tap_offset[kGroupTaps];
@@ -68,7 +68,7 @@ __global__ void im2col_padded_kernel(ConvGeom g, PaddedLevels pad, PixelSplit sp
   const int taps = min(k_padded - k_begin, kGroupTaps), pitch = taps + kChunk, pieces = taps / kChunk;
   const int plane = pad.Hp * pad.Wp;
   const int tx = threadIdx.x, ty = threadIdx.y, t = ty * kTile + tx;
-  for (int j = t; j < taps; j += kTile * kChunkRows) {
+  for (int j = t; j < taps; j += kTile * kRowsPerPass) {
     const int kk = k_begin + j, c = kk / window, kh = (kk % window) / KW, kw = kk % KW;
     tap_offset[j] = kk < k_real ? c * plane + kh * int(g.DH) * pad.Wp + kw * int(g.DW) : 0;
   }
@@ -80,7 +80,7 @@ __global__ void im2col_padded_kernel(ConvGeom g, PaddedLevels pad, PixelSplit sp
       int n, oh, ow;
       split.split(p, n, oh, ow);
       const int8_t* first = levels + n * image + oh * int(g.SH) * pad.Wp + ow * int(g.SW);
-      for (int chunk = ty * kChunk; chunk < taps; chunk += kChunkRows * kChunk) {
+      for (int chunk = ty * kChunk; chunk < taps; chunk += kRowsPerPass * kChunk) {
         const int real = min(max(k_real - (k_begin + chunk), 0), kChunk);  // the same for every lane
         const int4* offsets = reinterpret_cast<const int4*>(tap_offset + chunk);
         uint32_t word[4];
@@ -100,7 +100,7 @@ __global__ void im2col_padded_kernel(ConvGeom g, PaddedLevels pad, PixelSplit sp
     }
     __syncthreads();
     const int rows = int(min(unsigned(kTile), pixels - p0));
-    for (int i = t; i < rows * pieces; i += kTile * kChunkRows) {
+    for (int i = t; i < rows * pieces; i += kTile * kRowsPerPass) {
       const int row = i / pieces, piece = i - row * pieces;
       *reinterpret_cast<int4*>(cols + int64_t(p0 + row) * k_padded + k_begin + piece * kChunk) =
           *reinterpret_cast<const int4*>(tile + row * pitch + piece * kChunk);
@@ -266,12 +266,8 @@ PaddedLevels PaddedLevels::of(const ConvGeom& g) {
   return p;
 }
 
-ConvInt8Gemm::ConvInt8Gemm(const ConvGeom& g, int64_t k_padded)
-    : g_(g),
-      pad_(PaddedLevels::of(g)),
-      k_padded_(k_padded),
-      m_padded_((g.M + 3) / 4 * 4),
-      pixels_(g.N * g.OH * g.OW) {}
+ConvInt8Gemm::ConvInt8Gemm(const ConvGeom& g, const PaddedLevels& pad, int64_t k_padded)
+    : g_(g), pad_(pad), k_padded_(k_padded), m_padded_((g.M + 3) / 4 * 4), pixels_(g.N * g.OH * g.OW) {}
 
 ConvInt8Gemm::~ConvInt8Gemm() = default;
 
@@ -287,7 +283,7 @@ std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_
       pixels > INT32_MAX - kTile || (g.M + kTile - 1) / kTile > 65535 || pad.Wp < 1 ||
       pad.bytes(g) > INT32_MAX - 4)
     return nullptr;
-  std::shared_ptr<ConvInt8Gemm> c(new ConvInt8Gemm(g, k_padded));
+  std::shared_ptr<ConvInt8Gemm> c(new ConvInt8Gemm(g, pad, k_padded));
   // Column-major, as cuBLASLt counts: sums (M_padded x pixels) = weights^T (M_padded x K) * cols (K x
   // pixels), both operands with K contiguous: the "TN" form its int8 kernels take.
   c->lt_ = LtMatmul::plan(LtMatmul::Kind::kInt8, {k_padded, c->m_padded_, k_padded},
@@ -404,7 +400,7 @@ void ConvInt8Gemm::im2col_levels(const float* x, float s_in, int rounding, void*
   const unsigned pixel_tiles = unsigned((pixels_ + kTile - 1) / kTile);
   const unsigned blocks = std::min(pixel_tiles, kIm2colBlocks);
   const unsigned tap_groups = unsigned((k_padded_ + kGroupTaps - 1) / kGroupTaps);
-  im2col_padded_kernel<<<dim3(blocks, tap_groups), dim3(kTile, kChunkRows), 0, s>>>(
+  im2col_padded_kernel<<<dim3(blocks, tap_groups), dim3(kTile, kRowsPerPass), 0, s>>>(
       g_, pad_, PixelSplit(g_.OW, g_.OH), unsigned(pixels_), int(k_padded_),
       static_cast<const int8_t*>(levels), static_cast<int8_t*>(cols));
 }

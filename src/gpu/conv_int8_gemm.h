@@ -101,7 +101,7 @@ class ConvInt8Gemm {
   // The epilogue from the int32 sums to an int8 chw32 surface (or through a fused Add to its result).
   void write_atoms(const void* sums, const float* mult, const double* bq, const float* bias, k::ActParams act,
                    const k::StoreRule& store, const Int8Atoms& out, const AtomAdd* add, cudaStream_t s) const;
-  ConvInt8Gemm(const k::ConvGeom& g, int64_t k_padded);
+  ConvInt8Gemm(const k::ConvGeom& g, const PaddedLevels& pad, int64_t k_padded);
   k::ConvGeom g_;
   PaddedLevels pad_;
   int64_t k_padded_ = 0, m_padded_ = 0, pixels_ = 0;

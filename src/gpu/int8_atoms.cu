@@ -46,9 +46,8 @@ __global__ void add_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups
 }
 
 // kBytes channels a thread (1, 4 or 16), maxed as signed bytes (__vmaxs4 on each word; one compare for a
-// byte), where every line
-// of x and y starts kBytes-aligned (max_pool_int8_atoms checks); the block as wide as a line's pieces need,
-// up to kThreads.
+// byte), where every line of x and y starts kBytes-aligned (max_pool_int8_atoms checks); the block as wide
+// as a line's pieces need, up to kThreads.
 template <int kBytes>
 __global__ void max_pool_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t groups, PoolWindow p,
                                       Int8Atoms x, bool same_scale, Int8Atoms y, int64_t lines) {

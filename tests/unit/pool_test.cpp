@@ -69,7 +69,8 @@ TEST(MaxPool, FastPathEqualsTheDefinitionBitForBit) {
       {5, 66, 3, 3, 2, 2, 0, 0, 0, 0, true},
       // a window much wider than the row, padded left: no output reads every tap (the vector steps none)
       {1, 1, 1, 40, 1, 2, 0, 39, 0, 0, false}};
-  // ResNet's stem pool (3x3, stride 2, pad 1) on rows whose last vector holds every count of 1 to 16 outputs
+  // ResNet's stem pool (3x3, stride 2, pad 1) on rows of 34-66 columns: every count of 0 to 15 outputs inside
+  // the row after its last 16-output vector
   for (int64_t w = 34; w <= 66; ++w) cases.push_back({3, w, 3, 3, 2, 2, 1, 1, 1, 1, false});
   std::mt19937 gen(17);
   const float specials[] = {0.f, -0.f, std::numeric_limits<float>::quiet_NaN(),
