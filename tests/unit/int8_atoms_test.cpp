@@ -1,8 +1,9 @@
 // The in-place int8 chw32 operations (kernels/int8_atoms.h) against the path the CPU executor takes
 // without them: read the surfaces to float (read_surface), run the reference kernels, write the result
-// (write_surface). Output buffers, padding channels and line tails included, must be byte-identical, for
-// every kernel the CPU runs (kernels/int8_kernel.h), on odd shapes (channels not a multiple of 32, padded
-// lines).
+// (write_surface). Output buffers, padding channels included, must be byte-identical, for every kernel the
+// CPU runs (kernels/int8_kernel.h), on odd shapes (channels not a multiple of 32, rows of 4 to 11 pixels).
+// Lines here are W x 32 bytes, as make_desc lays every chw surface out (write_surface needs that); lines
+// with tails are tested against these kernels on the GPU (tests/gpu/int8_atoms_cuda_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,8 +31,8 @@ struct Surface {
   }
 };
 
-// A chw32 surface at `scale` (64-byte lines, so narrow rows are padded) filled with 0x5a, then written
-// with random values spanning a little more than the scale's range (some saturate), if `fill`.
+// A chw32 surface at `scale` filled with 0x5a, then written with random values spanning a little more than
+// the scale's range (some saturate), if `fill`.
 Surface surface(const Shape& s, float scale, std::mt19937& rng, bool fill) {
   Surface r{rt::make_desc("t", s, {DType::kI8, rt::IoFormat::kChw32}, 64), {}};
   r.desc.scale = scale;
