@@ -14,7 +14,6 @@
 #include "../common/test_paths.h"
 #include "base/fp16.h"
 #include "engine/gpu_engine.h"
-#include "fp16_cosine_bound.h"
 #include "gpu/gpu.h"
 #include "gpu/layer_emit.h"
 #include "kernels/registry.h"
@@ -124,7 +123,7 @@ TEST_P(GpuModel, Fp16AndFp32MatchTheCpuWithinRounding) {
     for (auto& [name, w] : want) {
       const double c = cosine(got.at(name), w);
       std::printf("  %s cosine %.7f\n", name.c_str(), c);
-      EXPECT_GE(c, mode == quant::Mode::kFP32 ? 0.99999 : fp16_cosine_bound(GetParam())) << name;
+      EXPECT_GE(c, 0.99999) << name;  // issue #14's FP16 target, det included (0.9999924 through GpuEngine)
     }
   }
 }

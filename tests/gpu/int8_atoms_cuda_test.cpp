@@ -1,6 +1,6 @@
 // The CUDA in-place INT8 surface operations (gpu/int8_atoms.cu) against the CPU's (kernels/int8_atoms.h),
 // byte for byte over whole surfaces (padding channels and untouched line tails included), on odd shapes
-// (channels not a multiple of 32, lines padded to 64 bytes), the tie-prone scales of the CPU test (y at
+// (channels not a multiple of 32, lines with 64-byte tails), the tie-prone scales of the CPU test (y at
 // twice the inputs' scale), and pools with and without a change of scale. Skips without a GPU; fails
 // with DLAKIT_REQUIRE_GPU=1.
 #include <gtest/gtest.h>
@@ -21,13 +21,18 @@ using namespace dlakit;
 
 namespace {
 
-// A chw32 surface of random levels (64-byte lines), line tails and padding bytes 0x5a.
+// A chw32 surface whose lines end in a 64-byte tail (make_desc lays chw lines out without one), its every
+// byte a random level (`fill`: an input) or 0x5a (an output, whose tails and padding stay as they were).
 struct Surface {
   rt::TensorDesc desc;
   std::vector<uint8_t> bytes;
 };
 Surface surface(const Shape& s, float scale, std::mt19937& rng, bool fill) {
   Surface r{rt::make_desc("t", s, {DType::kI8, rt::IoFormat::kChw32}, 64), {}};
+  r.desc.stride[1] += 64;
+  r.desc.stride[2] = r.desc.stride[1] * uint32_t(r.desc.h);
+  r.desc.stride[3] = r.desc.stride[2] * uint32_t((r.desc.c + 31) / 32);
+  r.desc.size = r.desc.n * r.desc.stride[3];
   r.desc.scale = scale;
   r.bytes.assign(r.desc.size, 0x5a);
   std::uniform_int_distribution<int> level(-128, 127);
