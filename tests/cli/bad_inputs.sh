@@ -11,9 +11,11 @@ bad=0
 
 # Fixtures: truncated and foreign files, wrong shapes, empty batches.
 head -c 300 "$M/squeezenet1_1.onnx" > "$T/trunc.onnx"
+test -s "$T/trunc.onnx" || { echo "cannot write the truncated model" >&2; exit 1; }
 printf 'not a model' > "$T/text.onnx"
 : > "$T/empty.onnx"
-/usr/bin/python3 - "$T" <<'PY'
+# A fixture that is missing would make its cases fail to open the file, which passes for handling them.
+/usr/bin/python3 - "$T" <<'PY' || { echo "cannot write the .npy and .jpg fixtures" >&2; exit 1; }
 import sys, numpy as np
 d = sys.argv[1]
 np.save(d + "/batch0.npy", np.zeros((0, 3, 224, 224), np.float32))

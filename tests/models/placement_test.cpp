@@ -1,7 +1,8 @@
 // Real models through passes, placement and split:
 //  - golden placement reports (text and JSON) for every model, in tests/golden/placement/
 //    (regenerate with DLAKIT_UPDATE_GOLDEN=1 after an intended change, and review the diff);
-//  - every pass preserves the model's outputs (relative L2 <= 1e-5 against the unoptimised graph);
+//  - every pass preserves the model's outputs (relative L2 <= 1e-5 against the unoptimised graph; M-LSD's
+//    peak mask by element agreement, PP-OCRv4 det's sigmoid tail by max |diff|);
 //  - the split segments, written as ONNX and run one after another, reproduce the whole optimised model
 //    bit for bit.
 #include <gtest/gtest.h>
@@ -127,8 +128,14 @@ TEST_P(RealModel, PassesPreserveOutputs) {
       max_abs = std::max(max_abs, std::fabs(d));
     }
     const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-    if (GetParam().name == "mlsd_tiny_320" && name == "scores")
-      continue;  // discontinuous peak mask (see models_test)
+    if (GetParam().name == "mlsd_tiny_320" && name == "scores") {
+      // A discontinuous peak mask, where a last-bit difference flips an element: element agreement instead,
+      // as in models_test.
+      int64_t agree = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) agree += std::fabs(t.at_f64(i) - b.at(name).at_f64(i)) <= 1e-4;
+      EXPECT_GE(double(agree) / double(std::max<int64_t>(t.numel(), 1)), 0.999) << "mlsd_tiny_320 scores";
+      continue;
+    }
     // PP-OCRv4 det's output sits entirely in its sigmoid's tail on noise inputs: tiny values whose relative
     // error means nothing; there (only) max |diff| <= 1e-6 is the check, as in models_test.
     if (GetParam().name == "ppocr_det" && name == "sigmoid_0.tmp_0")
@@ -268,6 +275,9 @@ TEST(Int8Loadable, Int8IoFormatsMatchTheEmulationBitForBit) {
   ASSERT_EQ(m.inputs()[0].dtype, DType::kI8);
   EXPECT_EQ(m.inputs()[0].format, rt::IoFormat::kChw32);
   EXPECT_EQ(m.inputs()[0].scale, *scales.find_scale(m.inputs()[0].name));
+  ASSERT_EQ(m.outputs()[0].dtype,
+            DType::kI8);  // the output leaves as levels, not as the floats they stand for
+  EXPECT_EQ(m.outputs()[0].format, rt::IoFormat::kDlaLinear);
   EXPECT_GT(m.outputs()[0].scale, 0.f);
   const TensorMap in = random_inputs(g, kEvalSeed);  // not the calibration batch
   std::vector<uint8_t> ib(m.inputs()[0].size), ob(m.outputs()[0].size);
@@ -279,14 +289,9 @@ TEST(Int8Loadable, Int8IoFormatsMatchTheEmulationBitForBit) {
   const Tensor want = quant::EmulatedEngine(g, plan).run(levels).at(m.outputs()[0].name);
   const Tensor got = rt::unpack(ob.data(), m.outputs()[0]);
   ASSERT_EQ(got.numel(), want.numel());
-  int64_t differ = 0, off_grid = 0;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    differ += got.data<float>()[i] != want.data<float>()[i];
-    const float q = got.data<float>()[i] / m.outputs()[0].scale;
-    off_grid += std::fabs(q - std::nearbyint(q)) > 1e-3f;
-  }
+  int64_t differ = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) differ += got.data<float>()[i] != want.data<float>()[i];
   EXPECT_EQ(differ, 0) << "int8 I/O loadable output differs from the emulation";
-  EXPECT_EQ(off_grid, 0) << "int8 output values must be levels times the scale";
   // An FP16 build cannot take int8 I/O: the scale comes from calibration.
   LoadableOptions fp16;
   fp16.inputs = rt::parse_io_formats("int8:chw32", g.inputs.size(), true);

@@ -10,6 +10,7 @@
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -187,9 +188,12 @@ TEST(Stress, LifecycleCyclesKeepMemoryFlat) {
   GTEST_SKIP() << "RSS is not flat under AddressSanitizer (its quarantine keeps freed memory); "
                   "LeakSanitizer checks these cycles at exit instead";
 #endif
-  // A leak of even one loadable per cycle would grow RSS by cycles x ~4 KiB; allocator noise stays < 4 MiB.
-  EXPECT_LT(after - before, 4096) << "RSS grew from " << before << " to " << after << " KiB over " << cycles
-                                  << " cycles";
+  // A leak of even one loadable per cycle would grow RSS by cycles x ~4 KiB; the bound, 2 KiB a cycle up to
+  // 4 MiB, catches that at both sizes (allocator noise measured: +48 KiB at 300 cycles, +320 KiB at 10,000;
+  // docs/reliability.md).
+  const long bound = std::min<long>(4096, 2L * cycles);
+  EXPECT_LT(after - before, bound) << "RSS grew from " << before << " to " << after << " KiB over " << cycles
+                                   << " cycles";
 }
 
 // Tasks with a 1 ms timeout on a network whose layers each take milliseconds stop between layers, record
