@@ -1,5 +1,6 @@
 // Inputs, calibration and metrics shared by the model-level test programs (header-only).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -73,6 +74,32 @@ inline double cosine(const Tensor& a, const Tensor& b) {
     ab += x * y, aa += x * x, bb += y * y;
   }
   return aa == 0 && bb == 0 ? 1.0 : ab / std::sqrt(aa * bb);
+}
+
+// How far `got` lies from `want`: relative L2 (over want's norm; the plain L2 where want is zero), max
+// |diff|, and the fraction of elements within 1e-4 (for discrete outputs, where one flipped element moves the
+// norms). Tensors of different shapes: relative L2 infinite.
+struct Compared {
+  double rel_l2 = 0, max_abs = 0, agree = 1;
+};
+inline Compared compare(const Tensor& got, const Tensor& want) {
+  Compared c;
+  if (got.shape() != want.shape()) {
+    c.rel_l2 = INFINITY;
+    return c;
+  }
+  double num = 0, den = 0;
+  int64_t agree = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double a = got.at_f64(i), b = want.at_f64(i);
+    num += (a - b) * (a - b);
+    den += b * b;
+    c.max_abs = std::max(c.max_abs, std::fabs(a - b));
+    agree += std::fabs(a - b) <= 1e-4;
+  }
+  c.agree = got.numel() > 0 ? double(agree) / double(got.numel()) : 1.0;
+  c.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return c;
 }
 
 // x [N, K] -> a fully connected layer "fc" (Gemm or MatMul; `w` as the op reads it: [M, K] for Gemm with

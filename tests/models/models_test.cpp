@@ -38,31 +38,6 @@ struct Row {
 std::mutex g_rows_mu;
 std::vector<Row> g_rows;
 
-struct Compared {
-  double rel_l2 = 0, max_abs = 0;
-  double agree = 1;  // fraction of elements within 1e-4 absolute
-};
-
-Compared compare(const Tensor& got, const Tensor& want) {
-  EXPECT_EQ(shape_str(got.shape()), shape_str(want.shape()));
-  Compared c;
-  if (got.shape() != want.shape()) {
-    c.rel_l2 = INFINITY;
-    return c;
-  }
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    const double a = got.at_f64(i), b = want.at_f64(i);
-    num += (a - b) * (a - b);
-    den += b * b;
-    c.max_abs = std::max(c.max_abs, std::fabs(a - b));
-    c.agree += std::fabs(a - b) <= 1e-4 ? 1.0 : 0.0;
-  }
-  c.agree = (c.agree - 1) / double(std::max<int64_t>(got.numel(), 1));
-  c.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  return c;
-}
-
 const std::string kNoise = "random N(0,1)";
 
 // Runs the model on ORT with the same inputs; returns outputs by name.
@@ -118,7 +93,8 @@ void check_against_ort(const std::string& model, const Graph& g, const TensorMap
     for (int id : g.outputs) {
       const std::string& name = g.value(id).name;
       ASSERT_TRUE(ort.count(name)) << "ORT has no output " << name;
-      Compared c = compare(ours.at(name), ort.at(name));
+      EXPECT_EQ(shape_str(ours.at(name).shape()), shape_str(ort.at(name).shape())) << model << " " << name;
+      const test_data::Compared c = test_data::compare(ours.at(name), ort.at(name));
       // Relative L2 is the check; max |diff| only for the documented saturated outputs on noise.
       const bool saturated = kSaturatedOnNoise.count(model + "/" + name) && input_desc == kNoise;
       const bool rel_ok = c.rel_l2 <= 1e-4, abs_ok = saturated && c.max_abs <= 1e-6;

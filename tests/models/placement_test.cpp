@@ -120,28 +120,18 @@ TEST_P(RealModel, PassesPreserveOutputs) {
   TensorMap a = ReferenceEngine(original).run(in), b = ReferenceEngine(optimised).run(in);
   for (auto& [name, t] : a) {
     ASSERT_TRUE(b.count(name)) << "output " << name << " disappeared";
-    double num = 0, den = 0, max_abs = 0;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      const double d = t.at_f64(i) - b.at(name).at_f64(i);
-      num += d * d;
-      den += t.at_f64(i) * t.at_f64(i);
-      max_abs = std::max(max_abs, std::fabs(d));
-    }
-    const double rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-    if (GetParam().name == "mlsd_tiny_320" && name == "scores") {
-      // A discontinuous peak mask, where a last-bit difference flips an element: element agreement instead,
-      // as in models_test.
-      int64_t agree = 0;
-      for (int64_t i = 0; i < t.numel(); ++i) agree += std::fabs(t.at_f64(i) - b.at(name).at_f64(i)) <= 1e-4;
-      EXPECT_GE(double(agree) / double(std::max<int64_t>(t.numel(), 1)), 0.999) << "mlsd_tiny_320 scores";
-      continue;
-    }
+    ASSERT_EQ(b.at(name).shape(), t.shape()) << "output " << name;
+    const test_data::Compared c = test_data::compare(b.at(name), t);
+    // M-LSD's scores are a discontinuous peak mask, where a last-bit difference flips an element: element
+    // agreement instead, as in models_test.
+    if (GetParam().name == "mlsd_tiny_320" && name == "scores")
+      EXPECT_GE(c.agree, 0.999) << "mlsd_tiny_320 scores";
     // PP-OCRv4 det's output sits entirely in its sigmoid's tail on noise inputs: tiny values whose relative
     // error means nothing; there (only) max |diff| <= 1e-6 is the check, as in models_test.
-    if (GetParam().name == "ppocr_det" && name == "sigmoid_0.tmp_0")
-      EXPECT_LE(max_abs, 1e-6) << GetParam().name << " output " << name;
+    else if (GetParam().name == "ppocr_det" && name == "sigmoid_0.tmp_0")
+      EXPECT_LE(c.max_abs, 1e-6) << GetParam().name << " output " << name;
     else
-      EXPECT_LE(rel, 1e-5) << GetParam().name << " output " << name << " (max abs " << max_abs << ")";
+      EXPECT_LE(c.rel_l2, 1e-5) << GetParam().name << " output " << name << " (max abs " << c.max_abs << ")";
   }
 }
 
@@ -275,8 +265,8 @@ TEST(Int8Loadable, Int8IoFormatsMatchTheEmulationBitForBit) {
   ASSERT_EQ(m.inputs()[0].dtype, DType::kI8);
   EXPECT_EQ(m.inputs()[0].format, rt::IoFormat::kChw32);
   EXPECT_EQ(m.inputs()[0].scale, *scales.find_scale(m.inputs()[0].name));
-  ASSERT_EQ(m.outputs()[0].dtype,
-            DType::kI8);  // the output leaves as levels, not as the floats they stand for
+  // The output leaves as levels, not as the floats they stand for.
+  ASSERT_EQ(m.outputs()[0].dtype, DType::kI8);
   EXPECT_EQ(m.outputs()[0].format, rt::IoFormat::kDlaLinear);
   EXPECT_GT(m.outputs()[0].scale, 0.f);
   const TensorMap in = random_inputs(g, kEvalSeed);  // not the calibration batch
