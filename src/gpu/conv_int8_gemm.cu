@@ -292,10 +292,7 @@ std::shared_ptr<const ConvInt8Gemm> ConvInt8Gemm::plan(const ConvGeom& g, int64_
   return c;
 }
 
-bool ConvInt8Gemm::atoms_aligned(const Int8Atoms& a) {
-  return reinterpret_cast<uintptr_t>(a.data) % 16 == 0 && a.batch % 16 == 0 && a.group % 16 == 0 &&
-         a.line % 16 == 0;
-}
+bool ConvInt8Gemm::atoms_aligned(const Int8Atoms& a) { return a.lines_aligned(16); }
 
 bool ConvInt8Gemm::atoms_fit(const ConvGeom& g, const Int8Atoms& in, const Int8Atoms& out) {
   const int64_t pixels = g.N * g.OH * g.OW, atoms_in = (g.C + 31) / 32;

@@ -98,20 +98,13 @@ __global__ void max_pool_atoms_kernel(int64_t C, int64_t H, int64_t W, int64_t g
   }
 }
 
-// Whether every line of the surface starts `bytes`-aligned.
-bool lines_aligned(const Int8Atoms& t, uintptr_t bytes) {
-  return (reinterpret_cast<uintptr_t>(t.data) | uintptr_t(t.batch) | uintptr_t(t.group) | uintptr_t(t.line)) %
-             bytes ==
-         0;
-}
-
 }  // namespace
 
 void add_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const Int8Atoms& a, const Int8Atoms& b,
                     bool relu, const Int8Atoms& y, cudaStream_t s) {
   const int64_t groups = (C + 31) / 32, lines = N * groups * H;
   if (!lines || !W) return;
-  if (lines_aligned(a, 4) && lines_aligned(b, 4) && lines_aligned(y, 4))
+  if (a.lines_aligned(4) && b.lines_aligned(4) && y.lines_aligned(4))
     add_atoms_kernel<true><<<grid_blocks(lines), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, lines);
   else
     add_atoms_kernel<false><<<grid_blocks(lines), kThreads, 0, s>>>(C, H, W, groups, a, b, relu, y, lines);
@@ -127,9 +120,9 @@ void max_pool_int8_atoms(int64_t N, int64_t C, int64_t H, int64_t W, const PoolW
     const int64_t pieces = p.OW * 32 / bytes, threads = std::min<int64_t>(kThreads, (pieces + 31) / 32 * 32);
     kernel<<<grid_blocks(lines), unsigned(threads), 0, s>>>(C, H, W, groups, p, x, same_scale, y, lines);
   };
-  if (lines_aligned(x, 16) && lines_aligned(y, 16))
+  if (x.lines_aligned(16) && y.lines_aligned(16))
     launch(max_pool_atoms_kernel<16>, 16);
-  else if (lines_aligned(x, 4) && lines_aligned(y, 4))
+  else if (x.lines_aligned(4) && y.lines_aligned(4))
     launch(max_pool_atoms_kernel<4>, 4);
   else
     launch(max_pool_atoms_kernel<1>, 1);

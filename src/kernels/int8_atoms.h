@@ -15,6 +15,11 @@ struct Int8Atoms {
   int8_t* at(int64_t n, int64_t c, int64_t h, int64_t w) const {
     return data + n * batch + (c / 32) * group + h * line + w * 32 + c % 32;
   }
+  // Whether every line starts `bytes`-aligned (a power of two): the vector widths kernels may read it in.
+  bool lines_aligned(uint64_t bytes) const {
+    return (reinterpret_cast<uintptr_t>(data) | uint64_t(batch) | uint64_t(group) | uint64_t(line)) % bytes ==
+           0;
+  }
 };
 
 // y = quantize(act(float(a) * a.scale + float(b) * b.scale), y.scale) over N x C x H x W, act = ReLU or
