@@ -78,7 +78,7 @@ CompareResult compare_numerics(const Graph& g, const NumericsPlan& plan,
     if (progress) progress(int(s) + 1, int(samples.size()));
   }
   r.samples = int(samples.size());
-  r.score = {task.value(), cosine.value()};
+  r.score = {task.value(), cosine.value(), task.bound(metric.confidence)};
   std::vector<double> value_err(g.values.size(), 0.0);  // graph inputs carry no error
   std::vector<double> positive;
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -59,7 +59,7 @@ struct Evaluator {
     c.fp16_layers = plan.fp16_nodes;
     c.int8_mac_share = int8_mac_share(p, plan);
     c.score = score(po, samples.size(), [&]() -> const NumericsPlan& { return plan; });
-    c.meets = meets(o.metric.kind, c.score.metric, o.target);
+    c.meets = meets(o.metric.kind, c.score, o.target);
     if (o.predict_latency) c.predicted_latency_ms = o.predict_latency(p, plan);
     ++evaluations;
     if (plan_out) *plan_out = std::move(plan);
@@ -149,7 +149,7 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
   start.fp16_layers = r.plan.fp16_nodes;
   start.int8_mac_share = int8_mac_share(p8, r.plan);
   start.score = r.all_int8;
-  start.meets = meets(kind, start.score.metric, o.target);
+  start.meets = meets(kind, start.score, o.target);
   if (o.predict_latency) start.predicted_latency_ms = o.predict_latency(p8, r.plan);
   r.curve.push_back(start);
   ++ev.evaluations;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "base/error.h"
 #include "base/file.h"
@@ -49,6 +50,8 @@ double collapse_threshold(MetricKind k) {
 bool meets(MetricKind k, double value, double target) {
   return higher_is_better(k) ? value >= target : value <= target;
 }
+
+bool meets(MetricKind k, const Score& s, double target) { return meets(k, s.bound, target); }
 
 bool better(MetricKind k, double a, double b) { return higher_is_better(k) ? a > b : a < b; }
 
@@ -193,88 +196,116 @@ const Tensor& MetricAccumulator::pick(const TensorMap& m, const char* which) con
 }
 
 void MetricAccumulator::add(const TensorMap& reference, const TensorMap& test) {
+  std::vector<double> share;
   if (spec_.kind == MetricKind::kCosine) {
     if (outputs_.empty())
       for (auto& [name, t] : reference)
         if (t.dtype() == DType::kF32) outputs_.push_back(name);
-    ab_.resize(outputs_.size(), 0.0);
-    aa_.resize(outputs_.size(), 0.0);
-    bb_.resize(outputs_.size(), 0.0);
+    share.assign(3 * outputs_.size(), 0.0);  // per output: ab, aa, bb
     for (size_t o = 0; o < outputs_.size(); ++o) {
       const float *a = reference.at(outputs_[o]).data<float>(), *b = test.at(outputs_[o]).data<float>();
       for (int64_t i = 0; i < reference.at(outputs_[o]).numel(); ++i) {
-        ab_[o] += double(a[i]) * b[i];
-        aa_[o] += double(a[i]) * a[i];
-        bb_[o] += double(b[i]) * b[i];
-      }
-    }
-    return;
-  }
-  const char* what = spec_.kind == MetricKind::kMaskF1 ? "probabilities" : "scores";
-  const Tensor &ref = pick(reference, what), &emu = pick(test, what);
-  const int64_t classes = ref.rank() > 0 ? ref.shape().back() : 1;
-  if (spec_.kind == MetricKind::kTop1) {
-    for (int64_t r = 0; r < ref.numel() / std::max<int64_t>(classes, 1); ++r) {
-      const float *a = ref.data<float>() + r * classes, *b = emu.data<float>() + r * classes;
-      agree_ += std::max_element(a, a + classes) - a == std::max_element(b, b + classes) - b;
-      positions_ += 1;
-    }
-  } else if (spec_.kind == MetricKind::kCtcCer) {
-    const int64_t n = int64_t(spec_.labels.size());
-    if (ref.rank() < 2 || (n > 0 && classes != n + 1 && classes != n + 2))
-      fail(Status::kInvalidArgument, "--metric ctc-cer: output of shape ", shape_str(ref.shape()),
-           " with --labels of ", n, " characters; a CTC output is [batch, steps, classes] with classes = ",
-           "characters + 1 (the blank, class 0) or + 2 (and a space, PaddleOCR's use_space_char)");
-    const int64_t steps = ref.dim(ref.rank() - 2), lines = ref.numel() / (steps * classes);
-    if (!spec_.truth.empty() && lines_ + size_t(lines) > spec_.truth.size())
-      fail(Status::kInvalidArgument, "--truth has ", spec_.truth.size(),
-           " reading(s) but the data has more lines");
-    for (int64_t l = 0; l < lines; ++l, ++lines_) {
-      const std::u32string a =
-          ctc_greedy(ref.data<float>() + l * steps * classes, steps, classes, spec_.labels);
-      const std::u32string b =
-          ctc_greedy(emu.data<float>() + l * steps * classes, steps, classes, spec_.labels);
-      if (spec_.truth.empty()) {
-        edits_ += double(edit_distance(b, a));
-        chars_ += double(a.size());
-      } else {
-        const std::u32string& want = spec_.truth[lines_];
-        edits_ += double(edit_distance(b, want));
-        reference_edits_ += double(edit_distance(a, want));
-        chars_ += double(want.size());
+        share[3 * o] += double(a[i]) * b[i];
+        share[3 * o + 1] += double(a[i]) * a[i];
+        share[3 * o + 2] += double(b[i]) * b[i];
       }
     }
   } else {
-    for (int64_t i = 0; i < ref.numel(); ++i) {
-      const bool x = ref.data<float>()[i] > spec_.threshold, y = emu.data<float>()[i] > spec_.threshold;
-      tp_ += x && y;
-      fp_ += !x && y;
-      fn_ += x && !y;
+    const char* what = spec_.kind == MetricKind::kMaskF1 ? "probabilities" : "scores";
+    const Tensor &ref = pick(reference, what), &emu = pick(test, what);
+    const int64_t classes = ref.rank() > 0 ? ref.shape().back() : 1;
+    share.assign(3, 0.0);
+    if (spec_.kind == MetricKind::kTop1) {  // agreements, positions
+      for (int64_t r = 0; r < ref.numel() / std::max<int64_t>(classes, 1); ++r) {
+        const float *a = ref.data<float>() + r * classes, *b = emu.data<float>() + r * classes;
+        share[0] += std::max_element(a, a + classes) - a == std::max_element(b, b + classes) - b;
+        share[1] += 1;
+      }
+    } else if (spec_.kind == MetricKind::kCtcCer) {  // edits, characters, FP32's edits against the truth
+      const int64_t n = int64_t(spec_.labels.size());
+      if (ref.rank() < 2 || (n > 0 && classes != n + 1 && classes != n + 2))
+        fail(Status::kInvalidArgument, "--metric ctc-cer: output of shape ", shape_str(ref.shape()),
+             " with --labels of ", n, " characters; a CTC output is [batch, steps, classes] with classes = ",
+             "characters + 1 (the blank, class 0) or + 2 (and a space, PaddleOCR's use_space_char)");
+      const int64_t steps = ref.dim(ref.rank() - 2), lines = ref.numel() / (steps * classes);
+      if (!spec_.truth.empty() && lines_ + size_t(lines) > spec_.truth.size())
+        fail(Status::kInvalidArgument, "--truth has ", spec_.truth.size(),
+             " reading(s) but the data has more lines");
+      for (int64_t l = 0; l < lines; ++l, ++lines_) {
+        const std::u32string a =
+            ctc_greedy(ref.data<float>() + l * steps * classes, steps, classes, spec_.labels);
+        const std::u32string b =
+            ctc_greedy(emu.data<float>() + l * steps * classes, steps, classes, spec_.labels);
+        if (spec_.truth.empty()) {
+          share[0] += double(edit_distance(b, a));
+          share[1] += double(a.size());
+        } else {
+          const std::u32string& want = spec_.truth[lines_];
+          share[0] += double(edit_distance(b, want));
+          share[1] += double(want.size());
+          share[2] += double(edit_distance(a, want));
+        }
+      }
+    } else {  // true positives, false positives, false negatives
+      for (int64_t i = 0; i < ref.numel(); ++i) {
+        const bool x = ref.data<float>()[i] > spec_.threshold, y = emu.data<float>()[i] > spec_.threshold;
+        share[0] += x && y;
+        share[1] += !x && y;
+        share[2] += x && !y;
+      }
     }
   }
+  sums_.resize(std::max(sums_.size(), share.size()), 0.0);
+  for (size_t i = 0; i < share.size(); ++i) sums_[i] += share[i];
+  shares_.push_back(std::move(share));
 }
 
-double MetricAccumulator::value() const {
+double MetricAccumulator::value_of(const std::vector<double>& sums) const {
+  auto sum = [&](size_t i) { return i < sums.size() ? sums[i] : 0.0; };
   switch (spec_.kind) {
     case MetricKind::kCosine: {
       if (outputs_.empty()) return 1.0;
-      double sum = 0;
-      for (size_t o = 0; o < outputs_.size(); ++o)
-        sum +=
-            aa_[o] > 0 && bb_[o] > 0 ? ab_[o] / std::sqrt(aa_[o] * bb_[o]) : (aa_[o] == bb_[o] ? 1.0 : 0.0);
-      return sum / double(outputs_.size());
+      double total = 0;
+      for (size_t o = 0; o < outputs_.size(); ++o) {
+        const double ab = sum(3 * o), aa = sum(3 * o + 1), bb = sum(3 * o + 2);
+        total += aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : (aa == bb ? 1.0 : 0.0);
+      }
+      return total / double(outputs_.size());
     }
     case MetricKind::kTop1:
-      return positions_ > 0 ? agree_ / positions_ : 1.0;
+      return sum(1) > 0 ? sum(0) / sum(1) : 1.0;
     case MetricKind::kCtcCer:
       if (!spec_.truth.empty())  // every expected reading empty: the edits INT8 adds, counted as characters
-        return (edits_ - reference_edits_) / std::max(chars_, 1.0);
+        return (sum(0) - sum(2)) / std::max(sum(1), 1.0);
       // FP32 reading nothing on every sample: 1 when the emulation reads anything.
-      return chars_ > 0 ? edits_ / chars_ : (edits_ > 0 ? 1.0 : 0.0);
+      return sum(1) > 0 ? sum(0) / sum(1) : (sum(0) > 0 ? 1.0 : 0.0);
     case MetricKind::kMaskF1:
-      return tp_ + fp_ + fn_ > 0 ? 2 * tp_ / (2 * tp_ + fp_ + fn_) : 1.0;
+      return sum(0) + sum(1) + sum(2) > 0 ? 2 * sum(0) / (2 * sum(0) + sum(1) + sum(2)) : 1.0;
   }
   return 0;
+}
+
+double MetricAccumulator::value() const { return value_of(sums_); }
+
+double MetricAccumulator::bound(double confidence) const {
+  if (confidence <= 0 || shares_.size() < 2) return value();
+  constexpr int kDraws = 2000;
+  std::mt19937_64 draw(20261207);  // fixed: the same samples give the same bound
+  std::uniform_int_distribution<size_t> pick_sample(0, shares_.size() - 1);
+  std::vector<double> values(kDraws), sums(sums_.size());
+  for (double& v : values) {
+    std::fill(sums.begin(), sums.end(), 0.0);
+    for (size_t n = 0; n < shares_.size(); ++n) {
+      const std::vector<double>& share = shares_[pick_sample(draw)];
+      for (size_t i = 0; i < share.size(); ++i) sums[i] += share[i];
+    }
+    v = value_of(sums);
+  }
+  std::sort(values.begin(), values.end());
+  // The pessimistic tail: the (1 - confidence) quantile where higher is better, the confidence quantile
+  // for ctc-cer.
+  const double q = higher_is_better(spec_.kind) ? 1 - confidence : confidence;
+  return values[std::min(size_t(q * (kDraws - 1) + 0.5), size_t(kDraws - 1))];
 }
 
 std::vector<TensorMap> reference_outputs(const Graph& g, const std::vector<TensorMap>& samples) {
@@ -289,7 +320,7 @@ Score score_plan(const Graph& g, const NumericsPlan& plan, const std::vector<Ten
     task.add(reference[s], out);
     cosine.add(reference[s], out);
   });
-  return {task.value(), cosine.value()};
+  return {task.value(), cosine.value(), task.bound(metric.confidence)};
 }
 
 }  // namespace dlakit::quant

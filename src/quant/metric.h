@@ -31,6 +31,10 @@ struct MetricSpec {
   // ctc-cer: the expected reading of each line, in sample order (a [batch, steps, classes] output holds
   // `batch` lines); empty: judged against FP32's reading.
   std::vector<std::u32string> truth;
+  // `--fix-confidence P` (0: off): a plan meets a target when the metric's pessimistic bound at confidence P
+  // does (MetricAccumulator::bound), not only its value on these samples. A few dozen calibration samples
+  // measure a metric with sampling noise the evaluation data does not share.
+  double confidence = 0;
   bool operator==(const MetricSpec&) const = default;
 };
 
@@ -57,6 +61,10 @@ std::string format_metric_value(const MetricSpec& m, double v);
 // What the metric is measured against: "against FP32", or "against the truth" with --truth.
 const char* metric_reference(const MetricSpec& m);
 
+// Every metric is a function of sums over the samples (cosine: per output, the sums of ab, aa and bb;
+// top1: agreements and positions; ctc-cer: edits, characters and FP32's edits against the truth; mask-f1:
+// true positives, false positives, false negatives). The accumulator keeps each sample's share of those
+// sums, so that the samples can be drawn again (bound).
 class MetricAccumulator {
  public:
   explicit MetricAccumulator(MetricSpec spec) : spec_(std::move(spec)) {}
@@ -64,18 +72,21 @@ class MetricAccumulator {
   // (the truth of ctc-cer is indexed by it).
   void add(const TensorMap& reference, const TensorMap& test);
   double value() const;
+  // The metric's pessimistic bound at `confidence` (0 < confidence < 1): a percentile bootstrap over the
+  // samples (2000 draws of as many samples, with replacement, from a fixed seed, so a plan's bound does not
+  // change from run to run), the lower bound where higher is better, the upper one for ctc-cer. With one
+  // sample, or confidence 0, the value itself.
+  double bound(double confidence) const;
   const MetricSpec& spec() const { return spec_; }
 
  private:
   const Tensor& pick(const TensorMap& m, const char* which) const;
+  double value_of(const std::vector<double>& sums) const;
   MetricSpec spec_;
-  std::vector<std::string> outputs_;  // cosine: every float output, in the first sample's order
-  std::vector<double> ab_, aa_, bb_;  // cosine sums per output
-  double agree_ = 0, positions_ = 0;  // top1
-  double edits_ = 0, chars_ = 0;      // ctc-cer
-  double reference_edits_ = 0;        // ctc-cer with truth: FP32's edits against it
-  size_t lines_ = 0;                  // ctc-cer: lines read so far (the index into truth)
-  double tp_ = 0, fp_ = 0, fn_ = 0;   // mask-f1
+  std::vector<std::string> outputs_;         // cosine: every float output, in the first sample's order
+  std::vector<std::vector<double>> shares_;  // each sample's share of the sums (layout above)
+  std::vector<double> sums_;                 // their totals
+  size_t lines_ = 0;                         // ctc-cer: lines read so far (the index into truth)
 };
 
 // Greedy CTC decoding of one [T, C] slice: the argmax per step, repeats merged, blanks (class 0) dropped;
@@ -87,7 +98,10 @@ size_t edit_distance(const std::u32string& a, const std::u32string& b);
 // The metric and the mean output cosine (the tie-break and what every report shows) of one plan.
 struct Score {
   double metric = 0, cosine = 0;
+  double bound = 0;  // the metric's bound at the spec's confidence (the metric itself without one)
 };
+// Whether a plan's score meets a target: its bound (its metric unless --fix-confidence is set).
+bool meets(MetricKind k, const Score& s, double target);
 // FP32 reference outputs of every sample (computed once, shared by every plan that is scored).
 std::vector<TensorMap> reference_outputs(const Graph& g, const std::vector<TensorMap>& samples);
 Score score_plan(const Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,

@@ -98,6 +98,37 @@ TEST(Metrics, Top1MaskF1AndCosineByHand) {
   EXPECT_DOUBLE_EQ(cos.value(), 0.5);
 }
 
+// The bound is a percentile of the metric over the samples drawn again with replacement. Worked out from the
+// binomial distribution: 20 samples, 18 agreeing (top1 0.9); a draw's agreements are Binomial(20, 0.9), with
+// P(X <= 15) = 0.043 and P(X <= 16) = 0.133, so its 10th percentile is 16 of 20 (the 90th, the upper tail,
+// would be 20 of 20). For ctc-cer (lower is better) the upper tail: 2 of 20 one-character lines misread,
+// P(X <= 3) = 0.867 and P(X <= 4) = 0.957 for Binomial(20, 0.1), so the 90th percentile is 4 of 20.
+TEST(Metrics, TheBoundIsThePessimisticPercentileOfTheSamplesDrawnAgain) {
+  MetricSpec t1;
+  t1.kind = MetricKind::kTop1;
+  MetricAccumulator top1(t1), unanimous(t1);
+  for (int i = 0; i < 20; ++i) {
+    const Tensor p = values({1, 2}, {0.9f, 0.1f}), q = values({1, 2}, {0.1f, 0.9f});
+    top1.add({{"p", p}}, {{"p", i < 18 ? p : q}});
+    unanimous.add({{"p", p}}, {{"p", p}});
+  }
+  EXPECT_DOUBLE_EQ(top1.value(), 0.9);
+  EXPECT_DOUBLE_EQ(top1.bound(0.9), 16.0 / 20.0);
+  EXPECT_DOUBLE_EQ(top1.bound(0.9), top1.bound(0.9));  // a fixed seed: the same samples, the same bound
+  EXPECT_DOUBLE_EQ(top1.bound(0), 0.9);                // no confidence: the value
+  EXPECT_DOUBLE_EQ(unanimous.bound(0.9), 1.0);         // every draw agrees everywhere
+  MetricSpec cer;
+  cer.kind = MetricKind::kCtcCer;
+  cer.labels = {U"a", U"b"};
+  MetricAccumulator lines(cer);
+  for (int i = 0; i < 20; ++i) lines.add({{"y", one_hot({1}, 3)}}, {{"y", one_hot({i < 2 ? 2 : 1}, 3)}});
+  EXPECT_DOUBLE_EQ(lines.value(), 0.1);
+  EXPECT_DOUBLE_EQ(lines.bound(0.9), 4.0 / 20.0);
+  Score s{0.9, 1.0, 0.8};  // a point is judged on its bound
+  EXPECT_FALSE(meets(MetricKind::kTop1, s, 0.85));
+  EXPECT_TRUE(meets(MetricKind::kTop1, s, 0.8));
+}
+
 TEST(Metrics, AutoReadsSoftmaxSequencesAsCtcAndSoftmaxesAsClasses) {
   std::string why;
   EXPECT_EQ(auto_metric({{"p", values({2, 3}, {0.2f, 0.5f, 0.3f, 1, 0, 0})}}, &why), MetricKind::kTop1);
@@ -461,6 +492,35 @@ TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
   EXPECT_EQ(r.applied.layer_precisions.find("conv3"), std::string::npos) << r.applied.layer_precisions;
   EXPECT_EQ(r.curve.front().moves, 0);
   EXPECT_FALSE(r.curve.front().meets);
+}
+
+// With --fix-confidence a point meets the target only when its bound does: the point that met a target
+// equal to its own value without it misses with it, and the search moves more layers or ends unreached.
+TEST(FixSearch, WithAConfidenceAPointIsJudgedOnItsBound) {
+  const CollapsedChain chain;
+  const auto& [base, g, t, po] = chain;
+  SearchOptions so;
+  so.target = 0.99;
+  const SearchResult plain = search_fix(g, po, &t, {}, base.samples, so);
+  ASSERT_TRUE(plain.reached);
+  const CurvePoint& one = plain.curve[size_t(plain.chosen)];
+  ASSERT_EQ(one.moves, 1);
+  so.target = one.score.metric;  // met by the one-move point's value, exactly
+  so.metric.confidence = 0.9;
+  const SearchResult bounded = search_fix(g, po, &t, {}, base.samples, so);
+  bool one_move_seen = false;
+  for (const CurvePoint& c : bounded.curve) {
+    EXPECT_LE(c.score.bound, c.score.metric);  // cosine: the lower tail
+    EXPECT_EQ(c.meets, c.score.bound >= so.target) << c.moves;
+    if (c.moves == 1 && c.returned == 0) {
+      one_move_seen = true;
+      EXPECT_DOUBLE_EQ(c.score.metric, one.score.metric);
+      EXPECT_LT(c.score.bound, one.score.metric);
+      EXPECT_FALSE(c.meets);
+    }
+  }
+  EXPECT_TRUE(one_move_seen);
+  if (bounded.reached) EXPECT_GT(bounded.curve[size_t(bounded.chosen)].moves, 1);
 }
 
 // Searches sharing a memo (another target, return_groups) give what they give alone, measure each plan

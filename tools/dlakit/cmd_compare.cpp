@@ -31,6 +31,7 @@ struct CompareFlags {
   bool fix = false, json = false, gpu_int8 = false, return_groups = false;
   int top = 15, fix_rounds = 3, candidates = 32;
   std::optional<double> target;
+  double confidence = 0;  // --fix-confidence
 };
 
 std::string fmt(double v, const char* f = "%.3g") { return report::format_metric(v, f); }
@@ -64,6 +65,7 @@ nlohmann::json search_json(const quant::SearchResult& r) {
                         {"fp16_layers", c.fp16_layers},
                         {"int8_mac_share", c.int8_mac_share},
                         {"metric", c.score.metric},
+                        {"metric_bound", c.score.bound},
                         {"output_cosine", c.score.cosine},
                         {"meets", c.meets},
                         {"returned_to_int8", c.returned}};
@@ -91,6 +93,17 @@ nlohmann::json search_json(const quant::SearchResult& r) {
   return j;
 }
 
+// A point's metric, and with --fix-confidence the bound the target is judged on: "CER +0.20 points over FP32
+// (bound +0.85)".
+std::string score_text(const quant::MetricSpec& metric, const quant::Score& s) {
+  std::string text = quant::format_metric_value(metric, s.metric);
+  if (metric.confidence > 0) {
+    const std::string bound = quant::format_metric_value(metric, s.bound);
+    text += " (bound " + bound.substr(bound.find_first_of("+-0123456789")) + ")";
+  }
+  return text;
+}
+
 // "all FP16", "27" (the 27 leading layers of the ranking moved), "27-3" (3 of them returned to INT8).
 std::string moved_label(const quant::CurvePoint& c) {
   if (c.moves < 0) return "all FP16";
@@ -98,13 +111,15 @@ std::string moved_label(const quant::CurvePoint& c) {
 }
 
 void print_search(const quant::SearchResult& r, const quant::MetricSpec& metric, double target) {
-  std::printf("\n  --fix --fix-target %g (%s): all INT8 %s", target, quant::metric_name(metric.kind),
-              quant::format_metric_value(metric, r.all_int8.metric).c_str());
+  std::printf("\n  --fix --fix-target %g (%s", target, quant::metric_name(metric.kind));
+  if (metric.confidence > 0)
+    std::printf(", judged on its %g %% bound over the samples drawn again", 100 * metric.confidence);
+  std::printf("): all INT8 %s", score_text(metric, r.all_int8).c_str());
   if (r.reached && r.chosen == 0) {
     std::printf(": meets the target, nothing to move\n");
     return;
   }
-  std::printf(", all FP16 %s\n", quant::format_metric_value(metric, r.all_fp16.metric).c_str());
+  std::printf(", all FP16 %s\n", score_text(metric, r.all_fp16).c_str());
   if (!r.reachable) {
     std::printf(
         "  all FP16 on the DLA misses the target too: no FP16 set reaches it on this data (move layers "
@@ -130,13 +145,13 @@ void print_search(const quant::SearchResult& r, const quant::MetricSpec& metric,
       "  measured points (layers moved to FP16 in ranking order; K-R: R of the K returned to INT8, most "
       "MACs first):\n    %-9s %-12s %-12s %-10s %-28s "
       "%-14s%s\n",
-      "moved", "FP16 layers", "INT8 layers", "INT8 MACs", "metric", "output cosine",
-      latency ? " predicted latency" : "");
+      "moved", "FP16 layers", "INT8 layers", "INT8 MACs", metric.confidence > 0 ? "metric (bound)" : "metric",
+      "output cosine", latency ? " predicted latency" : "");
   for (size_t i = 0; i < r.curve.size(); ++i) {
     const auto& c = r.curve[i];
     std::printf("    %-9s %-12d %-12d %-10s %-28s %-14.6f", moved_label(c).c_str(), c.fp16_layers,
                 c.int8_layers, fmt(100 * c.int8_mac_share, "%.1f %%").c_str(),
-                quant::format_metric_value(metric, c.score.metric).c_str(), c.score.cosine);
+                score_text(metric, c.score).c_str(), c.score.cosine);
     if (latency) std::printf(" %s", fmt(c.predicted_latency_ms, "%.3f ms").c_str());
     std::printf("%s\n", int(i) == r.chosen ? "  <- chosen" : "");
   }
@@ -149,6 +164,11 @@ void run_compare(const CompareFlags& f) {
     fail(Status::kInvalidArgument, "choose what to compare against FP32: --int8 (with --calib) or --fp16");
   if (f.target && !f.fix)
     fail(Status::kInvalidArgument, "--fix-target searches for layers to move: add --fix");
+  if (f.confidence != 0 && !f.target)
+    fail(Status::kInvalidArgument, "--fix-confidence judges --fix-target's search: add --fix --fix-target");
+  if (!(f.confidence >= 0 && f.confidence < 1))
+    fail(Status::kInvalidArgument, "--fix-confidence ", f.confidence,
+         ": a confidence between 0 and 1, e.g. 0.95 (0: judge the metric's value itself)");
   if (f.target && !f.placement.int8)
     fail(Status::kInvalidArgument,
          "--fix --fix-target searches INT8 layers to keep in FP16: use it with --int8");
@@ -159,6 +179,8 @@ void run_compare(const CompareFlags& f) {
   std::vector<std::string> sources;
   const std::vector<TensorMap> samples = f.data.load(pm.graph, &sources);
   const quant::MetricSpec metric = f.metric.spec(pm.graph, samples, f.json, sources);
+  quant::MetricSpec search_metric = metric;  // the search judges points on the bound, if asked
+  search_metric.confidence = f.confidence;
   quant::ScaleTable scales = int8_scales(pm, f.calib);
   std::optional<Calibration> calibrated;
   if (f.placement.int8 && scales.scales.empty()) {  // calibrate on the data, as `dlakit calibrate` would
@@ -173,7 +195,7 @@ void run_compare(const CompareFlags& f) {
   std::optional<quant::AutoFix> rounds;
   if (f.target) {
     quant::SearchOptions so;
-    so.metric = metric;
+    so.metric = search_metric;
     so.target = *f.target;
     so.candidates = f.candidates;
     so.return_groups = f.return_groups;
@@ -222,7 +244,10 @@ void run_compare(const CompareFlags& f) {
       j["fix_rounds"] = rounds->rounds;
       j["fix_undone"] = rounds->undone;
     }
-    if (search) j["search"] = search_json(*search);
+    if (search) {
+      j["search"] = search_json(*search);
+      j["search"]["confidence"] = f.confidence;
+    }
     j["int8_layers"] = plan.int8_nodes;
     j["fp16_layers"] = plan.fp16_nodes;
     j["fp32_layers"] = plan.fp32_nodes;
@@ -249,7 +274,7 @@ void run_compare(const CompareFlags& f) {
             << quant::metric_reference(metric) << "\n\n";
   print_outputs(before, "before");
   print_layers(before, f.top);
-  if (search) print_search(*search, metric, *f.target);
+  if (search) print_search(*search, search_metric, *f.target);
   if (rounds && f.fix) {
     for (const std::string& u : rounds->undone) std::cout << "\n  --fix " << u;
     if (!rounds->undone.empty()) std::cout << "\n";
@@ -297,13 +322,20 @@ void register_compare(CLI::App& app) {
   sub->add_flag("--fix", f->fix,
                 "Propose overrides (FP16 or GPU) for flagged layers and re-measure; a round that makes the "
                 "metric worse is undone. With --fix-target: search for the layers to keep in FP16");
-  sub->add_option("--fix-rounds", f->fix_rounds, "Fix, re-place and re-measure at most N times (default 3)");
+  sub->add_option("--fix-rounds", f->fix_rounds, "Fix, re-place and re-measure at most N times (default 3)")
+      ->check(CLI::Range(1, 100));
   sub->add_option("--fix-target", f->target,
                   "With --fix: find a small set of INT8 layers to keep in FP16 so that --metric on --data "
                   "reaches this (e.g. --metric ctc-cer --fix-target 0.01, --metric cosine --fix-target 0.99; "
                   "--target names the DLA chip): layers "
                   "ranked by measured sensitivity, the count bisected; prints the curve of FP16 layers "
                   "versus the metric");
+  sub->add_option("--fix-confidence", f->confidence,
+                  "With --fix-target: a point meets the target only when the metric's pessimistic bound at "
+                  "this confidence does (e.g. 0.95: the 5th percentile of the metric, the 95th for ctc-cer, "
+                  "over 2000 draws of the samples with replacement). A few dozen samples measure the metric "
+                  "with noise other data does not share; the bound keeps a margin for it. Default 0: the "
+                  "metric's value on the samples");
   sub->add_option("--fix-candidates", f->candidates,
                   "With --fix-target: how many layers are measured moved alone, half with the largest own "
                   "error, half nearest the outputs (default 32; 0: every INT8 layer)");
@@ -315,7 +347,7 @@ void register_compare(CLI::App& app) {
   sub->add_option("--apply", f->apply, "With --fix: write the overrides as JSON for --overrides");
   sub->add_option("--html", f->html, "Write a self-contained HTML report with charts");
   sub->add_flag("--gpu-int8", f->gpu_int8, "GPU-fallback layers run INT8 (half-to-even) instead of FP32");
-  sub->add_option("--top", f->top, "How many layers to list (default 15)");
+  sub->add_option("--top", f->top, "How many layers to list (default 15)")->check(CLI::Range(0, 1000 * 1000));
   sub->add_flag("--json", f->json, "Print JSON");
   sub->callback([f] { run_compare(*f); });
 }
