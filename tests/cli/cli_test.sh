@@ -154,4 +154,29 @@ check "INT8 hybrid plan: INT8 DLA segments + GPU" bash -c "test $rc -eq 0 && gre
 "$DLAKIT" run --loadEngine="$TMP/sq.plan" --random-inputs > "$TMP/sqrun.txt" 2>&1; rc=$?
 check "run an INT8 hybrid plan" bash -c "test $rc -eq 0 && grep -q 'emulated DLA INT8 + GPU FP32' '$TMP/sqrun.txt'"
 
+# Usage errors and bad arguments (a newcomer's walkthrough, thirty-third session): clear errors, no crash,
+# no silent no-op.
+"$DLAKIT" run "$M/resnet18.onnx" --random-inputs --top-k -1 > "$TMP/topk.txt" 2>&1; rc=$?
+check "--top-k -1: usage error, exit 2 (was free(): invalid pointer)" bash -c "test $rc -eq 2 && grep -q 'top-k' '$TMP/topk.txt'"
+"$DLAKIT" inspect "$TMP/nosuch.onnx" > /dev/null 2>&1; rc=$?
+check "a missing model file: usage error, exit 2 (was CLI11's 105)" test "$rc" -eq 2
+/usr/bin/python3 -c "import numpy as np; np.save('$TMP/x.npy', np.ones((1, 3, 224, 224), np.float32))"
+"$DLAKIT" run --loadEngine="$TMP/r18.dla" --input "wrong=$TMP/x.npy" --random-inputs > "$TMP/wrong.txt" 2>&1; rc=$?
+check "--input with a name the engine lacks: exit 1 naming the inputs (was ignored)" bash -c "test $rc -eq 1 && grep -q \"unknown input 'wrong'; the engine's inputs are: input\" '$TMP/wrong.txt'"
+"$DLAKIT" run --loadEngine="$TMP/r18.dla" --image "$IMG/baboon.jpg" > "$TMP/engsize.txt" 2>&1; rc=$?
+check "--image on --loadEngine is resized to the engine's input without --size" bash -c "test $rc -eq 0 && grep -q 'class ' '$TMP/engsize.txt'"
+"$DLAKIT" run "$M/resnet18.onnx" --image "$IMG/baboon.jpg" --std 0,0,0 > "$TMP/std0.txt" 2>&1; rc=$?
+check "--std 0,0,0: exit 1 (was a division by zero)" bash -c "test $rc -eq 1 && grep -q 'must be > 0' '$TMP/std0.txt'"
+"$DLAKIT" run "$M/resnet18.onnx" --random-inputs --overlay "$TMP/o.png" > "$TMP/ov.txt" 2>&1; rc=$?
+check "--overlay without --image: exit 1" bash -c "test $rc -eq 1 && grep -q 'add --image' '$TMP/ov.txt'"
+"$DLAKIT" run "$M/resnet18.onnx" --image "$IMG/baboon.jpg" --overlay "$TMP/o.png" > "$TMP/ov2.txt" 2>&1; rc=$?
+check "--overlay with no map output: a warning, no file" bash -c "test $rc -eq 0 && grep -q 'warning: --overlay' '$TMP/ov2.txt' && test ! -e '$TMP/o.png'"
+"$DLAKIT" bench --loadEngine="$TMP/r18.dla" --duration 0 --iterations 2 --warmUp 0 --exportTimes "$TMP/no/t.json" > "$TMP/exp.txt" 2>&1; rc=$?
+check "--exportTimes to a folder that does not exist: exit 1 (was silent)" bash -c "test $rc -eq 1 && grep -q 'cannot write' '$TMP/exp.txt'"
+"$DLAKIT" bench --loadEngine="$TMP/cls.plan" > "$TMP/benchplan.txt" 2>&1; rc=$?
+check "bench on a hybrid plan: exit 1 pointing to run --loadEngine" bash -c "test $rc -eq 1 && grep -q 'is a hybrid plan' '$TMP/benchplan.txt'"
+"$DLAKIT" inspect "$M/resnet18.onnx" --json --explain /fc/Gemm > "$TMP/exj.json"; rc=$?
+check "inspect --explain --json prints the layer's JSON entry" /usr/bin/python3 -c "
+import json; j=json.load(open('$TMP/exj.json')); assert $rc == 0 and j['name'] == '/fc/Gemm', j"
+
 finish

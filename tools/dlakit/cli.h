@@ -44,6 +44,8 @@ PlacedModel load_and_place(const ModelFlags& m, const PlacementFlags& p);
 
 // "0.485,0.456,0.406" -> 3 floats; "640x480" -> {640, 480}. Errors name the flag.
 std::vector<float> floats(const std::string& s, const char* what);
+// --std: floats(s, "--std"), each > 0 (the pixels are divided by them).
+std::vector<float> std_devs(const std::string& s);
 std::pair<int, int> parse_size(const std::string& s);
 
 // Calibration / comparison data: image files or folders (preprocessed like `run --image`) and .npy files

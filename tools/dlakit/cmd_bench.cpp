@@ -18,6 +18,7 @@
 #include "latency/from_program.h"
 #include "latency/model.h"
 #include "latency/params.h"
+#include "loadable/plan.h"
 #include "passes/passes.h"
 #include "quant/numerics.h"
 #include "runtime/runtime.h"
@@ -148,13 +149,20 @@ void print_latency(const Stats& L, const Stats& H, const Stats& C, const Stats& 
 }
 
 // Seeded N(0, 1) noise of the given shapes (the same inputs in every configuration).
+// --exportTimes / --exportProfile: the JSON into `path`; a file that cannot be written is an error.
+void write_json(const std::string& path, const nlohmann::json& j, const char* flag) {
+  std::ofstream out(path);
+  out << j.dump(1) << "\n";
+  if (!out) fail(Status::kIoError, flag, ": cannot write '", path, "'");
+}
+
 // --dumpProfile / --exportProfile: per-layer milliseconds of the engine that was timed, into the JSON
 // report and the export file; print_profile shows them.
 void add_profile(const BenchFlags& f, const std::vector<std::pair<std::string, double>>& prof,
                  nlohmann::json& j) {
   nlohmann::json p = nlohmann::json::array();
   for (auto& [name, ms] : prof) p.push_back({{"name", name}, {"ms", ms}});
-  if (!f.export_profile.empty()) std::ofstream(f.export_profile) << p.dump(1) << "\n";
+  if (!f.export_profile.empty()) write_json(f.export_profile, p, "--exportProfile");
   if (f.dump_profile) j["profile"] = p;
 }
 
@@ -249,7 +257,7 @@ void run_bench_gpu_model(const BenchFlags& f) {
   j["note"] =
       "dlakit's CUDA kernels (convolutions on cuBLASLt's tensor cores where they apply, the rest its own), "
       "not TensorRT: compare configurations with each other, not with TensorRT";
-  if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(times.total).dump() << "\n";
+  if (!f.export_times.empty()) write_json(f.export_times, nlohmann::json(times.total), "--exportTimes");
   if (f.dump_profile || !f.export_profile.empty()) {
     TensorMap feeds;
     for (size_t i = 0; i < inputs.size(); ++i) feeds.emplace(g.value(g.inputs[i]).name, inputs[i]);
@@ -334,7 +342,7 @@ void run_bench_cudla(const BenchFlags& f, const std::string& blob, const std::ve
   j["note"] =
       "through the cuDLA C API: with NVIDIA's libcudla.so.1 compute is the DLA task on the hardware; with "
       "dlakit's, emulator timings";
-  if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(times.total).dump() << "\n";
+  if (!f.export_times.empty()) write_json(f.export_times, nlohmann::json(times.total), "--exportTimes");
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return;
@@ -367,6 +375,11 @@ void run_bench(BenchFlags f) {
   std::string why;
   if (cuda && !gpu::available(&why)) fail(Status::kUnsupported, "--backend=cuda: ", why);
   const std::string blob = read_file(f.engine);
+  if (is_plan(reinterpret_cast<const uint8_t*>(blob.data()), blob.size()))
+    fail(Status::kInvalidArgument, "--loadEngine '", f.engine,
+         "' is a hybrid plan (DLA and GPU segments): bench times DLA loadables; `dlakit run --loadEngine ",
+         f.engine,
+         " --iterations N` times the plan; `dlakit build` without --allowGPUFallback gives a loadable");
   const auto* data = reinterpret_cast<const uint8_t*>(blob.data());
   std::vector<int> cores;
   if (f.cores == "all")
@@ -470,7 +483,7 @@ void run_bench(BenchFlags f) {
       std::string(cuda ? "emulated DLA on CUDA (dlakit's kernels)" : "emulated DLA on this machine's CPU") +
       ": emulator timings, not DLA hardware predictions; inputs packed once before the timed loop (as "
       "trtexec fills its buffers once), so H2D is the copy alone";
-  if (!f.export_times.empty()) std::ofstream(f.export_times) << nlohmann::json(times.total).dump() << "\n";
+  if (!f.export_times.empty()) write_json(f.export_times, nlohmann::json(times.total), "--exportTimes");
   if (f.dump_profile || !f.export_profile.empty()) {
     // The profile of the executor that was timed: per operation, named by its first layer, the median of
     // kProfileRuns profiled runs (one run alone mostly shows the first operation waking the threads).
@@ -532,7 +545,8 @@ void register_bench(CLI::App& app) {
                   "Calibration cache for --config=gpu-int8, or for --backend=cudla on a loadable dlakit did "
                   "not build (its int8 I/O scales)")
       ->check(CLI::ExistingFile);
-  sub->add_option("--input-shape", f->input_shape, "Pin dynamic input dims of --onnx: name:1x3x224x224");
+  sub->add_option("--input-shape,--shapes", f->input_shape,
+                  "Pin dynamic input dims of --onnx: name:1x3x224x224");
   sub->add_option("--warmUp", f->warmup_ms, "Warm-up time in ms (trtexec's meaning; default 200)")
       ->check(CLI::Range(0, 3600 * 1000));
   sub->add_option("--iterations", f->iterations,

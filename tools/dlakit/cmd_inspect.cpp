@@ -29,7 +29,10 @@ void PlacementFlags::add(CLI::App& app) {
       ->check(CLI::IsMember({"orin", "xavier"}));
   app.add_flag("--standalone,--buildDLAStandalone", standalone,
                "The whole network must be one DLA graph (cuDLA); else one error listing every offender");
-  app.add_flag("--fallback,--allowGPUFallback", fallback, "Run unsupported layers on the GPU (default)");
+  app.add_flag("--fallback,--allowGPUFallback", fallback,
+               "Run unsupported layers on the GPU: a hybrid plan. inspect, calibrate and compare place this "
+               "way unless given --standalone; build makes one DLA loadable (--buildDLAStandalone) unless "
+               "given this");
   app.add_flag("--int8", int8, "Default DLA precision INT8 (default FP16)");
   app.add_flag("--fp16", fp16, "Default DLA precision FP16 (the default)");
   app.add_option("--useDLACore", dla_core, "DLA core 0 or 1")->check(CLI::Range(0, 1));
@@ -147,7 +150,16 @@ void run_inspect(const InspectFlags& f) {
     out << report::inspect_html(g, p, lat ? &latency_us : nullptr);
     if (!out) fail(Status::kIoError, "cannot write '", f.html, "'");
   }
-  if (!f.explain.empty()) {
+  if (!f.explain.empty() && f.json) {  // the layer's entry of the --json report
+    explain_node(g, p, f.explain);     // refuses a name the network lacks
+    nlohmann::json j = workflow::inspect_json(g, p);
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+      if (g.nodes[k].name == f.explain) {
+        nlohmann::json layer = j["layers"][k];
+        if (lat) layer["latency_us"] = lat->layers[k].latency_us;
+        std::cout << layer.dump(2) << "\n";
+      }
+  } else if (!f.explain.empty()) {
     std::cout << explain_node(g, p, f.explain);
     if (lat) {
       for (size_t k = 0; k < g.nodes.size(); ++k)
@@ -183,7 +195,8 @@ void register_inspect(CLI::App& app) {
       "inspect",
       "Per-layer DLA capability with every reason and a fix, DLA/GPU segments, coverage and a "
       "recommendation.\n"
-      "Exit status: 0 if a standalone (single DLA graph) build is possible, 3 if not, 1 on errors.");
+      "Exit status: 0 if a standalone (single DLA graph) build is possible, 3 if not, 2 on a usage error, 1 "
+      "on other errors.");
   f->model.add(*sub);
   f->placement.add(*sub);
   sub->add_flag("--json", f->json, "Print JSON (schema: docs/inspect.md)");
@@ -192,7 +205,8 @@ void register_inspect(CLI::App& app) {
       "Also write a self-contained HTML report: the network as coloured layers (DLA/GPU segments, "
       "transitions, rewrites), every reason and fix on click");
   sub->add_option("--explain", f->explain,
-                  "Explain one layer in full: inputs, DLA layer, every reason, pass remarks");
+                  "Explain one layer in full: inputs, DLA layer, every reason, pass remarks (with --json: "
+                  "its entry of the JSON report)");
   sub->add_option("--power-mode", f->power_mode,
                   "Predict the board's latency in this power mode (orin: MAXN, 50W, 30W, 15W; xavier: MAXN): "
                   "per layer with its bottleneck (compute, memory, overhead), per segment and transition, "

@@ -113,6 +113,11 @@ void report(const RunFlags& f, const std::string& model, const Image& img,
     }
     j["outputs"].push_back(o);
   }
+  if (!f.overlay.empty() && !j.contains("overlay"))
+    std::fprintf(stderr,
+                 "warning: --overlay: no output is a [1, 1, H, W] map to draw over the image; %s not "
+                 "written\n",
+                 f.overlay.c_str());
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return;
@@ -189,14 +194,26 @@ std::string run_loadable(const RunFlags& f, const Preprocess& pre, const Image* 
     o.io_scales = &io_scales;
   }
   const std::unique_ptr<rt::EngineRunner> engine = rt::EngineRunner::open(read_file(f.engine), o);
+  // Every --input as given (set_inputs refuses a name the engine lacks), then images and noise for the rest.
   TensorMap feeds;
+  for (const auto& spec : f.inputs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      fail(Status::kInvalidArgument, "--input '", spec, "' should be name=file.npy");
+    feeds[spec.substr(0, eq)] = read_npy(spec.substr(eq + 1));
+  }
   uint32_t seed = 1;
   for (size_t i = 0; i < engine->inputs().size(); ++i) {
     const rt::EngineInput& in = engine->inputs()[i];
-    Tensor x;
-    for (const auto& spec : f.inputs)
-      if (spec.substr(0, spec.find('=')) == in.name) x = read_npy(spec.substr(spec.find('=') + 1));
-    if (x.empty() && img && i == 0) x = image_to_tensor(*img, pre);
+    Tensor x = feeds.count(in.name) ? feeds.at(in.name) : Tensor();
+    if (x.empty() && img && i == 0) {
+      Preprocess sized = pre;  // without --size, the engine's input size (NCHW, what set_inputs takes)
+      if (sized.width == 0 && in.shape.size() == 4) {
+        sized.height = int(in.shape[2]);
+        sized.width = int(in.shape[3]);
+      }
+      x = image_to_tensor(*img, sized);
+    }
     if (x.empty() && f.random_inputs) x = random_tensor({DType::kF32, in.shape}, seed++);
     if (x.empty())
       fail(Status::kInvalidArgument, "no data for input '", in.name, "' (f32[", shape_str(in.shape),
@@ -226,12 +243,14 @@ void run_cmd(const RunFlags& f) {
     fail(Status::kInvalidArgument,
          "--backend and --calib apply to --loadEngine; an ONNX model runs on the "
          "reference engine");
+  if (!f.overlay.empty() && f.image.empty())
+    fail(Status::kInvalidArgument, "--overlay draws the model's map over the input image: add --image");
   if (!f.engine.empty()) {
     Preprocess pre;
     Image img;
     if (!f.image.empty()) {
       img = load_image(f.image);
-      pre = {0, 0, floats(f.mean, "--mean"), floats(f.std, "--std"), f.scale, f.bgr, f.nhwc};
+      pre = {0, 0, floats(f.mean, "--mean"), std_devs(f.std), f.scale, f.bgr, f.nhwc};
       if (!f.size.empty()) std::tie(pre.width, pre.height) = parse_size(f.size);
     }
     std::vector<std::pair<std::string, Tensor>> outputs;
@@ -250,7 +269,7 @@ void run_cmd(const RunFlags& f) {
   if (!f.image.empty()) {
     img = load_image(f.image);
     pre.mean = floats(f.mean, "--mean");
-    pre.std = floats(f.std, "--std");
+    pre.std = std_devs(f.std);
     pre.scale = f.scale;
     pre.bgr = f.bgr;
     pre.nhwc = f.nhwc;
@@ -341,12 +360,16 @@ void register_run(CLI::App& app) {
   sub->add_flag("--nhwc", f->nhwc, "The model takes NHWC layout (default NCHW)");
   sub->add_flag("--random-inputs", f->random_inputs, "Fill inputs not given with seeded N(0,1) noise");
   sub->add_option("--labels", f->labels, "Class names, one per line, for top-k");
-  sub->add_option("--top-k", f->top_k, "How many classes to print for classifier outputs (default 5)");
+  sub->add_option("--top-k", f->top_k, "How many classes to print for classifier outputs (default 5)")
+      ->check(CLI::Range(1, 1000 * 1000));
   sub->add_option("--output-dir,-o", f->output_dir, "Write every output as NAME.npy here");
   sub->add_option("--overlay", f->overlay,
                   "Write a heat map of the first [1,1,H,W] output over the image (PNG)");
-  sub->add_option("--iterations", f->iterations, "Timed runs (default 1)");
-  sub->add_option("--warmUp", f->warmup, "Untimed runs first (default 0)");
+  sub->add_option("--iterations", f->iterations, "Timed runs (default 1)")->check(CLI::Range(1, 1000 * 1000));
+  sub->add_option("--warmUp", f->warmup,
+                  "Untimed runs first (default 0; a count here, where `bench --warmUp` is milliseconds as in "
+                  "trtexec)")
+      ->check(CLI::Range(0, 1000 * 1000));
   sub->add_flag("--dumpProfile", f->profile, "Print time per op type of the last run");
   sub->add_flag("--json", f->json, "Print JSON instead of text");
   sub->add_option("--loadEngine", f->engine,

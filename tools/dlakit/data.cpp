@@ -25,6 +25,14 @@ std::vector<float> floats(const std::string& s, const char* what) {
   return v;
 }
 
+std::vector<float> std_devs(const std::string& s) {
+  const std::vector<float> v = floats(s, "--std");
+  for (float x : v)
+    if (!(x > 0.f))
+      fail(Status::kInvalidArgument, "--std '", s, "': the pixels are divided by it; each value must be > 0");
+  return v;
+}
+
 std::pair<int, int> parse_size(const std::string& s) {
   int w = 0, h = 0;
   char x = 0;
@@ -43,7 +51,8 @@ void DataFlags::add(CLI::App& app, bool required) {
   app.add_option("--scale", scale, "Pixel scale before mean/std (default 1/255)");
   app.add_flag("--bgr", bgr, "The model takes BGR channel order (default RGB)");
   app.add_flag("--nhwc", nhwc, "The model takes NHWC layout (default NCHW)");
-  app.add_option("--max-samples", max_samples, "Use at most N samples (default: all)");
+  app.add_option("--max-samples", max_samples, "Use at most N samples (default: all)")
+      ->check(CLI::PositiveNumber);
 }
 
 std::string DataFlags::as_flags() const {
@@ -90,7 +99,7 @@ std::vector<TensorMap> DataFlags::load(const Graph& g, std::vector<std::string>*
   }
   Preprocess pre;
   pre.mean = floats(mean, "--mean");
-  pre.std = floats(std, "--std");
+  pre.std = std_devs(std);
   pre.scale = scale;
   pre.bgr = bgr;
   pre.nhwc = nhwc;

@@ -14,7 +14,8 @@ void ModelFlags::add(CLI::App& app) {
   app.add_option("--input-shape,--shapes", input_shape,
                  "Pin input shapes (dynamic dims), trtexec style: name:1x3x640x640[,name2:...]");
   app.add_option("--threads", threads,
-                 "CPU threads for the reference engine (default: DLAKIT_NUM_THREADS or 2)");
+                 "CPU threads for the reference engine (default: DLAKIT_NUM_THREADS or 2)")
+      ->check(CLI::Range(1, 256));
 }
 
 ImportOptions ModelFlags::import_options() const {
@@ -66,7 +67,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; a usage error (unknown flag, missing or invalid argument) exits 2, as
+    // most command-line tools do, instead of CLI11's own codes (105-109).
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const dlakit::Error& e) {
     std::cerr << "error (" << dlakit::status_name(e.status()) << "): " << e.what() << "\n";
     // A standalone build that is not possible is a verdict, not a failure of dlakit.
