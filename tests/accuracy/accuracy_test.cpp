@@ -549,7 +549,7 @@ TEST(Accuracy, DetectorMaskF1) {
   f1.kind = MetricKind::kMaskF1;
   f1.threshold = 0.3f;
   const Prepared p = prepare(m, cal, f1, "--metric mask-f1 --threshold 0.3", f1,
-                             "--metric mask-f1 --threshold 0.3", 0.97, 0.99);
+                             "--metric mask-f1 --threshold 0.3", 0.97, 0.97);
   const std::vector<TensorMap> fp32 = ReferenceEngine(m.g).run_batch(ev);
   const std::string out = fp32[0].begin()->first;
   struct Result {
@@ -589,20 +589,14 @@ TEST(Accuracy, DetectorMaskF1) {
           : "target not reached on calibration",
       searched >= 0.97);
   EXPECT_GE(searched, 0.97);
-  // --fix-return-groups gives back the MACs of fused groups the default search keeps in FP16. Searched at
-  // 0.99, a margin over the 0.97 target: at 0.97 and 0.98 it met on the calibration images and reached
-  // only 0.9498 and 0.9503 on the evaluation images (one-off runs, docs/int8.md), so this target was chosen
-  // with the evaluation images in view. Measured 2026-12-05: 61.50 % of the MACs INT8, mask F1 0.9839; the
-  // MAC share is guarded at 50 % (11.5 points of headroom), so a step that returns nothing fails.
-  ASSERT_TRUE(p.grouped.reached);
-  const double grouped = done["search-groups"].f1;
-  target_row("PP-OCRv4 det, the same with `--fix-target 0.99 --fix-return-groups`: mask F1 vs FP32",
-             ">= 0.97",
-             fixed(grouped, "%.4f") + ", " + pct(config(p, "search-groups").mac_share) +
-                 " of the MACs INT8 (0.99 was chosen after 0.97 and 0.98 missed on these images)",
-             grouped >= 0.97);
-  EXPECT_GE(grouped, 0.97);
-  EXPECT_GE(config(p, "search-groups").mac_share, 0.5);
+  // --fix-return-groups gives back the MACs of fused groups the default search keeps in FP16, at the issue's
+  // target like the search above. It is not an issue target and not in the targets table: on these images it
+  // fits the calibration images and misses on the evaluation images (0.9498 in a one-off run, 2026-12-05,
+  // docs/int8.md), which is why it is off by default; its row is in det's table above. (Until 2026-12-08
+  // this row searched at 0.99, a value chosen after 0.97 and 0.98 missed on the evaluation images.) The
+  // assert checks the step itself: it returns MACs to INT8 (61.50 % at 0.99).
+  ASSERT_TRUE(p.search.reached && p.grouped.reached);
+  EXPECT_GT(config(p, "search-groups").mac_share, config(p, "search").mac_share);
   target_row("PP-OCRv4 det, FP16: mask F1 vs FP32", ">= 0.999", fixed(r16.f1, "%.4f"), r16.f1 >= 0.999);
   EXPECT_GE(r16.f1, 0.999);
   g_fp16 << "| ppocr_det | " << out << " | " << fixed(r16.cosine) << " |\n";
