@@ -45,7 +45,8 @@ std::string human(double v) {
 int main(int argc, char** argv) {
   CLI::App app{
       "dlakit: make NVIDIA's Deep Learning Accelerator usable, explainable and testable anywhere.\n"
-      "Commands take trtexec/Polygraphy-style flags; add --json for machine-readable output.\n\n"
+      "Commands take trtexec/Polygraphy-style flags; info, inspect, run, bench, calibrate and compare print\n"
+      "JSON with --json.\n\n"
       "Examples:\n"
       "  dlakit info model.onnx --input-shape x:1x3x640x640\n"
       "  dlakit run resnet18.onnx --image cat.jpg --size 224x224 --mean 0.485,0.456,0.406 --std "
