@@ -175,6 +175,8 @@ check "--overlay with no map output: a warning, no file" bash -c "test $rc -eq 0
 check "--exportTimes to a folder that does not exist: exit 1 (was silent)" bash -c "test $rc -eq 1 && grep -q 'cannot write' '$TMP/exp.txt'"
 "$DLAKIT" bench --loadEngine="$TMP/cls.plan" > "$TMP/benchplan.txt" 2>&1; rc=$?
 check "bench on a hybrid plan: exit 1 pointing to run --loadEngine" bash -c "test $rc -eq 1 && grep -q 'is a hybrid plan' '$TMP/benchplan.txt'"
+"$DLAKIT" run --loadEngine="$TMP/r18.dla" --random-inputs --dumpProfile > "$TMP/runprof.txt" 2>&1; rc=$?
+check "run --loadEngine --dumpProfile: exit 1 pointing to bench (printed nothing before)" bash -c "test $rc -eq 1 && grep -q 'bench --loadEngine' '$TMP/runprof.txt'"
 "$DLAKIT" inspect "$M/resnet18.onnx" --json --explain /fc/Gemm > "$TMP/exj.json"; rc=$?
 check "inspect --explain --json prints the layer's JSON entry" /usr/bin/python3 -c "
 import json; j=json.load(open('$TMP/exj.json')); assert $rc == 0 and j['name'] == '/fc/Gemm', j"

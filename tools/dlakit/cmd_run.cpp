@@ -245,6 +245,11 @@ void run_cmd(const RunFlags& f) {
          "reference engine");
   if (!f.overlay.empty() && f.image.empty())
     fail(Status::kInvalidArgument, "--overlay draws the model's map over the input image: add --image");
+  if (!f.engine.empty() && f.profile)
+    fail(Status::kInvalidArgument,
+         "--dumpProfile times an ONNX model's ops on the reference engine; for a loadable's operations use "
+         "`dlakit bench --loadEngine ",
+         f.engine, " --dumpProfile`");
   if (!f.engine.empty()) {
     Preprocess pre;
     Image img;
@@ -370,7 +375,8 @@ void register_run(CLI::App& app) {
                   "Untimed runs first (default 0; a count here, where `bench --warmUp` is milliseconds as in "
                   "trtexec)")
       ->check(CLI::Range(0, 1000 * 1000));
-  sub->add_flag("--dumpProfile", f->profile, "Print time per op type of the last run");
+  sub->add_flag("--dumpProfile", f->profile,
+                "Print time per op type of the last run (ONNX models; loadables: bench --dumpProfile)");
   sub->add_flag("--json", f->json, "Print JSON instead of text");
   sub->add_option("--loadEngine", f->engine,
                   "Run a DLA loadable (from dlakit build) through the runtime on the emulated DLA")
