@@ -197,6 +197,8 @@ SearchResult search_fix(const Graph& g, const PlacementOptions& base, const Scal
     if (!chosen[by_position[i]]) chosen[by_position[i]] = 1, ++picked;
   const size_t some = o.sensitivity_samples > 0 ? size_t(o.sensitivity_samples) : samples.size();
   const Score base_some = ev.quick(base, some);
+  r.sensitivity_samples = std::min(some, samples.size());
+  r.sensitivity_base = base_some;
   int done = 0;
   for (size_t i = 0; i < r.ranking.size(); ++i) {
     if (!chosen[i]) continue;

@@ -69,6 +69,10 @@ struct SearchResult {
   bool reachable = false;  // all-FP16 meets the target
   bool reached = false;    // the chosen configuration meets it
   std::vector<LayerSensitivity> ranking;
+  // The samples the layers are measured alone on (the first sensitivity_samples), and all INT8 on them:
+  // what their scores compare with (the all-INT8 score above is on every sample).
+  size_t sensitivity_samples = 0;
+  Score sensitivity_base;
   std::vector<CurvePoint> curve;  // every measured point, by moves (all FP16 last, moves = -1)
   int chosen = -1;                // index into curve; -1: none meets the target
   CompareResult before;           // all INT8: own errors per layer

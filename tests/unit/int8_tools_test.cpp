@@ -481,6 +481,8 @@ TEST(FixSearch, FindsTheOneLayerThatCollapsesTheOutput) {
   so.target = 0.99;  // output cosine
   const SearchResult r = search_fix(g, po, &t, {}, base.samples, so);
   EXPECT_LT(r.all_int8.metric, 0.5);
+  EXPECT_EQ(r.sensitivity_samples, size_t(SearchOptions{}.sensitivity_samples));  // conv_case has 16
+  EXPECT_LT(r.sensitivity_base.metric, 0.5);  // the same collapse on those samples
   EXPECT_TRUE(r.reachable);
   ASSERT_TRUE(r.reached);
   const CurvePoint& chosen = r.curve[size_t(r.chosen)];

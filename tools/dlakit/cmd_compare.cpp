@@ -80,7 +80,9 @@ nlohmann::json search_json(const quant::SearchResult& r) {
       {"all_fp16", fp16_measured ? nlohmann::json(r.all_fp16.metric) : nlohmann::json(nullptr)},
       {"reachable", r.reachable},
       {"reached", r.reached},
-      {"evaluations", r.evaluations}};
+      {"evaluations", r.evaluations},
+      {"sensitivity_samples", r.sensitivity_samples},
+      {"sensitivity_base_metric", r.sensitivity_base.metric}};
   j["curve"] = nlohmann::json::array();
   for (const auto& c : r.curve) j["curve"].push_back(point(c));
   j["chosen"] = r.chosen >= 0 ? point(r.curve[size_t(r.chosen)]) : nlohmann::json(nullptr);
@@ -129,14 +131,20 @@ void print_search(const quant::SearchResult& r, const quant::MetricSpec& metric,
   int measured = 0;
   for (const auto& l : r.ranking) measured += l.measured;
   if (measured > 0) {
-    std::printf("  sensitivity: %d of %zu INT8 layers measured alone in FP16; the first in the ranking:\n",
-                measured, r.ranking.size());
-    std::printf("    %-4s %-36s %-14s %-10s %s\n", "rank", "layer", "op", "own relL2", "metric moved alone");
+    std::printf(
+        "  sensitivity: %d of %zu INT8 layers measured alone in FP16 on the first %zu samples (all INT8 "
+        "there: "
+        "%s, output cosine %.8f); the first in the ranking:\n",
+        measured, r.ranking.size(), r.sensitivity_samples,
+        quant::format_metric_value(metric, r.sensitivity_base.metric).c_str(), r.sensitivity_base.cosine);
+    std::printf("    %-4s %-36s %-14s %-10s %-28s %s\n", "rank", "layer", "op", "own relL2",
+                "metric moved alone", "output cosine");
     for (size_t i = 0; i < r.ranking.size() && i < 10; ++i) {
       const auto& l = r.ranking[i];
-      std::printf("    %-4zu %-36s %-14s %-10s %s\n", i + 1, l.layer.substr(0, 36).c_str(),
+      std::printf("    %-4zu %-36s %-14s %-10s %-28s %s\n", i + 1, l.layer.substr(0, 36).c_str(),
                   l.op.substr(0, 14).c_str(), fmt(l.own_rel_l2).c_str(),
-                  l.measured ? quant::format_metric_value(metric, l.alone.metric).c_str() : "-");
+                  l.measured ? quant::format_metric_value(metric, l.alone.metric).c_str() : "-",
+                  l.measured ? fmt(l.alone.cosine, "%.8f").c_str() : "-");
     }
   }
   bool latency = false;
