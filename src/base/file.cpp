@@ -15,6 +15,12 @@ std::string read_file(const std::string& path) {
   return bytes;
 }
 
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+  if (!f) fail(Status::kIoError, "cannot write '", path, "'");
+}
+
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   for (size_t pos = 0; pos < text.size();) {

@@ -6,6 +6,7 @@
 #include <queue>
 #include <set>
 
+#include "base/file.h"
 #include "onnx/exporter.h"
 #include "onnx/importer.h"
 
@@ -76,10 +77,9 @@ nlohmann::json write_split(const Graph& g, const Placement& p, const std::string
   m["inputs"] = io_json(g, g.inputs);
   m["outputs"] = io_json(g, g.outputs);
   m["segments"] = nlohmann::json::array();
-  std::ofstream sh(fs::path(dir) / "build_on_jetson.sh");
-  sh << "#!/usr/bin/env bash\n# Written by dlakit split: builds every segment with TensorRT on the "
-        "board.\nset -euo pipefail\n"
-     << "cd \"$(dirname \"$0\")\"\n";
+  std::string sh =
+      "#!/usr/bin/env bash\n# Written by dlakit split: builds every segment with TensorRT on the "
+      "board.\nset -euo pipefail\ncd \"$(dirname \"$0\")\"\n";
   int k = 0;
   std::string gpu_layers;
   for (size_t n = 0; n < g.nodes.size(); ++n)
@@ -89,12 +89,9 @@ nlohmann::json write_split(const Graph& g, const Placement& p, const std::string
     const Segment& s = p.segments[size_t(id)];
     const std::string file =
         "segment_" + std::to_string(k) + (s.device == Device::kDLA ? "_dla" : "_gpu") + ".onnx";
-    const std::string bytes = export_onnx(g, s.nodes, s.inputs, s.outputs, file);
-    std::ofstream f(fs::path(dir) / file, std::ios::binary);
-    f.write(bytes.data(), std::streamsize(bytes.size()));
-    if (!f) fail(Status::kIoError, "cannot write ", (fs::path(dir) / file).string());
+    write_file((fs::path(dir) / file).string(), export_onnx(g, s.nodes, s.inputs, s.outputs, file));
     const std::string cmd = trtexec_line(p, s, file, k);
-    sh << cmd << "\n";
+    sh += cmd + "\n";
     m["segments"].push_back({{"index", k},
                              {"id", s.id},
                              {"device", device_name(s.device)},
@@ -113,9 +110,9 @@ nlohmann::json write_split(const Graph& g, const Placement& p, const std::string
       " --allowGPUFallback" + (gpu_layers.empty() ? "" : " --layerDeviceTypes=" + gpu_layers) +
       " --saveEngine=hybrid.plan";
   m["hybrid_trtexec"] = hybrid;
-  sh << "# or the whole model as one hybrid engine (the same placement):\n# " << hybrid << "\n";
-  std::ofstream mf(fs::path(dir) / "manifest.json");
-  mf << m.dump(2) << "\n";
+  sh += "# or the whole model as one hybrid engine (the same placement):\n# " + hybrid + "\n";
+  write_file((fs::path(dir) / "build_on_jetson.sh").string(), sh);
+  write_file((fs::path(dir) / "manifest.json").string(), m.dump(2) + "\n");
   return m;
 }
 

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <set>
 
 #include "base/error.h"
@@ -94,9 +93,7 @@ std::string format_calib_cache(const ScaleTable& t) {
 }
 
 void write_calib_cache(const std::string& path, const ScaleTable& t) {
-  std::ofstream f(path, std::ios::binary);
-  f << format_calib_cache(t);
-  if (!f) fail(Status::kIoError, "cannot write the calibration cache '", path, "'");
+  write_file(path, format_calib_cache(t));
 }
 
 }  // namespace dlakit::quant

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -148,13 +147,8 @@ void print_latency(const Stats& L, const Stats& H, const Stats& C, const Stats& 
               wall_s, scope);
 }
 
-// Seeded N(0, 1) noise of the given shapes (the same inputs in every configuration).
 // --exportTimes / --exportProfile: the JSON into `path`; a file that cannot be written is an error.
-void write_json(const std::string& path, const nlohmann::json& j, const char* flag) {
-  std::ofstream out(path);
-  out << j.dump(1) << "\n";
-  if (!out) fail(Status::kIoError, flag, ": cannot write '", path, "'");
-}
+void write_json(const std::string& path, const nlohmann::json& j) { write_file(path, j.dump(1) + "\n"); }
 
 // --dumpProfile / --exportProfile: per-layer milliseconds of the engine that was timed, into the JSON
 // report and the export file; print_profile shows them.
@@ -162,7 +156,7 @@ void add_profile(const BenchFlags& f, const std::vector<std::pair<std::string, d
                  nlohmann::json& j) {
   nlohmann::json p = nlohmann::json::array();
   for (auto& [name, ms] : prof) p.push_back({{"name", name}, {"ms", ms}});
-  if (!f.export_profile.empty()) write_json(f.export_profile, p, "--exportProfile");
+  if (!f.export_profile.empty()) write_json(f.export_profile, p);
   if (f.dump_profile) j["profile"] = p;
 }
 
@@ -257,7 +251,7 @@ void run_bench_gpu_model(const BenchFlags& f) {
   j["note"] =
       "dlakit's CUDA kernels (convolutions on cuBLASLt's tensor cores where they apply, the rest its own), "
       "not TensorRT: compare configurations with each other, not with TensorRT";
-  if (!f.export_times.empty()) write_json(f.export_times, nlohmann::json(times.total), "--exportTimes");
+  if (!f.export_times.empty()) write_json(f.export_times, nlohmann::json(times.total));
   if (f.dump_profile || !f.export_profile.empty()) {
     TensorMap feeds;
     for (size_t i = 0; i < inputs.size(); ++i) feeds.emplace(g.value(g.inputs[i]).name, inputs[i]);
@@ -342,7 +336,7 @@ void run_bench_cudla(const BenchFlags& f, const std::string& blob, const std::ve
   j["note"] =
       "through the cuDLA C API: with NVIDIA's libcudla.so.1 compute is the DLA task on the hardware; with "
       "dlakit's, emulator timings";
-  if (!f.export_times.empty()) write_json(f.export_times, nlohmann::json(times.total), "--exportTimes");
+  if (!f.export_times.empty()) write_json(f.export_times, nlohmann::json(times.total));
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return;
@@ -483,7 +477,7 @@ void run_bench(BenchFlags f) {
       std::string(cuda ? "emulated DLA on CUDA (dlakit's kernels)" : "emulated DLA on this machine's CPU") +
       ": emulator timings, not DLA hardware predictions; inputs packed once before the timed loop (as "
       "trtexec fills its buffers once), so H2D is the copy alone";
-  if (!f.export_times.empty()) write_json(f.export_times, nlohmann::json(times.total), "--exportTimes");
+  if (!f.export_times.empty()) write_json(f.export_times, nlohmann::json(times.total));
   if (f.dump_profile || !f.export_profile.empty()) {
     // The profile of the executor that was timed: per operation, named by its first layer, the median of
     // kProfileRuns profiled runs (one run alone mostly shows the first operation waking the threads).

@@ -1,5 +1,4 @@
 // dlakit build --onnx=M --saveEngine=out.dla: a DLA loadable with trtexec's flag names and meanings.
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -53,12 +52,6 @@ quant::ScaleTable build_scales(const BuildFlags& f, const PlacedModel& pm) {
   return scales;
 }
 
-void write_engine(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  if (!out) fail(Status::kIoError, "cannot write '", path, "'");
-}
-
 void run_build(BuildFlags& f) {
   if (f.placement.fallback && f.placement.standalone)
     fail(Status::kInvalidArgument,
@@ -76,7 +69,7 @@ void run_build(BuildFlags& f) {
   o.output_formats = f.output_formats;
   o.mem_pool_sizes = f.mem_pool;
   const workflow::BuiltEngine e = workflow::build_engine(pm, o);
-  write_engine(f.save, e.bytes);
+  write_file(f.save, e.bytes);
   const auto* data = reinterpret_cast<const uint8_t*>(e.bytes.data());
   if (e.is_plan) {
     rt::PlanExecutor check(data, e.bytes.size());  // verify what we wrote

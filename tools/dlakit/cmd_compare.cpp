@@ -2,7 +2,6 @@
 // the emulated DLA against the FP32 reference, per layer, and overrides for the layers that cost accuracy.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -229,15 +228,11 @@ void run_compare(const CompareFlags& f) {
     after = search ? quant::compare_numerics(pm.graph, plan, samples, {}, metric) : rounds->after;
   if (f.fix && !f.apply.empty()) {
     nlohmann::json j = {{"layerPrecisions", fix.layer_precisions}, {"layerDeviceTypes", fix.layer_devices}};
-    std::ofstream out(f.apply);
-    out << j.dump(2) << "\n";
-    if (!out) fail(Status::kIoError, "cannot write '", f.apply, "'");
+    write_file(f.apply, j.dump(2) + "\n");
   }
   if (!f.html.empty()) {
-    std::ofstream out(f.html);
-    out << report::compare_html("dlakit compare: " + f.model.model + " (" + what + " vs FP32)", before,
-                                after ? &*after : nullptr, f.fix ? &fix : nullptr);
-    if (!out) fail(Status::kIoError, "cannot write '", f.html, "'");
+    write_file(f.html, report::compare_html("dlakit compare: " + f.model.model + " (" + what + " vs FP32)",
+                                            before, after ? &*after : nullptr, f.fix ? &fix : nullptr));
   }
   if (f.json) {
     nlohmann::json j;

@@ -1,6 +1,5 @@
 // dlakit inspect MODEL: per-layer DLA capability with reasons and fixes, segments, summary.
 // Exit status: 0 when a standalone (single DLA graph) build is possible, 3 when it is not, 1 on errors.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -143,12 +142,10 @@ void run_inspect(const InspectFlags& f) {
   std::optional<latency::LatencyReport> lat;
   if (!f.power_mode.empty()) lat = latency::predict_latency(g, p, latency_options(f));
   if (!f.html.empty()) {
-    std::ofstream out(f.html);
     std::vector<double> latency_us;  // predicted per layer (--power-mode): the page colours by it
     if (lat)
       for (const latency::LayerLatency& l : lat->layers) latency_us.push_back(l.latency_us);
-    out << report::inspect_html(g, p, lat ? &latency_us : nullptr);
-    if (!out) fail(Status::kIoError, "cannot write '", f.html, "'");
+    write_file(f.html, report::inspect_html(g, p, lat ? &latency_us : nullptr));
   }
   if (!f.explain.empty() && f.json) {  // the layer's entry of the --json report
     explain_node(g, p, f.explain);     // refuses a name the network lacks

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "base/file.h"
@@ -135,10 +134,7 @@ void apply_tuning(Graph& g, const Placement& int8_placement, const quant::ScaleT
 void save_onnx(const Graph& g, const std::string& path, const std::string& name) {
   std::vector<int> all(g.nodes.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = int(i);
-  const std::string bytes = export_onnx(g, all, g.inputs, g.outputs, name);
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  if (!out) fail(Status::kIoError, "cannot write '", path, "'");
+  write_file(path, export_onnx(g, all, g.inputs, g.outputs, name));
 }
 
 void CacheVersionFlags::add(CLI::App& app) {
