@@ -182,6 +182,18 @@ void print_profile(const Graph& g, const ReferenceEngine& engine) {
 
 // Runs a DLA loadable or a hybrid plan on the chosen backend (rt::EngineRunner): inputs from --input,
 // --image (the first input) or seeded noise, laid out per the engine; only the engine's work is timed.
+// The --input name=file.npy flags, read.
+TensorMap input_files(const RunFlags& f) {
+  TensorMap feeds;
+  for (const auto& spec : f.inputs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      fail(Status::kInvalidArgument, "--input '", spec, "' should be name=file.npy");
+    feeds[spec.substr(0, eq)] = read_npy(spec.substr(eq + 1));
+  }
+  return feeds;
+}
+
 std::string run_loadable(const RunFlags& f, const Preprocess& pre, const Image* img,
                          std::vector<std::pair<std::string, Tensor>>& outputs,
                          std::vector<std::string>& input_lines, std::vector<double>& times) {
@@ -195,13 +207,7 @@ std::string run_loadable(const RunFlags& f, const Preprocess& pre, const Image* 
   }
   const std::unique_ptr<rt::EngineRunner> engine = rt::EngineRunner::open(read_file(f.engine), o);
   // Every --input as given (set_inputs refuses a name the engine lacks), then images and noise for the rest.
-  TensorMap feeds;
-  for (const auto& spec : f.inputs) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
-      fail(Status::kInvalidArgument, "--input '", spec, "' should be name=file.npy");
-    feeds[spec.substr(0, eq)] = read_npy(spec.substr(eq + 1));
-  }
+  TensorMap feeds = input_files(f);
   uint32_t seed = 1;
   for (size_t i = 0; i < engine->inputs().size(); ++i) {
     const rt::EngineInput& in = engine->inputs()[i];
@@ -294,18 +300,11 @@ void run_cmd(const RunFlags& f) {
       opt.input_shapes[first.name] =
           f.nhwc ? Shape{1, pre.height, pre.width, 3} : Shape{1, 3, pre.height, pre.width};
   }
-  TensorMap feeds;
-  for (const auto& spec : f.inputs) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
-      fail(Status::kInvalidArgument, "--input '", spec, "' should be name=file.npy");
-    Tensor t = read_npy(spec.substr(eq + 1));
-    feeds[spec.substr(0, eq)] = t;
-    if (!opt.input_shapes.count(spec.substr(0, eq))) {
+  TensorMap feeds = input_files(f);
+  for (const auto& [name, t] : feeds)
+    if (!opt.input_shapes.count(name))
       for (auto& io : sig.inputs)
-        if (io.name == spec.substr(0, eq)) opt.input_shapes[io.name] = t.shape();
-    }
-  }
+        if (io.name == name) opt.input_shapes[io.name] = t.shape();
   opt.runtime_values = feeds;  // an input that feeds a shape argument specializes the graph
   const Graph g = import_onnx_file(f.model.model, opt);
   std::vector<std::string> input_lines;
