@@ -179,6 +179,11 @@ check "bench on a hybrid plan: exit 1 pointing to run --loadEngine" bash -c "tes
 check "run --loadEngine --dumpProfile: exit 1 pointing to bench (printed nothing before)" bash -c "test $rc -eq 1 && grep -q 'bench --loadEngine' '$TMP/runprof.txt'"
 "$DLAKIT" inspect "$M/resnet18.onnx" --json --explain /fc/Gemm > "$TMP/exj.json"; rc=$?
 check "inspect --explain --json prints the layer's JSON entry" /usr/bin/python3 -c "
-import json; j=json.load(open('$TMP/exj.json')); assert $rc == 0 and j['name'] == '/fc/Gemm', j"
+import json; j=json.load(open('$TMP/exj.json'))
+assert $rc == 0 and [l['name'] for l in j['layers']] == ['/fc/Gemm'] and j['name'] == '/fc/Gemm', j"
+"$DLAKIT" inspect "$M/ppocr_det.onnx" --input-shape x:1x3x640x640 --json --explain p2o.BatchNormalization.0 > "$TMP/exfold.json"; rc=$?
+check "inspect --explain --json on a layer a pass folded: no layer, the pass's remark (printed nothing before)" /usr/bin/python3 -c "
+import json; j=json.load(open('$TMP/exfold.json'))
+assert $rc == 0 and j['layers'] == [] and j['remarks'][0]['pass'] == 'fold-batchnorm', j"
 
 finish

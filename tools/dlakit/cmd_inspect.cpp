@@ -147,15 +147,22 @@ void run_inspect(const InspectFlags& f) {
       for (const latency::LayerLatency& l : lat->layers) latency_us.push_back(l.latency_us);
     write_file(f.html, report::inspect_html(g, p, lat ? &latency_us : nullptr));
   }
-  if (!f.explain.empty() && f.json) {  // the layer's entry of the --json report
-    explain_node(g, p, f.explain);     // refuses a name the network lacks
-    nlohmann::json j = workflow::inspect_json(g, p);
+  if (!f.explain.empty() && f.json) {
+    // The name's entries of the --json report: its layers (none where a pass removed or merged it) and the
+    // passes' remarks on it. explain_node refuses a name that is neither.
+    explain_node(g, p, f.explain);
+    const nlohmann::json report = workflow::inspect_json(g, p);
+    nlohmann::json j = {
+        {"name", f.explain}, {"layers", nlohmann::json::array()}, {"remarks", nlohmann::json::array()}};
     for (size_t k = 0; k < g.nodes.size(); ++k)
       if (g.nodes[k].name == f.explain) {
-        nlohmann::json layer = j["layers"][k];
+        nlohmann::json layer = report["layers"][k];
         if (lat) layer["latency_us"] = lat->layers[k].latency_us;
-        std::cout << layer.dump(2) << "\n";
+        j["layers"].push_back(layer);
       }
+    for (const auto& r : report["remarks"])
+      if (r["node"] == f.explain) j["remarks"].push_back(r);
+    std::cout << j.dump(2) << "\n";
   } else if (!f.explain.empty()) {
     std::cout << explain_node(g, p, f.explain);
     if (lat) {
