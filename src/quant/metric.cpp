@@ -87,6 +87,16 @@ std::string format_metric_value(const MetricSpec& m, double v) {
   return buf;
 }
 
+std::string format_score(const MetricSpec& m, const Score& s) {
+  std::string text = format_metric_value(m, s.metric);
+  if (m.confidence > 0) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%g", 100 * m.confidence);
+    text += std::string(" (") + pct + " % bound: " + format_metric_value(m, s.bound) + ")";
+  }
+  return text;
+}
+
 const char* metric_reference(const MetricSpec& m) {
   return against_truth(m) ? "against the truth" : "against FP32";
 }

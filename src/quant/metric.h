@@ -102,6 +102,9 @@ struct Score {
 };
 // Whether a plan's score meets a target: its bound (its metric unless --fix-confidence is set).
 bool meets(MetricKind k, const Score& s, double target);
+// A score's metric, and with a confidence the bound it is judged on: "CER +0.20 points over FP32 (95 % bound:
+// CER +0.85 points over FP32)".
+std::string format_score(const MetricSpec& m, const Score& s);
 // FP32 reference outputs of every sample (computed once, shared by every plan that is scored).
 std::vector<TensorMap> reference_outputs(const Graph& g, const std::vector<TensorMap>& samples);
 Score score_plan(const Graph& g, const NumericsPlan& plan, const std::vector<TensorMap>& samples,

@@ -131,14 +131,6 @@ const Config& config(const Prepared& p, const std::string& key) {
   throw std::runtime_error("no configuration '" + key + "'");
 }
 
-// A score as a report cell; with --fix-confidence, the bound the search judged it on beside it.
-std::string line_of(const Score& s, const MetricSpec& m) {
-  const std::string value = format_metric_value(m, s.metric);
-  return m.confidence > 0 ? value + " (" + fixed(100 * m.confidence, "%g") +
-                                " % bound: " + format_metric_value(m, s.bound) + ")"
-                          : value;
-}
-
 // `search_metric` / `search_flags`: what `compare --fix --fix-target` reads (the task's metric, with --truth
 // where the calibration data has its expected readings).
 Prepared prepare(const Model& m, const std::vector<TensorMap>& calib, const MetricSpec& task,
@@ -250,22 +242,22 @@ void report_calibration(const Prepared& p, const MetricSpec& task, const std::st
     const CalibCandidate& c = p.candidates[i];
     g_md << "| " << c.name << (i == p.default_best ? " (default path's choice)" : "")
          << (i == p.task_best ? " (choice with the task's metric)" : "") << " | " << c.int8_layers << " | "
-         << line_of(c.score, MetricSpec{p.default_metric}) << " | " << line_of(p.task_scores[i], task)
-         << " | " << fixed(c.score.cosine) << " |\n";
+         << format_score(MetricSpec{p.default_metric}, c.score) << " | "
+         << format_score(task, p.task_scores[i]) << " | " << fixed(c.score.cosine) << " |\n";
   }
   g_md << "\nThe weight edits on top of the default path's ranges, on the same calibration data: ";
   for (size_t i = 0; i < p.tuned.size(); ++i)
     g_md << (i ? "; " : "") << "`" << p.tuned[i].first.substr(1) << "` "
-         << line_of(p.tuned[i].second, MetricSpec{p.default_metric}) << " (output cosine "
+         << format_score(MetricSpec{p.default_metric}, p.tuned[i].second) << " (output cosine "
          << fixed(p.tuned[i].second.cosine) << ")";
-  g_md << " (without: " << line_of(p.candidates[p.default_best].score, MetricSpec{p.default_metric})
+  g_md << " (without: " << format_score(MetricSpec{p.default_metric}, p.candidates[p.default_best].score)
        << ").\n";
   const SearchResult& s = p.search;
   const bool fp16_measured =
       std::any_of(s.curve.begin(), s.curve.end(), [](const CurvePoint& c) { return c.moves < 0; });
   g_md << "\nThe `compare --fix` search on the calibration data (" << s.evaluations
-       << " plans scored): all INT8 " << line_of(s.all_int8, searched) << ", all FP16 "
-       << (fp16_measured ? line_of(s.all_fp16, searched) : "not measured (all INT8 meets the target)")
+       << " plans scored): all INT8 " << format_score(searched, s.all_int8) << ", all FP16 "
+       << (fp16_measured ? format_score(searched, s.all_fp16) : "not measured (all INT8 meets the target)")
        << "; measured points (K leading layers of the ranking moved to FP16, then R of them returned to "
           "INT8, most MACs first, each kept in INT8 when the target still holds):\n\n"
        << "| layers moved to FP16 (K) | returned to INT8 (R) | FP16 layers | INT8 layers | INT8 share of DLA "
@@ -278,7 +270,7 @@ void report_calibration(const Prepared& p, const MetricSpec& task, const std::st
          << (int(i) == s.chosen ? " (chosen)" : "") << " | "
          << (c.returned > 0 ? std::to_string(c.returned) + " (last: " + c.returned_layer + ")" : "-") << " | "
          << c.fp16_layers << " | " << c.int8_layers << " | " << pct(c.int8_mac_share) << " | "
-         << line_of(c.score, searched) << " | " << (c.meets ? "yes" : "no") << " |\n";
+         << format_score(searched, c.score) << " | " << (c.meets ? "yes" : "no") << " |\n";
   }
 }
 

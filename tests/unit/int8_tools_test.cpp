@@ -127,6 +127,10 @@ TEST(Metrics, TheBoundIsThePessimisticPercentileOfTheSamplesDrawnAgain) {
   Score s{0.9, 1.0, 0.8};  // a point is judged on its bound
   EXPECT_FALSE(meets(MetricKind::kTop1, s, 0.85));
   EXPECT_TRUE(meets(MetricKind::kTop1, s, 0.8));
+  EXPECT_EQ(format_score(t1, s), "top1 agreement 90.00 %");  // no confidence: the value alone
+  MetricSpec judged = t1;
+  judged.confidence = 0.9;
+  EXPECT_EQ(format_score(judged, s), "top1 agreement 90.00 % (90 % bound: top1 agreement 80.00 %)");
 }
 
 TEST(Metrics, AutoReadsSoftmaxSequencesAsCtcAndSoftmaxesAsClasses) {

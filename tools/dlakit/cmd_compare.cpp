@@ -94,17 +94,6 @@ nlohmann::json search_json(const quant::SearchResult& r) {
   return j;
 }
 
-// A point's metric, and with --fix-confidence the bound the target is judged on: "CER +0.20 points over FP32
-// (bound +0.85)".
-std::string score_text(const quant::MetricSpec& metric, const quant::Score& s) {
-  std::string text = quant::format_metric_value(metric, s.metric);
-  if (metric.confidence > 0) {
-    const std::string bound = quant::format_metric_value(metric, s.bound);
-    text += " (bound " + bound.substr(bound.find_first_of("+-0123456789")) + ")";
-  }
-  return text;
-}
-
 // "all FP16", "27" (the 27 leading layers of the ranking moved), "27-3" (3 of them returned to INT8).
 std::string moved_label(const quant::CurvePoint& c) {
   if (c.moves < 0) return "all FP16";
@@ -115,12 +104,12 @@ void print_search(const quant::SearchResult& r, const quant::MetricSpec& metric,
   std::printf("\n  --fix --fix-target %g (%s", target, quant::metric_name(metric.kind));
   if (metric.confidence > 0)
     std::printf(", judged on its %g %% bound over the samples drawn again", 100 * metric.confidence);
-  std::printf("): all INT8 %s", score_text(metric, r.all_int8).c_str());
+  std::printf("): all INT8 %s", quant::format_score(metric, r.all_int8).c_str());
   if (r.reached && r.chosen == 0) {
     std::printf(": meets the target, nothing to move\n");
     return;
   }
-  std::printf(", all FP16 %s\n", score_text(metric, r.all_fp16).c_str());
+  std::printf(", all FP16 %s\n", quant::format_score(metric, r.all_fp16).c_str());
   if (!r.reachable) {
     std::printf(
         "  all FP16 on the DLA misses the target too: no FP16 set reaches it on this data (move layers "
@@ -158,7 +147,7 @@ void print_search(const quant::SearchResult& r, const quant::MetricSpec& metric,
     const auto& c = r.curve[i];
     std::printf("    %-9s %-12d %-12d %-10s %-28s %-14.6f", moved_label(c).c_str(), c.fp16_layers,
                 c.int8_layers, fmt(100 * c.int8_mac_share, "%.1f %%").c_str(),
-                score_text(metric, c.score).c_str(), c.score.cosine);
+                quant::format_score(metric, c.score).c_str(), c.score.cosine);
     if (latency) std::printf(" %s", fmt(c.predicted_latency_ms, "%.3f ms").c_str());
     std::printf("%s\n", int(i) == r.chosen ? "  <- chosen" : "");
   }
